@@ -1,0 +1,130 @@
+// Package densemem is an embeddable, evidence-backed team memory on PostgreSQL.
+//
+// A host hands it a Store and gets a Client: Remember stores verbatim evidence, immutable
+// observations and verification events, and places the relationships they support under the
+// deterministic lifecycle rules; Trace explains any relationship down to its evidence bytes; Forget
+// retracts the caller's own relationship without deleting history. Nothing is ever rewritten in
+// place: every change of current state appends a transition in the same transaction.
+//
+// See doc.go for a guided tour and examples/ for runnable programs.
+package densemem
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/store"
+)
+
+// Client is the front door of Dense-Mem. It is safe for concurrent use.
+type Client struct {
+	store store.Store
+	cfg   Config
+
+	idMu   sync.Mutex
+	lastMS int64
+	seq    uint64
+}
+
+// New returns a Client over st. cfg may be nil for all defaults.
+func New(st store.Store, cfg *Config) (*Client, error) {
+	if st == nil {
+		return nil, fmt.Errorf("densemem: New needs a store")
+	}
+	c := cfg.withDefaults()
+	if c.AutoWriteThreshold < 0 || c.AutoWriteThreshold > 1 {
+		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.auto_write_threshold", Message: "must be within 0..1"}}}
+	}
+	if c.ReviewTTL < 24*time.Hour || c.ReviewTTL > 30*24*time.Hour {
+		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.review_ttl", Message: "must be within 1..30 days"}}}
+	}
+	return &Client{store: st, cfg: c}, nil
+}
+
+// now reads the configured clock: UTC at microsecond precision, as PostgreSQL stores it.
+func (c *Client) now() time.Time {
+	return c.cfg.Clock().UTC().Truncate(time.Microsecond)
+}
+
+const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// newID returns prefix_ followed by a 26-character time-ordered identifier: 48 bits of the clock's
+// milliseconds, then 80 bits that are random and, within one millisecond of one Client, increasing.
+func (c *Client) newID(prefix string, at time.Time) string {
+	var raw [16]byte
+	ms := at.UnixMilli()
+	var rnd [10]byte
+	_, _ = rand.Read(rnd[:])
+	c.idMu.Lock()
+	if ms == c.lastMS {
+		c.seq++
+	} else {
+		c.lastMS, c.seq = ms, 0
+	}
+	seq := c.seq
+	c.idMu.Unlock()
+	for i := 0; i < 6; i++ {
+		raw[i] = byte(ms >> (40 - 8*i))
+	}
+	// The first 4 bytes after the time carry a per-millisecond sequence so IDs sort in creation order.
+	raw[6], raw[7], raw[8], raw[9] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+	copy(raw[10:], rnd[:6])
+	var b strings.Builder
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	var acc uint32
+	bits := 0
+	for _, x := range raw {
+		acc = acc<<8 | uint32(x)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			b.WriteByte(crockford[(acc>>bits)&31])
+		}
+	}
+	if bits > 0 {
+		b.WriteByte(crockford[(acc<<(5-bits))&31])
+	}
+	return b.String()
+}
+
+// requestHash returns the hex SHA-256 of an operation name and the canonical JSON of its request.
+func requestHash(op string, req any) string {
+	b, _ := json.Marshal(struct {
+		Op  string `json:"op"`
+		Req any    `json:"req"`
+	}{op, req})
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:])
+}
+
+// authorize loads the principal and checks that it is active and holds scope.
+func (c *Client) authorize(ctx context.Context, p Principal, scope identity.Scope) (store.Principal, error) {
+	pr, err := c.store.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: p.TeamID, Profile: p.ProfileID})
+	if err != nil {
+		if isNotFound(err) {
+			return pr, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
+		}
+		return pr, err
+	}
+	return pr, checkProfile(pr.Profile.Status, pr.Profile.Scopes, p, scope)
+}
+
+func checkProfile(status identity.ProfileStatus, scopes []identity.Scope, p Principal, scope identity.Scope) error {
+	if status != identity.ProfileActive {
+		return fmt.Errorf("%w: profile %s is %s", ErrForbidden, p.ProfileID, status)
+	}
+	if !slices.Contains(scopes, scope) {
+		return fmt.Errorf("%w: profile %s lacks the %s scope", ErrForbidden, p.ProfileID, scope)
+	}
+	return nil
+}

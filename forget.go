@@ -1,0 +1,141 @@
+package densemem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+const opForget = "forget"
+
+// ForgetRequest retracts one of the caller's own relationships.
+type ForgetRequest struct {
+	RelationshipID RelationshipID `json:"relationship_id"`
+	Reason         string         `json:"reason,omitempty"`
+	// IdempotencyKey is required; a retry with the same key and request replays the first result.
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// ForgetResult reports a retraction.
+type ForgetResult struct {
+	RelationshipID RelationshipID `json:"relationship_id"`
+	Status         Status         `json:"status"`
+	Version        int            `json:"version"`
+	TransitionID   string         `json:"transition_id,omitempty"`
+	// AlreadyRetracted is true when the relationship was retracted before this call; nothing changed.
+	AlreadyRetracted bool `json:"already_retracted,omitempty"`
+	Replayed         bool `json:"replayed"`
+}
+
+// Forget retracts a relationship the caller owns: in one transaction it appends a retraction
+// transition and sets status=retracted, so the edge leaves semantic_edges at commit. Entities, values,
+// evidence, verification, supports and transitions remain, and Trace shows them.
+//
+// Errors: *ValidationError, ErrForbidden, ErrNotFound, ErrNotOwner (another profile's relationship),
+// ErrIdempotencyConflict.
+func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*ForgetResult, error) {
+	var ps problems
+	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
+	checkText(&ps, "reason", req.Reason, false, 4096)
+	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, c.cfg.Limits.MaxTextBytes)
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeWrite); err != nil {
+		return nil, err
+	}
+	hash := requestHash(opForget, req)
+	if rec, err := c.store.IdempotencyGet(ctx, p.TeamID, p.ProfileID, req.IdempotencyKey); err != nil {
+		return nil, err
+	} else if rec != nil {
+		return replayForget(rec, hash)
+	}
+	rel, err := c.store.RelationshipGet(ctx, p.TeamID, req.RelationshipID)
+	if err != nil {
+		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
+	}
+	if rel.Owner != p.ProfileID {
+		return nil, fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, rel.ID, rel.Owner)
+	}
+	now := c.now()
+	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
+	var result *ForgetResult
+	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
+		if err != nil {
+			return err
+		}
+		if locked.Idempotency != nil {
+			result, err = replayForget(locked.Idempotency, hash)
+			return err
+		}
+		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+			return err
+		}
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Owner: p.ProfileID, Keys: []conflict.Key{key}})
+		if err != nil {
+			return err
+		}
+		var cur *relationship.Relationship
+		for i := range kl.Relationships {
+			if kl.Relationships[i].ID == rel.ID {
+				cur = &kl.Relationships[i]
+			}
+		}
+		if cur == nil {
+			return fmt.Errorf("relationship %s: %w", rel.ID, ErrNotFound)
+		}
+		ingestID := c.newID("ing", now)
+		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
+		var ws store.WriteSet
+		if cur.Status == relationship.StatusRetracted {
+			res.AlreadyRetracted = true
+		} else {
+			reason := "forget"
+			if req.Reason != "" {
+				reason = "forget: " + req.Reason
+			}
+			res.TransitionID, res.Version = c.newID("trn", now), cur.Version+1
+			ws.Updates = []store.RelationshipUpdate{{Team: p.TeamID, ID: cur.ID, ExpectVersion: cur.Version,
+				Status: relationship.StatusRetracted, Tier: cur.Tier, ValidTo: cur.Validity.To, UpdatedAt: now}}
+			ws.Transitions = []store.TransitionRow{{Team: p.TeamID, ID: res.TransitionID, RelationshipID: cur.ID,
+				FromStatus: cur.Status, ToStatus: relationship.StatusRetracted, FromTier: cur.Tier, ToTier: cur.Tier,
+				FromValidTo: cur.Validity.To, ToValidTo: cur.Validity.To, FromVersion: cur.Version, ToVersion: cur.Version + 1,
+				Reason: reason, ActorKind: store.ActorProfile, ActorProfile: p.ProfileID, IngestID: ingestID,
+				IdempotencyKey: req.IdempotencyKey, CreatedAt: now}}
+			ws.Refreshes = []store.RefreshRow{{Team: p.TeamID, RelationshipID: cur.ID, Reason: "retracted", CreatedAt: now}}
+		}
+		body, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		ws.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: req.IdempotencyKey,
+			Operation: opForget, RequestHash: hash, IngestID: ingestID, Result: body, CreatedAt: now}
+		if err := tx.WriteSetApply(ctx, ws); err != nil {
+			return err
+		}
+		result = res
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+func replayForget(rec *store.IdempotencyRecord, hash string) (*ForgetResult, error) {
+	if rec.Operation != opForget || rec.RequestHash != hash {
+		return nil, fmt.Errorf("%w: key was used for another %s request", ErrIdempotencyConflict, rec.Operation)
+	}
+	var res ForgetResult
+	if err := json.Unmarshal(rec.Result, &res); err != nil {
+		return nil, fmt.Errorf("densemem: stored forget result of %s is unreadable: %v", rec.IngestID, err)
+	}
+	res.Replayed = true
+	return &res, nil
+}

@@ -1,0 +1,253 @@
+package densemem_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/store/postgres"
+)
+
+// testClock is an injected clock: it moves only when a test says so.
+type testClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newTestClock() *testClock {
+	return &testClock{t: time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)}
+}
+
+func (c *testClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// env is one test's isolated world: its own database, a client, a team with three writers (A, B, C)
+// and a vocabulary admin, and a small registered vocabulary.
+type env struct {
+	t      testing.TB
+	ctx    context.Context
+	pool   *pgxpool.Pool
+	store  *postgres.Store
+	client *densemem.Client
+	clock  *testClock
+	team   densemem.TeamID
+	admin  densemem.Principal
+	A, B   densemem.Principal
+	C      densemem.Principal
+}
+
+// envOption adjusts the client config of a new env.
+type envOption func(*densemem.Config)
+
+func newEnv(t testing.TB, opts ...envOption) *env {
+	t.Helper()
+	pool := testdb.New(t)
+	return newEnvOnPool(t, pool, opts...)
+}
+
+func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
+	t.Helper()
+	e := &env{t: t, ctx: context.Background(), pool: pool, store: postgres.New(pool, nil), clock: newTestClock()}
+	cfg := &densemem.Config{Clock: e.clock.Now}
+	for _, o := range opts {
+		o(cfg)
+	}
+	var err error
+	if e.client, err = densemem.New(e.store, cfg); err != nil {
+		t.Fatal(err)
+	}
+	e.team = e.mustTeam("acme")
+	e.admin = e.mustProfile("admin", densemem.Scope("read"), densemem.Scope("vocabulary"))
+	e.A = e.mustProfile("A", "read", "write")
+	e.B = e.mustProfile("B", "read", "write")
+	e.C = e.mustProfile("C", "read", "write")
+	e.registerVocabulary(e.admin)
+	return e
+}
+
+func (e *env) mustTeam(name string) densemem.TeamID {
+	e.t.Helper()
+	id, err := e.client.CreateTeam(e.ctx, densemem.CreateTeamRequest{Name: name})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return id
+}
+
+func (e *env) mustProfile(name string, scopes ...densemem.Scope) densemem.Principal {
+	e.t.Helper()
+	id, err := e.client.CreateProfile(e.ctx, e.team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return densemem.Principal{TeamID: e.team, ProfileID: id}
+}
+
+// registerVocabulary registers the predicates the tests use:
+//
+//	deploys_from  state, one   environment -> git_branch
+//	works_on      state, many  person -> project
+//	deployed      event, one   environment -> git_branch
+//	owner_email   state, one   project -> value
+func (e *env) registerVocabulary(p densemem.Principal) {
+	e.t.Helper()
+	for _, def := range []densemem.PredicateDefinition{
+		{Key: "deploys_from", RelationshipKind: "state", CurrentCardinality: "one", Aliases: []string{"deploys from"},
+			SubjectKinds: []string{"environment"}, ObjectKinds: []string{"git_branch"}, Description: "the branch an environment deploys from"},
+		{Key: "works_on", RelationshipKind: "state", CurrentCardinality: "many", Description: "a person works on a project"},
+		{Key: "deployed", RelationshipKind: "event", CurrentCardinality: "one", Description: "a deployment happened"},
+		{Key: "owner_email", RelationshipKind: "state", CurrentCardinality: "one", ValueObject: true, Description: "contact address"},
+	} {
+		if _, err := e.client.RegisterPredicate(e.ctx, p, def); err != nil {
+			e.t.Fatal(err)
+		}
+	}
+}
+
+// fact describes one single-relationship Remember: "<subject> <predicate> <object>" cited from content.
+type fact struct {
+	subject, subjectKind string
+	predicate            string
+	object, objectKind   string
+	content              string
+	validFrom            *time.Time
+	polarity             densemem.Polarity
+	modality             densemem.Modality
+	scope                string
+	sourceGroup          string
+	authority            densemem.Authority
+}
+
+// deploy is the common fact "<env> deploys_from <branch>" with content naming both.
+func deploy(env, branch string) fact {
+	return fact{subject: env, subjectKind: "environment", predicate: "deploys_from", object: branch, objectKind: "git_branch",
+		content: fmt.Sprintf("The %s environment deploys from the %s branch.", env, branch)}
+}
+
+func (f fact) since(t time.Time) fact {
+	f.validFrom = &t
+	f.content = fmt.Sprintf("Since %s the %s environment deploys from the %s branch.", t.Format(time.DateOnly), f.subject, f.object)
+	return f
+}
+
+func (f fact) request(key string) densemem.RememberRequest {
+	return densemem.RememberRequest{
+		IdempotencyKey: key,
+		Evidence: []densemem.EvidenceInput{{Content: f.content, SourceType: "manual", SourceGroup: f.sourceGroup,
+			Authority: f.authority}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{
+				{Ref: "s", Name: f.subject, EntityKind: f.subjectKind},
+				{Ref: "o", Name: f.object, EntityKind: f.objectKind},
+			},
+			Relationships: []densemem.ProposedRelationship{{ProposalID: "p1", SubjectRef: "s", Predicate: f.predicate,
+				ObjectRef: "o", Polarity: f.polarity, Modality: f.modality, Scope: f.scope, ValidFrom: f.validFrom,
+				Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(f.content)}}}},
+		},
+	}
+}
+
+var keySeq struct {
+	sync.Mutex
+	n int
+}
+
+func nextKey() string {
+	keySeq.Lock()
+	defer keySeq.Unlock()
+	keySeq.n++
+	return fmt.Sprintf("key-%d", keySeq.n)
+}
+
+// remember stores f for p and returns its only relationship outcome.
+func (e *env) remember(p densemem.Principal, f fact) densemem.RelationshipOutcome {
+	e.t.Helper()
+	pl, err := e.client.Remember(e.ctx, p, f.request(nextKey()))
+	if err != nil {
+		e.t.Fatalf("remember %s %s %s: %v", f.subject, f.predicate, f.object, err)
+	}
+	if len(pl.RelationshipOutcomes) != 1 {
+		e.t.Fatalf("want 1 outcome, got %d", len(pl.RelationshipOutcomes))
+	}
+	return pl.RelationshipOutcomes[0]
+}
+
+// count returns the number of rows of table in the test database.
+func (e *env) count(table string) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// dataTables are every table a Remember or Forget may write.
+var dataTables = []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
+	"observations", "verification_events", "entity_resolution_events", "relationships", "support_links",
+	"relationship_transitions", "idempotency_records", "review_items", "search_refresh_queue"}
+
+// counts snapshots the row counts of dataTables.
+func (e *env) counts() map[string]int {
+	out := map[string]int{}
+	for _, t := range dataTables {
+		out[t] = e.count(t)
+	}
+	return out
+}
+
+// relationshipState reads a relationship's stored status, tier, valid_to and version.
+func (e *env) relationshipState(id densemem.RelationshipID) (status, tier string, validTo *time.Time, version int) {
+	e.t.Helper()
+	err := e.pool.QueryRow(e.ctx, `SELECT status, tier, valid_to, version FROM relationships WHERE relationship_id = $1`, id).
+		Scan(&status, &tier, &validTo, &version)
+	if err != nil {
+		e.t.Fatalf("relationship %s: %v", id, err)
+	}
+	return
+}
+
+// transitions returns "from->to:reason" for each transition of a relationship, in version order.
+func (e *env) transitions(id densemem.RelationshipID) []string {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.ctx, `SELECT COALESCE(from_status, ''), to_status, reason FROM relationship_transitions
+		WHERE relationship_id = $1 ORDER BY to_version`, id)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var from, to, reason string
+		if err := rows.Scan(&from, &to, &reason); err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, from+"->"+to+":"+reason)
+	}
+	return out
+}
+
+func date(s string) time.Time {
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+

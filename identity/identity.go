@@ -1,0 +1,183 @@
+// Package identity owns who is speaking and what is spoken about: the team and profile identifiers
+// of principals, and entities with their kinds, identity contexts and names. It resolves a proposal's
+// entity mention to reuse, create or ambiguous. It is pure: no SQL, no clock reads, no I/O.
+package identity
+
+import (
+	"slices"
+	"strings"
+	"unicode"
+)
+
+// TeamID identifies a team, the tenant boundary.
+type TeamID string
+
+// ProfileID identifies a profile (an author) inside a team.
+type ProfileID string
+
+// EntityID identifies an entity inside a team.
+type EntityID string
+
+// Scope is a permission a profile holds.
+type Scope string
+
+// Profile scopes.
+const (
+	ScopeRead       Scope = "read"
+	ScopeWrite      Scope = "write"
+	ScopeVocabulary Scope = "vocabulary"
+	ScopeErasure    Scope = "erasure"
+)
+
+// Valid reports whether s is a known scope.
+func (s Scope) Valid() bool {
+	switch s {
+	case ScopeRead, ScopeWrite, ScopeVocabulary, ScopeErasure:
+		return true
+	}
+	return false
+}
+
+// ProfileStatus is whether a profile may act.
+type ProfileStatus string
+
+// Profile statuses.
+const (
+	ProfileActive   ProfileStatus = "active"
+	ProfileDisabled ProfileStatus = "disabled"
+)
+
+// Valid reports whether s is a known profile status.
+func (s ProfileStatus) Valid() bool { return s == ProfileActive || s == ProfileDisabled }
+
+// NameKind says whether a name is an entity's canonical name or an alias.
+type NameKind string
+
+// Name kinds.
+const (
+	NameCanonical NameKind = "canonical"
+	NameAlias     NameKind = "alias"
+)
+
+// Name is one name of an entity.
+type Name struct {
+	Name       string
+	Normalized string
+	Kind       NameKind
+}
+
+// Entity is a thing with identity inside a team.
+type Entity struct {
+	ID      EntityID
+	Kind    string
+	Context map[string]string
+	Names   []Name
+}
+
+// CanonicalName returns the entity's canonical name, or its first name when none is canonical.
+func (e Entity) CanonicalName() string {
+	for _, n := range e.Names {
+		if n.Kind == NameCanonical {
+			return n.Name
+		}
+	}
+	if len(e.Names) > 0 {
+		return e.Names[0].Name
+	}
+	return ""
+}
+
+// NormalizeName folds a name for lookup: trimmed, lower case, inner white space collapsed to one space.
+func NormalizeName(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
+}
+
+// NormalizeContext folds identity-context keys and values the way names are folded, dropping empty ones.
+func NormalizeContext(c map[string]string) map[string]string {
+	out := make(map[string]string, len(c))
+	for k, v := range c {
+		k, v = NormalizeName(k), NormalizeName(v)
+		if k != "" && v != "" {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+// ContextsAgree reports whether two normalised identity contexts do not contradict: every key present
+// in both has the same value.
+func ContextsAgree(a, b map[string]string) bool {
+	for k, v := range a {
+		if w, ok := b[k]; ok && w != v {
+			return false
+		}
+	}
+	return true
+}
+
+// Mention is one proposal entity as the caller stated it.
+type Mention struct {
+	Ref     string
+	Name    string
+	Kind    string
+	Aliases []string
+	Context map[string]string
+	// KnownID, when set, names a server-known entity of the caller's team to reuse.
+	KnownID EntityID
+}
+
+// Decision is how a mention was resolved.
+type Decision string
+
+// Resolution decisions.
+const (
+	DecisionKnown     Decision = "known"
+	DecisionReused    Decision = "reused"
+	DecisionCreated   Decision = "created"
+	DecisionAmbiguous Decision = "ambiguous"
+)
+
+// MaxCandidates bounds the candidates an ambiguous resolution lists.
+const MaxCandidates = 20
+
+// Resolution is the outcome of resolving one mention.
+type Resolution struct {
+	Decision Decision
+	// EntityID is the reused or known entity; empty for created and ambiguous (the caller allocates
+	// the new ID for created).
+	EntityID   EntityID
+	Candidates []EntityID
+	// Truncated reports that more than MaxCandidates entities matched.
+	Truncated bool
+}
+
+// Resolve decides a mention without a known ID against the team's entities that share one of its
+// normalised names. Candidates are entities of the same kind whose canonical or alias name equals the
+// mention's normalised name and whose identity context does not contradict the mention's: exactly
+// one is reused, none means create, several are ambiguous. Same name with different kinds never merges.
+func Resolve(m Mention, known []Entity) Resolution {
+	want := NormalizeName(m.Name)
+	ctx := NormalizeContext(m.Context)
+	var ids []EntityID
+	for _, e := range known {
+		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) {
+			continue
+		}
+		if slices.ContainsFunc(e.Names, func(n Name) bool { return n.Normalized == want }) {
+			ids = append(ids, e.ID)
+		}
+	}
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	switch len(ids) {
+	case 0:
+		return Resolution{Decision: DecisionCreated}
+	case 1:
+		return Resolution{Decision: DecisionReused, EntityID: ids[0]}
+	}
+	r := Resolution{Decision: DecisionAmbiguous, Candidates: ids}
+	if len(ids) > MaxCandidates {
+		r.Candidates, r.Truncated = ids[:MaxCandidates], true
+	}
+	return r
+}

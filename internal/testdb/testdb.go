@@ -1,0 +1,380 @@
+// Package testdb provisions PostgreSQL databases for tests in the style of pgtestdb: the embedded
+// migrations are applied once per server to a template database keyed by migrations.Hash(), and
+// every test gets its own clone of that template, dropped when the test ends.
+//
+// The server is found, in order, from the DENSEMEM_TEST_DATABASE_URL environment variable (a URL
+// to any database on the server, used as the maintenance connection), from a PostgreSQL accepting
+// postgres@127.0.0.1:5432 without a password, or from a postgres:15-alpine container started
+// through testcontainers-go when Docker is available. With none of these a test fails; it is never
+// skipped.
+package testdb
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/testcontainers/testcontainers-go"
+	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
+
+	"github.com/densemem/densemem/migrations"
+)
+
+const (
+	// envURL names the environment variable that points the tests at a server.
+	envURL = "DENSEMEM_TEST_DATABASE_URL"
+	// localURL is tried when envURL is unset.
+	localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	// containerImage is started through testcontainers-go when nothing else answers.
+	containerImage = "postgres:15-alpine"
+
+	// templatePrefix and clonePrefix name the databases this package creates.
+	templatePrefix = "densemem_tpl_"
+	clonePrefix    = "densemem_t_"
+
+	// lockKey is the pg_advisory_lock key held while the template is checked or built. It spells
+	// "densemtd" and differs from goose's migration lock key.
+	lockKey int64 = 0x64656e73656d7464
+
+	// maxConns bounds each test's pool: test binaries run in parallel against one server.
+	maxConns = 12
+
+	// cloneAttempts and cloneBackoff bound the retries of CREATE DATABASE ... TEMPLATE while the
+	// template is briefly in use (SQLSTATE 55006).
+	cloneAttempts = 10
+	cloneBackoff  = 50 * time.Millisecond
+
+	// setupTimeout bounds template creation (including waiting for another process that holds
+	// the lock while it migrates) and each clone or drop.
+	setupTimeout = 2 * time.Minute
+)
+
+var (
+	adminOnce sync.Once
+	adminURL  string
+	adminErr  error
+
+	// tplMu guards tplReady; a failed build leaves tplReady false so the next test retries.
+	tplMu    sync.Mutex
+	tplReady bool
+)
+
+// AdminURL returns the URL of the server's maintenance database used to create and drop test
+// databases. It consults DENSEMEM_TEST_DATABASE_URL, then postgres@127.0.0.1:5432, then starts a
+// postgres:15-alpine container when Docker is available (once per process; the testcontainers
+// reaper removes it). The result is computed once per process. The error says how to provide a
+// server.
+func AdminURL() (string, error) {
+	adminOnce.Do(func() { adminURL, adminErr = resolveAdminURL() })
+	return adminURL, adminErr
+}
+
+func resolveAdminURL() (string, error) {
+	if u := strings.TrimSpace(os.Getenv(envURL)); u != "" {
+		return u, nil
+	}
+	localErr := ping(localURL, 2*time.Second)
+	if localErr == nil {
+		return localURL, nil
+	}
+	u, dockerErr := startContainer()
+	if dockerErr == nil {
+		return u, nil
+	}
+	return "", fmt.Errorf("testdb: no PostgreSQL server for tests: set %s to a URL of a database on a "+
+		"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
+		"postgres without a password, or install and start Docker so a %s container can be started "+
+		"(127.0.0.1:5432: %v; docker: %v)", envURL, containerImage, localErr, dockerErr)
+}
+
+// ping reports whether a connection to connString succeeds within timeout.
+func ping(connString string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cfg, err := pgx.ParseConfig(connString)
+	if err != nil {
+		return err
+	}
+	cfg.ConnectTimeout = timeout
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(context.Background())
+	return conn.Ping(ctx)
+}
+
+// startContainer starts a PostgreSQL container when a Docker provider is healthy and returns the
+// URL of its maintenance database. The container is never terminated here: the testcontainers
+// reaper (ryuk) removes it when the test process exits.
+func startContainer() (u string, err error) {
+	defer func() {
+		// testcontainers may panic when no Docker host can be found at all.
+		if r := recover(); r != nil {
+			err = fmt.Errorf("docker unavailable: %v", r)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	provider, err := testcontainers.ProviderDefault.GetProvider()
+	if err != nil {
+		return "", err
+	}
+	healthErr := provider.Health(ctx)
+	_ = provider.Close()
+	if healthErr != nil {
+		return "", healthErr
+	}
+	ctr, err := tcpostgres.Run(ctx, containerImage, tcpostgres.BasicWaitStrategies())
+	if err != nil {
+		return "", err
+	}
+	return ctr.ConnectionString(ctx, "sslmode=disable")
+}
+
+// New returns a pool on a fresh, migrated database of its own, dropped when the test ends. The
+// pool holds at most 12 connections and is closed before the database is dropped.
+func New(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	admin, name := create(tb)
+	cfg, err := pgxpool.ParseConfig(admin)
+	if err != nil {
+		tb.Fatalf("testdb: parse admin URL: %v", err)
+	}
+	cfg.ConnConfig.Database = name
+	cfg.MaxConns = maxConns
+	if cfg.MinConns > cfg.MaxConns {
+		cfg.MinConns = 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("testdb: open pool on %s: %v", name, err)
+	}
+	// Cleanups run last-in first-out: the pool closes before create's cleanup drops the database.
+	tb.Cleanup(pool.Close)
+	return pool
+}
+
+// NewURL is New but returns the connection string of the fresh database, for a caller that opens
+// its own pool or connection. The database is dropped (with FORCE, so open connections are ended)
+// when the test ends.
+func NewURL(tb testing.TB) string {
+	tb.Helper()
+	admin, name := create(tb)
+	u, err := withDatabase(admin, name)
+	if err != nil {
+		tb.Fatalf("testdb: %v", err)
+	}
+	return u
+}
+
+// create makes a fresh clone of the template, registers its drop, and returns the admin URL and
+// the clone's name.
+func create(tb testing.TB) (admin, name string) {
+	tb.Helper()
+	admin, err := AdminURL()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	tpl := templateName()
+	if err := ensureTemplate(ctx, admin, tpl); err != nil {
+		tb.Fatalf("testdb: template %s: %v", tpl, err)
+	}
+	name = clonePrefix + randomHex(8)
+	err = clone(ctx, admin, tpl, name, tb.Logf)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
+		// The template vanished (another checkout with other migrations dropped it as stale):
+		// build it again once.
+		forgetTemplate()
+		if err = ensureTemplate(ctx, admin, tpl); err == nil {
+			err = clone(ctx, admin, tpl, name, tb.Logf)
+		}
+	}
+	if err != nil {
+		tb.Fatalf("testdb: create %s from %s: %v", name, tpl, err)
+	}
+	tb.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+		defer cancel()
+		if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+			_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
+			return err
+		}); err != nil {
+			tb.Errorf("testdb: drop %s: %v", name, err)
+		}
+	})
+	return admin, name
+}
+
+// templateName returns the name of the migrated template database for the embedded migrations:
+// "densemem_tpl_" and the first 16 hex digits of migrations.Hash().
+func templateName() string {
+	return templatePrefix + migrations.Hash()[:16]
+}
+
+func forgetTemplate() {
+	tplMu.Lock()
+	tplReady = false
+	tplMu.Unlock()
+}
+
+// ensureTemplate makes sure the template tpl exists, is migrated and is marked as a template. It
+// serialises goroutines with tplMu and processes with a server-wide advisory lock.
+func ensureTemplate(ctx context.Context, admin, tpl string) error {
+	tplMu.Lock()
+	defer tplMu.Unlock()
+	if tplReady {
+		return nil
+	}
+	err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey); err != nil {
+			return fmt.Errorf("advisory lock: %w", err)
+		}
+		defer func() {
+			// Closing the connection releases the lock too; unlock explicitly when we can.
+			unlockCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, _ = conn.Exec(unlockCtx, "SELECT pg_advisory_unlock($1)", lockKey)
+		}()
+		dropStaleTemplates(ctx, conn, tpl)
+
+		var isTemplate bool
+		err := conn.QueryRow(ctx, "SELECT datistemplate FROM pg_database WHERE datname = $1", tpl).Scan(&isTemplate)
+		switch {
+		case err == nil && isTemplate:
+			return nil
+		case err == nil:
+			// Left half-built by a creator that died: start over.
+			if _, err := conn.Exec(ctx, "DROP DATABASE "+ident(tpl)+" WITH (FORCE)"); err != nil {
+				return fmt.Errorf("drop unfinished template: %w", err)
+			}
+		case !errors.Is(err, pgx.ErrNoRows):
+			return fmt.Errorf("look up template: %w", err)
+		}
+		return buildTemplate(ctx, conn, admin, tpl)
+	})
+	if err != nil {
+		return err
+	}
+	tplReady = true
+	return nil
+}
+
+// buildTemplate creates tpl, migrates it, closes every connection to it and marks it a template.
+func buildTemplate(ctx context.Context, conn *pgx.Conn, admin, tpl string) error {
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+ident(tpl)+" TEMPLATE template0"); err != nil {
+		return fmt.Errorf("create: %w", err)
+	}
+	cfg, err := pgxpool.ParseConfig(admin)
+	if err != nil {
+		return err
+	}
+	cfg.ConnConfig.Database = tpl
+	// goose holds one connection for its session lock and migrates on another.
+	cfg.MaxConns = 4
+	cfg.MinConns = 0
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	err = migrations.Up(ctx, pool)
+	// Every connection to the template must be gone before it can be cloned.
+	pool.Close()
+	if err != nil {
+		return err
+	}
+	if _, err := conn.Exec(ctx, "ALTER DATABASE "+ident(tpl)+" WITH is_template = true"); err != nil {
+		return fmt.Errorf("mark as template: %w", err)
+	}
+	return nil
+}
+
+// dropStaleTemplates drops templates built from other migrations. Errors are ignored: a stale
+// template that cannot be dropped costs disk space, not correctness.
+func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) {
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'densemem\_tpl\_%' AND datname <> $1`, keep)
+	if err != nil {
+		return
+	}
+	stale, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return
+	}
+	for _, name := range stale {
+		_, _ = conn.Exec(ctx, "ALTER DATABASE "+ident(name)+" WITH is_template = false")
+		_, _ = conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
+	}
+}
+
+// clone creates name from the template tpl, retrying while the template is briefly in use.
+// Each retry is reported through logf.
+func clone(ctx context.Context, admin, tpl, name string, logf func(string, ...any)) error {
+	return withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		var err error
+		for attempt := 1; attempt <= cloneAttempts; attempt++ {
+			_, err = conn.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE "+ident(tpl))
+			var pgErr *pgconn.PgError
+			if !errors.As(err, &pgErr) || pgErr.Code != "55006" {
+				return err
+			}
+			// Retry backoff while the template is being accessed by other users.
+			logf("testdb: template %s busy (attempt %d of %d): %v", tpl, attempt, cloneAttempts, err)
+			select {
+			case <-time.After(time.Duration(attempt) * cloneBackoff):
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			}
+		}
+		return err
+	})
+}
+
+// withAdmin opens a short-lived connection to the maintenance database, runs f and closes it.
+func withAdmin(ctx context.Context, admin string, f func(*pgx.Conn) error) error {
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect to maintenance database: %w", err)
+	}
+	defer conn.Close(context.Background())
+	return f(conn)
+}
+
+// withDatabase returns connString pointed at database name. It accepts URLs and keyword/value
+// connection strings.
+func withDatabase(connString, name string) (string, error) {
+	if strings.HasPrefix(connString, "postgres://") || strings.HasPrefix(connString, "postgresql://") {
+		u, err := url.Parse(connString)
+		if err != nil {
+			return "", fmt.Errorf("parse admin URL: %w", err)
+		}
+		u.Path = "/" + name
+		u.RawPath = ""
+		return u.String(), nil
+	}
+	// In a keyword/value string a later setting overrides an earlier one.
+	return connString + " dbname=" + name, nil
+}
+
+func ident(name string) string { return pgx.Identifier{name}.Sanitize() }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never returns an error.
+	return hex.EncodeToString(b)
+}

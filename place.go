@@ -1,0 +1,477 @@
+package densemem
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// planner turns one validated, verified request into the rows of its transaction and its placement.
+// It is rebuilt for every transaction attempt and decides only from what that attempt read.
+type planner struct {
+	c        *Client
+	p        Principal
+	req      *RememberRequest
+	in       *intake
+	now      time.Time
+	policy   store.Policy
+	verdicts map[string]evidence.Result
+	hash     string
+	preds    []relationship.Predicate
+	verifier string
+
+	res        map[string]resolution
+	candidates []identity.Entity
+
+	ingestID  string
+	ws        store.WriteSet
+	owned     map[conflict.Key][]*relationship.Relationship
+	supports  map[relationship.ID][]evidence.Support
+	fragments []store.FragmentRow
+	values    map[string]bool
+}
+
+// resolve resolves the mentions from the entities read under the name locks and allocates the IDs of
+// the entities this call creates.
+func (pl *planner) resolve(candidates, known []identity.Entity) {
+	pl.candidates = append(append([]identity.Entity{}, candidates...), known...)
+	pl.res = pl.in.resolve(candidates, known)
+	real := map[identity.EntityID]identity.EntityID{}
+	for _, ref := range pl.in.order {
+		r := pl.res[ref]
+		if r.Decision == identity.DecisionCreated {
+			real[r.entity.ID] = identity.EntityID(pl.c.newID("ent", pl.now))
+		}
+	}
+	for ref, r := range pl.res {
+		if id, ok := real[r.entity.ID]; ok {
+			r.entity.ID, r.EntityID = id, id
+			pl.res[ref] = r
+		}
+	}
+}
+
+// keys returns the conflict keys of every statement that may become a relationship.
+func (pl *planner) keys() []conflict.Key {
+	var out []conflict.Key
+	for _, r := range pl.req.Proposal.Relationships {
+		if k, ok := pl.key(r); ok && !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (pl *planner) key(r ProposedRelationship) (conflict.Key, bool) {
+	_, mod, scope := normalizedRelationship(r)
+	pred, ok := relationship.MatchPredicate(r.Predicate, pl.preds)
+	subj := pl.res[r.SubjectRef]
+	if !ok || mod != relationship.ModalityStatement || subj.Decision == identity.DecisionAmbiguous ||
+		(r.ObjectRef != "" && pl.res[r.ObjectRef].Decision == identity.DecisionAmbiguous) {
+		return conflict.Key{}, false
+	}
+	return conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}, true
+}
+
+// plan builds the write set and the placement from the owner's locked relationships of the keys.
+func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error) {
+	pl.ingestID = pl.c.newID("ing", pl.now)
+	pl.values = map[string]bool{}
+	pl.owned = map[conflict.Key][]*relationship.Relationship{}
+	for i := range kl.Relationships {
+		r := kl.Relationships[i]
+		k := conflict.Key{Team: pl.p.TeamID, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope}
+		pl.owned[k] = append(pl.owned[k], &r)
+	}
+	pl.supports = map[relationship.ID][]evidence.Support{}
+	for _, s := range kl.Supports {
+		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], pl.support(s.Group, s.ContentHash, s.Authority, s.Author))
+	}
+	out := &Placement{IngestID: pl.ingestID, Fragments: []FragmentOutcome{}, Entities: []EntityOutcome{},
+		RelationshipOutcomes: []RelationshipOutcome{}}
+	pl.writeFragments(out)
+	pl.writeEntities(out)
+	for i, r := range pl.req.Proposal.Relationships {
+		out.RelationshipOutcomes = append(out.RelationshipOutcomes, pl.place(i, r))
+	}
+	result, err := json.Marshal(out)
+	if err != nil {
+		return store.WriteSet{}, nil, err
+	}
+	pl.ws.Idempotency = &store.IdempotencyRow{Team: pl.p.TeamID, Profile: pl.p.ProfileID, Key: pl.req.IdempotencyKey,
+		Operation: opRemember, RequestHash: pl.hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.now}
+	return pl.ws, out, nil
+}
+
+func (pl *planner) support(group, hash string, auth evidence.Authority, author identity.ProfileID) evidence.Support {
+	return evidence.Support{Group: group, ContentHash: hash, Effective: true,
+		AllowedAuthority: auth == evidence.AuthorityAuthoritative && slices.Contains(pl.policy.AuthoritativeProfiles, author)}
+}
+
+func (pl *planner) writeFragments(out *Placement) {
+	for i, ev := range pl.req.Evidence {
+		auth := ev.Authority
+		if auth == "" {
+			auth = evidence.AuthorityStandard
+		}
+		hash := evidence.ContentHash(ev.Content)
+		f := store.FragmentRow{Team: pl.p.TeamID, ID: evidence.FragmentID(pl.c.newID("frg", pl.now)), IngestID: pl.ingestID,
+			EvidenceIndex: i, Author: pl.p.ProfileID, SourceType: ev.SourceType, Authority: auth,
+			SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
+			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: pl.now}
+		pl.fragments = append(pl.fragments, f)
+		pl.ws.Fragments = append(pl.ws.Fragments, f)
+		out.Fragments = append(out.Fragments, FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
+	}
+}
+
+func (pl *planner) writeEntities(out *Placement) {
+	created := map[identity.EntityID]bool{}
+	for _, ref := range pl.in.order {
+		r := pl.res[ref]
+		eo := EntityOutcome{Ref: ref, Decision: r.Decision, EntityID: r.EntityID, CandidatesTruncated: r.Truncated}
+		for _, id := range r.Candidates {
+			eo.Candidates = append(eo.Candidates, pl.candidate(id))
+		}
+		out.Entities = append(out.Entities, eo)
+		if r.Decision != identity.DecisionCreated || created[r.EntityID] {
+			continue
+		}
+		created[r.EntityID] = true
+		pl.ws.Entities = append(pl.ws.Entities, store.EntityRow{Team: pl.p.TeamID, ID: r.EntityID, Kind: r.entity.Kind,
+			Context: r.entity.Context, CreatedBy: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
+		for _, n := range r.entity.Names {
+			pl.ws.EntityNames = append(pl.ws.EntityNames, store.EntityNameRow{Team: pl.p.TeamID, EntityID: r.EntityID,
+				Name: n.Name, Normalized: n.Normalized, Kind: n.Kind, CreatedAt: pl.now})
+		}
+	}
+}
+
+func (pl *planner) candidate(id identity.EntityID) EntityCandidate {
+	for _, e := range pl.candidates {
+		if e.ID == id {
+			return EntityCandidate{EntityID: id, Name: e.CanonicalName(), EntityKind: e.Kind, IdentityContext: e.Context}
+		}
+	}
+	return EntityCandidate{EntityID: id}
+}
+
+// place records the observation of proposal relationship i and decides what it does.
+func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
+	pol, mod, scope := normalizedRelationship(r)
+	obsID := pl.c.newID("obs", pl.now)
+	out := RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1), ObservationID: obsID}
+	pred, predOK := relationship.MatchPredicate(r.Predicate, pl.preds)
+	subj := pl.res[r.SubjectRef]
+	var obj resolution
+	objName, objKind := "", ""
+	var valueJSON json.RawMessage
+	var value string
+	if r.ObjectValue != nil {
+		value, _ = canonicalValue(*r.ObjectValue)
+		objName = value
+		valueJSON, _ = json.Marshal(ObjectValue{Type: r.ObjectValue.Type, Value: value})
+	} else {
+		obj = pl.res[r.ObjectRef]
+		objName, objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
+	}
+	cites, _ := json.Marshal(r.Evidence)
+	o := store.ObservationRow{Team: pl.p.TeamID, ID: obsID, IngestID: pl.ingestID, Profile: pl.p.ProfileID,
+		ProposalID: r.ProposalID, SubjectRef: r.SubjectRef, SubjectName: pl.in.mentions[r.SubjectRef].Name,
+		PredicatePhrase: r.Predicate, ObjectRef: r.ObjectRef, ObjectName: objName, ObjectValue: valueJSON,
+		Polarity: pol, Modality: mod, Scope: scope, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Citations: cites, CreatedAt: pl.now}
+	if predOK {
+		o.PredicateKey, o.PredicateVersion = pred.Key, pred.Version
+	}
+	pl.ws.Observations = append(pl.ws.Observations, o)
+	pl.resolutionEvent(obsID, r.SubjectRef)
+	if r.ObjectRef != "" {
+		pl.resolutionEvent(obsID, r.ObjectRef)
+	}
+	verdict, verified := pl.verdicts[r.ProposalID]
+	verID := ""
+	granted := verified && verdict.Verdict == evidence.VerdictEntailed && verdict.Confidence >= pl.policy.AutoWriteThreshold
+	if verified {
+		verID = pl.c.newID("ver", pl.now)
+		pl.ws.Verifications = append(pl.ws.Verifications, store.VerificationRow{Team: pl.p.TeamID, ID: verID,
+			ObservationID: obsID, Verifier: pl.verifier, Verdict: verdict.Verdict, Confidence: verdict.Confidence,
+			Rationale: verdict.Rationale, ConfirmedValidFrom: verdict.ConfirmedValidFrom, SupportGranted: granted, CreatedAt: pl.now})
+	}
+
+	switch {
+	case mod != relationship.ModalityStatement:
+		out.Category = CategoryNotAsserted
+		out.Reason = fmt.Sprintf("modality %q is kept as an observation only", mod)
+		return out
+	case subj.Decision == identity.DecisionAmbiguous || obj.Decision == identity.DecisionAmbiguous:
+		return pl.identityReview(out, obsID, r, subj, obj)
+	case !predOK:
+		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q is not registered for this team", r.Predicate))
+	case !pred.AllowsSubject(subj.entity.Kind):
+		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q does not accept a %s subject", pred.Key, subj.entity.Kind))
+	case !pred.AllowsObject(objKind):
+		what := "a literal value"
+		if objKind != "" {
+			what = "a " + objKind + " object"
+		}
+		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q does not accept %s", pred.Key, what))
+	case verified && verdict.Verdict == evidence.VerdictContradicted:
+		out.Category, out.Status = CategoryRejected, relationship.StatusRejected
+		out.Reason = "the verifier found the cited evidence contradicts the claim: " + verdict.Rationale
+		return out
+	}
+
+	object := relationship.Object{EntityID: obj.EntityID}
+	if r.ObjectValue != nil {
+		object = relationship.Object{ValueID: pl.value(r.ObjectValue.Type, value)}
+	}
+	k := conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}
+	rel := relationship.Relationship{ID: relationship.ID(pl.c.newID("rel", pl.now)), Owner: pl.p.ProfileID,
+		Subject: subj.EntityID, PredicateKey: pred.Key, PredicateVersion: pred.Version, Object: object, Polarity: pol,
+		Scope: scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
+
+	if !granted {
+		rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
+		pl.create(k, &rel, obsID, "evidence_insufficient")
+		out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, CategoryPendingEvidence, rel.Status, rel.Tier
+		out.Reason = "the evidence does not yet support the claim"
+		if verified {
+			out.Reason += fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", verdict.Verdict, verdict.Confidence, verdict.Rationale)
+		}
+		out.Review = pl.review(out.PlacementItemID, "pending_evidence", obsID, rel.ID, nil,
+			"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
+			[]ReviewChoice{{"add_evidence", "remember new evidence that states the relationship"},
+				{"reject", "reject the pending relationship"}}, nil, nil)
+		return out
+	}
+
+	// Accepted: the current-state decision of the owner's relationships of this key.
+	prop := relationship.Proposed{Object: object, Polarity: pol, Validity: rel.Validity,
+		ValidFromConfirmed: r.ValidFrom != nil && verdict.ConfirmedValidFrom != nil && verdict.ConfirmedValidFrom.Equal(*r.ValidFrom)}
+	owned := make([]relationship.Relationship, 0, len(pl.owned[k]))
+	for _, x := range pl.owned[k] {
+		owned = append(owned, *x)
+	}
+	d := relationship.Decide(pred, prop, owned)
+	newSupports := pl.supportLinks(r, obsID, verID)
+
+	if d.Action == relationship.ActionSupport {
+		target := pl.find(k, d.Target)
+		pl.attach(target.ID, newSupports)
+		tier := relationship.TierFor(pl.supports[target.ID])
+		out.RelationshipID = target.ID
+		switch {
+		case target.Status == relationship.StatusActive:
+			out.Category, out.Reason = CategorySupported, "an identical relationship of yours gained support"
+			if tier != target.Tier {
+				pl.update(target, target.Status, tier, target.Validity.To, "support_added", "")
+			}
+		case d.Promote == relationship.ActionHold:
+			pl.update(target, relationship.StatusNeedsReview, tier, target.Validity.To, "evidence_accepted_held", "")
+			pl.hold(&out, obsID, target, d.Priors)
+		default:
+			pl.update(target, relationship.StatusActive, tier, target.Validity.To, "evidence_accepted", "")
+			out.Category, out.Reason = CategorySupported, "your pending relationship gained support and is now current"
+			if d.Promote == relationship.ActionSupersede {
+				pl.supersede(k, target, d.Priors)
+				out.Category, out.Related = CategorySupersededPrior, d.Priors
+				out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
+			}
+		}
+		out.Status, out.Tier = target.Status, target.Tier
+		return out
+	}
+
+	pl.supports[rel.ID] = nil
+	for _, s := range newSupports {
+		pl.supports[rel.ID] = append(pl.supports[rel.ID], pl.support(s.SourceGroup, s.ContentHash, s.Authority, s.Author))
+	}
+	rel.Tier = relationship.TierFor(pl.supports[rel.ID])
+	out.RelationshipID = rel.ID
+	switch d.Action {
+	case relationship.ActionCreate:
+		rel.Status = relationship.StatusActive
+		pl.create(k, &rel, obsID, "accepted")
+		out.Category, out.Reason = CategoryAccepted, "accepted as a current relationship"
+	case relationship.ActionSupersede:
+		rel.Status = relationship.StatusActive
+		pl.create(k, &rel, obsID, "accepted")
+		pl.supersede(k, &rel, d.Priors)
+		out.Category, out.Related = CategorySupersededPrior, d.Priors
+		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
+	case relationship.ActionHold:
+		rel.Status = relationship.StatusNeedsReview
+		pl.create(k, &rel, obsID, "held_for_review")
+		pl.hold(&out, obsID, &rel, d.Priors)
+	}
+	pl.ws.Supports = append(pl.ws.Supports, withRelationship(newSupports, rel.ID)...)
+	out.Status, out.Tier = rel.Status, rel.Tier
+	return out
+}
+
+// hold fills the outcome of a relationship held as needs_review against the owner's current priors.
+func (pl *planner) hold(out *RelationshipOutcome, obsID string, rel *relationship.Relationship, priors []relationship.ID) {
+	out.Category, out.Related = CategoryNeedsReview, priors
+	out.Reason = "conflicts with your current relationship and the evidence does not establish replacement " +
+		"(no verifier-confirmed valid_from later than the prior's)"
+	related := make([]string, len(priors))
+	for i, id := range priors {
+		related[i] = string(id)
+	}
+	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related,
+		fmt.Sprintf("Relationship %s conflicts with your current %s. Which one is current?", rel.ID, strings.Join(related, ", ")),
+		[]ReviewChoice{
+			{"supersede_prior", "the new relationship replaces the prior one from its valid_from"},
+			{"keep_prior_reject_new", "keep the prior relationship and reject the new one"},
+			{"both_valid", "both are valid, with a different scope or time"},
+		}, nil, nil)
+}
+
+func (pl *planner) identityReview(out RelationshipOutcome, obsID string, r ProposedRelationship, subj, obj resolution) RelationshipOutcome {
+	out.Category = CategoryIdentityReview
+	var cands []EntityCandidate
+	var names []string
+	for _, x := range []struct {
+		ref string
+		res resolution
+	}{{r.SubjectRef, subj}, {r.ObjectRef, obj}} {
+		if x.res.Decision != identity.DecisionAmbiguous {
+			continue
+		}
+		names = append(names, fmt.Sprintf("%q", pl.in.mentions[x.ref].Name))
+		for _, id := range x.res.Candidates {
+			cands = append(cands, pl.candidate(id))
+		}
+	}
+	out.Reason = "more than one entity matches " + strings.Join(names, " and ")
+	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil,
+		fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
+		[]ReviewChoice{{"select_entity", "select one of the server-supplied candidates"},
+			{"confirm_new_entity", "confirm a new entity, with evidence that distinguishes it"}}, cands, nil)
+	return out
+}
+
+func (pl *planner) predicateReview(out RelationshipOutcome, obsID, reason string) RelationshipOutcome {
+	out.Category, out.Reason = CategoryPredicateReview, reason
+	opts := make([]PredicateOption, 0, len(pl.preds))
+	for _, p := range pl.preds {
+		opts = append(opts, PredicateOption{Key: p.Key, Description: p.Description})
+	}
+	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil,
+		"Which registered predicate does this observation mean?",
+		[]ReviewChoice{{"select_predicate", "select one of the registered predicates"},
+			{"reject_mapping", "reject the observation's mapping"},
+			{"propose_vocabulary_change", "route a new predicate through the vocabulary workflow"}}, nil, opts)
+	return out
+}
+
+func (pl *planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, question string,
+	choices []ReviewChoice, cands []EntityCandidate, opts []PredicateOption) *ReviewPrompt {
+	rp := &ReviewPrompt{ReviewID: pl.c.newID("rev", pl.now), Kind: kind, Question: question, Choices: choices,
+		EntityCandidates: cands, PredicateOptions: opts}
+	body, _ := json.Marshal(rp)
+	pl.ws.ReviewItems = append(pl.ws.ReviewItems, store.ReviewItemRow{Team: pl.p.TeamID, ID: rp.ReviewID,
+		IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind, Profile: pl.p.ProfileID, ObservationID: obsID,
+		RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.now})
+	return rp
+}
+
+func (pl *planner) resolutionEvent(obsID, ref string) {
+	r, m := pl.res[ref], pl.in.mentions[ref]
+	pl.ws.Resolutions = append(pl.ws.Resolutions, store.ResolutionRow{Team: pl.p.TeamID, ID: pl.c.newID("res", pl.now),
+		ObservationID: obsID, MentionRef: ref, MentionName: m.Name, EntityKind: m.Kind, EntityID: r.EntityID,
+		Decision: r.Decision, Candidates: r.Candidates, Profile: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
+}
+
+// value returns the content-addressed ID of a literal value and queues its row once.
+func (pl *planner) value(t ValueType, text string) string {
+	sum := sha256.Sum256([]byte(string(pl.p.TeamID) + "\x00" + string(t) + "\x00" + text))
+	id := "val_" + hex.EncodeToString(sum[:13])
+	if !pl.values[id] {
+		pl.values[id] = true
+		pl.ws.Values = append(pl.ws.Values, store.ValueRow{Team: pl.p.TeamID, ID: id, Type: string(t), Text: text, CreatedAt: pl.now})
+	}
+	return id
+}
+
+// supportLinks builds one support link per citation of an accepted proposal (relationship ID unset).
+func (pl *planner) supportLinks(r ProposedRelationship, obsID, verID string) []store.SupportLinkRow {
+	out := make([]store.SupportLinkRow, 0, len(r.Evidence))
+	for _, c := range r.Evidence {
+		f := pl.fragments[c.EvidenceIndex]
+		out = append(out, store.SupportLinkRow{Team: pl.p.TeamID, ID: pl.c.newID("sup", pl.now), FragmentID: f.ID,
+			ObservationID: obsID, VerificationID: verID, Start: c.Start, End: c.End, SourceGroup: f.SourceGroup,
+			ContentHash: f.ContentHash, Authority: f.Authority, Author: f.Author, Profile: pl.p.ProfileID,
+			IngestID: pl.ingestID, CreatedAt: pl.now})
+	}
+	return out
+}
+
+func withRelationship(links []store.SupportLinkRow, id relationship.ID) []store.SupportLinkRow {
+	for i := range links {
+		links[i].RelationshipID = id
+	}
+	return links
+}
+
+// attach records new support links on an existing relationship.
+func (pl *planner) attach(id relationship.ID, links []store.SupportLinkRow) {
+	pl.ws.Supports = append(pl.ws.Supports, withRelationship(links, id)...)
+	for _, s := range links {
+		pl.supports[id] = append(pl.supports[id], pl.support(s.SourceGroup, s.ContentHash, s.Authority, s.Author))
+	}
+}
+
+func (pl *planner) find(k conflict.Key, id relationship.ID) *relationship.Relationship {
+	for _, r := range pl.owned[k] {
+		if r.ID == id {
+			return r
+		}
+	}
+	panic("densemem: planner lost relationship " + string(id)) // unreachable: Decide only names owned rows
+}
+
+// create queues a new relationship with its first transition.
+func (pl *planner) create(k conflict.Key, rel *relationship.Relationship, obsID, reason string) {
+	pl.ws.Relationships = append(pl.ws.Relationships, store.RelationshipRow{Team: pl.p.TeamID, Relationship: *rel,
+		ObservationID: obsID, IngestID: pl.ingestID, CreatedAt: pl.now})
+	pl.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
+	pl.owned[k] = append(pl.owned[k], rel)
+}
+
+// update changes an owned relationship's current state with a transition, fenced on its version.
+func (pl *planner) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
+	validTo *time.Time, reason string, related relationship.ID) {
+	pl.ws.Updates = append(pl.ws.Updates, store.RelationshipUpdate{Team: pl.p.TeamID, ID: rel.ID, ExpectVersion: rel.Version,
+		Status: status, Tier: tier, ValidTo: validTo, UpdatedAt: pl.now})
+	pl.transition(rel.ID, rel.Status, status, rel.Tier, tier, rel.Validity.To, validTo, rel.Version, rel.Version+1, reason, related)
+	rel.Status, rel.Tier, rel.Validity.To, rel.Version = status, tier, validTo, rel.Version+1
+}
+
+// supersede closes the owner's incompatible priors at the new relationship's valid_from.
+func (pl *planner) supersede(k conflict.Key, next *relationship.Relationship, priors []relationship.ID) {
+	for _, id := range priors {
+		prior := pl.find(k, id)
+		pl.update(prior, relationship.StatusSuperseded, prior.Tier, next.Validity.From, "superseded", next.ID)
+	}
+}
+
+func (pl *planner) transition(id relationship.ID, fromStatus, toStatus relationship.Status, fromTier, toTier relationship.Tier,
+	fromValidTo, toValidTo *time.Time, fromVersion, toVersion int, reason string, related relationship.ID) {
+	pl.ws.Transitions = append(pl.ws.Transitions, store.TransitionRow{Team: pl.p.TeamID, ID: pl.c.newID("trn", pl.now),
+		RelationshipID: id, FromStatus: fromStatus, ToStatus: toStatus, FromTier: fromTier, ToTier: toTier,
+		FromValidTo: fromValidTo, ToValidTo: toValidTo, FromVersion: fromVersion, ToVersion: toVersion, Reason: reason,
+		ActorKind: store.ActorProfile, ActorProfile: pl.p.ProfileID, Related: related, IngestID: pl.ingestID,
+		IdempotencyKey: pl.req.IdempotencyKey, CreatedAt: pl.now})
+	pl.ws.Refreshes = append(pl.ws.Refreshes, store.RefreshRow{Team: pl.p.TeamID, RelationshipID: id, Reason: reason, CreatedAt: pl.now})
+}

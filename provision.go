@@ -1,0 +1,189 @@
+package densemem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Provisioning. CreateTeam, CreateProfile and DisableProfile are host operations: the host is
+// trusted and authenticates its own administrators. SetTeamPolicy and RegisterPredicate are
+// vocabulary operations of a team's profile with the vocabulary scope.
+
+// CreateTeamRequest creates a team.
+type CreateTeamRequest struct {
+	Name string `json:"name"`
+}
+
+// CreateTeam creates a team with its first policy version (the Config defaults) and returns its ID.
+func (c *Client) CreateTeam(ctx context.Context, req CreateTeamRequest) (TeamID, error) {
+	var ps problems
+	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
+	if err := ps.err(); err != nil {
+		return "", err
+	}
+	now := c.now()
+	team := TeamID(c.newID("tm", now))
+	err := c.store.TeamCreate(ctx, store.TeamCreateParams{Team: team, Name: req.Name, CreatedAt: now, Policy: store.Policy{
+		ReviewTTL: c.cfg.ReviewTTL, AutoWriteThreshold: c.cfg.AutoWriteThreshold,
+		AuthoritativeProfiles: []identity.ProfileID{}, TimeZone: "UTC", CreatedBy: "system", CreatedAt: now,
+	}})
+	return team, err
+}
+
+// CreateProfileRequest creates a profile with scopes.
+type CreateProfileRequest struct {
+	Name   string  `json:"name"`
+	Scopes []Scope `json:"scopes"`
+}
+
+// CreateProfile creates an active profile in team. ErrNotFound when the team does not exist.
+func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfileRequest) (ProfileID, error) {
+	var ps problems
+	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
+	for i, s := range req.Scopes {
+		if !s.Valid() {
+			ps.add(fmt.Sprintf("scopes[%d]", i), "unknown scope %q", s)
+		}
+	}
+	if err := ps.err(); err != nil {
+		return "", err
+	}
+	now := c.now()
+	id := ProfileID(c.newID("pf", now))
+	scopes := slices.Clone(req.Scopes)
+	slices.Sort(scopes)
+	return id, c.store.ProfileCreate(ctx, store.ProfileCreateParams{Team: team, Profile: id, Name: req.Name,
+		Scopes: slices.Compact(scopes), CreatedAt: now})
+}
+
+// DisableProfile disables a profile: it can no longer read or write. Its knowledge stays.
+func (c *Client) DisableProfile(ctx context.Context, team TeamID, profile ProfileID) error {
+	return c.store.ProfileSetStatus(ctx, store.ProfileSetStatusParams{Team: team, Profile: profile,
+		Status: identity.ProfileDisabled, UpdatedAt: c.now()})
+}
+
+// TeamPolicy is one version of a team's policy.
+type TeamPolicy struct {
+	// Version is assigned by SetTeamPolicy.
+	Version int `json:"version"`
+	// ReviewTTL sets review_due_at = opened_at + ReviewTTL for new conflict cases (1..30 days).
+	ReviewTTL time.Duration `json:"review_ttl"`
+	// AutoWriteThreshold is the verifier confidence needed for support (0..1).
+	AutoWriteThreshold float64 `json:"auto_write_threshold"`
+	// AuthoritativeProfileIDs are the profiles whose "authoritative" evidence counts as authority.
+	AuthoritativeProfileIDs []ProfileID `json:"authoritative_profile_ids"`
+	// TimeZone is the IANA zone of the nightly review's run dates.
+	TimeZone string `json:"time_zone"`
+}
+
+// SetTeamPolicy appends a new policy version for the principal's team. Vocabulary scope required.
+func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy) (TeamPolicy, error) {
+	var ps problems
+	if pol.ReviewTTL < 24*time.Hour || pol.ReviewTTL > 30*24*time.Hour {
+		ps.add("review_ttl", "must be within 1..30 days")
+	}
+	if !(pol.AutoWriteThreshold >= 0 && pol.AutoWriteThreshold <= 1) {
+		ps.add("auto_write_threshold", "must be within 0..1")
+	}
+	if pol.TimeZone == "" {
+		pol.TimeZone = "UTC"
+	}
+	if _, err := time.LoadLocation(pol.TimeZone); err != nil {
+		ps.add("time_zone", "unknown IANA time zone %q", pol.TimeZone)
+	}
+	for i, id := range pol.AuthoritativeProfileIDs {
+		checkText(&ps, fmt.Sprintf("authoritative_profile_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
+	}
+	if err := ps.err(); err != nil {
+		return pol, err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {
+		return pol, err
+	}
+	for i, id := range pol.AuthoritativeProfileIDs {
+		if _, err := c.store.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: p.TeamID, Profile: id}); err != nil {
+			if isNotFound(err) {
+				return pol, &ValidationError{Problems: []FieldProblem{{Path: fmt.Sprintf("authoritative_profile_ids[%d]", i),
+					Message: "is not a profile of the team"}}}
+			}
+			return pol, err
+		}
+	}
+	now := c.now()
+	stored, err := c.store.PolicyAppend(ctx, store.PolicyAppendParams{Policy: store.Policy{Team: p.TeamID,
+		ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
+		AuthoritativeProfiles: append([]ProfileID{}, pol.AuthoritativeProfileIDs...), TimeZone: pol.TimeZone,
+		CreatedBy: string(p.ProfileID), CreatedAt: now}})
+	pol.Version = stored.Version
+	return pol, err
+}
+
+// PredicateDefinition is one registered predicate version.
+type PredicateDefinition struct {
+	Key                string                   `json:"key"`
+	Version            int                      `json:"version"`
+	RelationshipKind   relationship.Kind        `json:"relationship_kind"`
+	CurrentCardinality relationship.Cardinality `json:"current_cardinality"`
+	Aliases            []string                 `json:"aliases,omitempty"`
+	// SubjectKinds and ObjectKinds restrict entity kinds; empty allows any.
+	SubjectKinds []string `json:"subject_kinds,omitempty"`
+	ObjectKinds  []string `json:"object_kinds,omitempty"`
+	// ValueObject makes the object a literal value instead of an entity.
+	ValueObject bool   `json:"value_object,omitempty"`
+	Description string `json:"description,omitempty"`
+}
+
+// RegisterPredicate registers a new immutable version of a predicate key (the first is version 1).
+// Vocabulary scope required. The key is normalised like any predicate phrase.
+func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def PredicateDefinition) (PredicateDefinition, error) {
+	var ps problems
+	def.Key = relationship.NormalizePhrase(def.Key)
+	if !kindPattern.MatchString(def.Key) {
+		ps.add("key", "must normalise to %s", kindPattern)
+	}
+	if !def.RelationshipKind.Valid() {
+		ps.add("relationship_kind", "unknown relationship kind %q (state or event)", def.RelationshipKind)
+	}
+	if !def.CurrentCardinality.Valid() {
+		ps.add("current_cardinality", "unknown cardinality %q (one or many)", def.CurrentCardinality)
+	}
+	for i, a := range def.Aliases {
+		checkText(&ps, fmt.Sprintf("aliases[%d]", i), a, true, c.cfg.Limits.MaxTextBytes)
+		def.Aliases[i] = relationship.NormalizePhrase(a)
+	}
+	for i, k := range def.SubjectKinds {
+		if !kindPattern.MatchString(k) {
+			ps.add(fmt.Sprintf("subject_kinds[%d]", i), "must match %s", kindPattern)
+		}
+	}
+	for i, k := range def.ObjectKinds {
+		if !kindPattern.MatchString(k) {
+			ps.add(fmt.Sprintf("object_kinds[%d]", i), "must match %s", kindPattern)
+		}
+	}
+	if def.ValueObject && len(def.ObjectKinds) > 0 {
+		ps.add("object_kinds", "must be empty when value_object is set")
+	}
+	checkText(&ps, "description", def.Description, false, 4096)
+	if err := ps.err(); err != nil {
+		return def, err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {
+		return def, err
+	}
+	stored, err := c.store.PredicateAppend(ctx, store.PredicateAppendParams{Team: p.TeamID, CreatedBy: p.ProfileID,
+		CreatedAt: c.now(), Predicate: relationship.Predicate{Key: def.Key, Kind: def.RelationshipKind,
+			Cardinality: def.CurrentCardinality, Aliases: def.Aliases, SubjectKinds: def.SubjectKinds,
+			ObjectKinds: def.ObjectKinds, ValueObject: def.ValueObject, Description: def.Description}})
+	def.Version = stored.Version
+	return def, err
+}
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

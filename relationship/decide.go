@@ -1,0 +1,131 @@
+package relationship
+
+import "slices"
+
+// Proposed is an accepted observation of the caller, about to be placed against the caller's own
+// relationships of the same subject, predicate and scope.
+type Proposed struct {
+	Object   Object
+	Polarity Polarity
+	Validity Interval
+	// ValidFromConfirmed is true when the verifier confirmed Validity.From in the cited text.
+	ValidFromConfirmed bool
+}
+
+// Action is what an accepted observation does to the owner's current state.
+type Action string
+
+// Actions of the current-state decision.
+const (
+	// ActionSupport adds support to an identical active or pending relationship; no new row.
+	ActionSupport Action = "support"
+	// ActionCreate creates a new active relationship that coexists with the owner's others.
+	ActionCreate Action = "create"
+	// ActionSupersede creates a new active relationship and supersedes the incompatible priors.
+	ActionSupersede Action = "supersede"
+	// ActionHold stores the new relationship as needs_review; the priors stay current.
+	ActionHold Action = "hold"
+)
+
+// Decision is the deterministic outcome of the same-owner current-state rules.
+type Decision struct {
+	Action Action
+	// Target is the identical relationship that gains support (ActionSupport).
+	Target ID
+	// Promote applies to ActionSupport of a pending_evidence target: what the newly supported target
+	// does (ActionCreate: becomes active; ActionSupersede; ActionHold: becomes needs_review).
+	Promote Action
+	// Priors are the owner's incompatible active relationships (ActionSupersede, ActionHold).
+	Priors []ID
+}
+
+// Identical reports whether r states the same thing as the proposal: same object and polarity, and for
+// state predicates overlapping validity, for event predicates the same non-null valid_from.
+func Identical(p Predicate, r Relationship, prop Proposed) bool {
+	if r.Object != prop.Object || r.Polarity != prop.Polarity {
+		return false
+	}
+	if p.Kind == KindEvent {
+		return r.Validity.From != nil && prop.Validity.From != nil && r.Validity.From.Equal(*prop.Validity.From)
+	}
+	return r.Validity.Overlaps(prop.Validity)
+}
+
+// Incompatible reports whether two statements of one subject, predicate and scope cannot both be
+// current: cardinality one, comparable in time, and a different object with both polarities "+", or
+// the same object with opposite polarities.
+func Incompatible(p Predicate, aObj Object, aPol Polarity, aVal Interval, bObj Object, bPol Polarity, bVal Interval) bool {
+	if p.Kind == KindEvent || p.Cardinality != CardinalityOne || !aVal.Overlaps(bVal) {
+		return false
+	}
+	if aObj != bObj {
+		return aPol == PolarityPositive && bPol == PolarityPositive
+	}
+	return aPol != bPol
+}
+
+// Decide applies the same-owner current-state rules to an accepted proposal. owned holds the owner's
+// relationships with the same subject, predicate and scope, in any status.
+func Decide(p Predicate, prop Proposed, owned []Relationship) Decision {
+	owned = slices.Clone(owned)
+	slices.SortFunc(owned, func(a, b Relationship) int {
+		// Prefer an active identical relationship over a pending one, then the oldest ID.
+		if (a.Status == StatusActive) != (b.Status == StatusActive) {
+			if a.Status == StatusActive {
+				return -1
+			}
+			return 1
+		}
+		return compareIDs(a.ID, b.ID)
+	})
+	for _, r := range owned {
+		if (r.Status == StatusActive || r.Status == StatusPendingEvidence) && Identical(p, r, prop) {
+			d := Decision{Action: ActionSupport, Target: r.ID}
+			if r.Status == StatusPendingEvidence {
+				others := slices.DeleteFunc(slices.Clone(owned), func(o Relationship) bool { return o.ID == r.ID })
+				next := place(p, prop, others)
+				d.Promote, d.Priors = next.Action, next.Priors
+			}
+			return d
+		}
+	}
+	return place(p, prop, owned)
+}
+
+// place decides a new (or newly supported) relationship that has no identical current twin.
+func place(p Predicate, prop Proposed, owned []Relationship) Decision {
+	if p.Kind == KindEvent || p.Cardinality == CardinalityMany {
+		return Decision{Action: ActionCreate}
+	}
+	var priors []Relationship
+	for _, r := range owned {
+		if r.Status == StatusActive && Incompatible(p, r.Object, r.Polarity, r.Validity, prop.Object, prop.Polarity, prop.Validity) {
+			priors = append(priors, r)
+		}
+	}
+	if len(priors) == 0 {
+		return Decision{Action: ActionCreate}
+	}
+	ids := make([]ID, len(priors))
+	replaces := prop.ValidFromConfirmed && prop.Validity.From != nil
+	for i, r := range priors {
+		ids[i] = r.ID
+		if replaces && r.Validity.From != nil && !prop.Validity.From.After(*r.Validity.From) {
+			replaces = false
+		}
+	}
+	if replaces {
+		return Decision{Action: ActionSupersede, Priors: ids}
+	}
+	return Decision{Action: ActionHold, Priors: ids}
+}
+
+func compareIDs(a, b ID) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}

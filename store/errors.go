@@ -1,0 +1,29 @@
+package store
+
+import "errors"
+
+// Sentinel errors. The root package re-exports each of them under the same name, so callers test
+// them with errors.Is against either spelling.
+var (
+	// ErrNotFound: the addressed row does not exist in the caller's team.
+	ErrNotFound = errors.New("densemem: not found")
+	// ErrForbidden: wrong team, inactive profile or missing scope.
+	ErrForbidden = errors.New("densemem: forbidden")
+	// ErrNotOwner: the caller tried to change another profile's knowledge.
+	ErrNotOwner = errors.New("densemem: not the owner")
+	// ErrIdempotencyConflict: the idempotency key was used before with a different request.
+	ErrIdempotencyConflict = errors.New("densemem: idempotency key reused with a different request")
+	// ErrStaleConflictVersion: the conflict case changed since the caller read it.
+	ErrStaleConflictVersion = errors.New("densemem: stale conflict case version")
+	// ErrNotMaterialToConflict: the proposal does not belong to the named conflict case.
+	ErrNotMaterialToConflict = errors.New("densemem: proposal not material to the conflict case")
+	// ErrStaleVersion: a relationship changed since it was read.
+	ErrStaleVersion = errors.New("densemem: stale relationship version")
+	// ErrConflict: a write collided with a concurrent one and could not be retried.
+	ErrConflict = errors.New("densemem: concurrent write conflict")
+	// ErrUnavailable: the database could not be reached or refused the operation.
+	ErrUnavailable = errors.New("densemem: store unavailable")
+	// ErrIntegrity: the database refused a write that would break one of its integrity rules
+	// (an append-only ledger, an immutable authored field, a missing transition).
+	ErrIntegrity = errors.New("densemem: integrity rule violated")
+)

@@ -1,0 +1,191 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+const teamInsertSQL = `-- name: TeamInsert
+INSERT INTO teams (team_id, name, created_at) VALUES ($1, $2, $3)`
+
+const policyInsertSQL = `-- name: PolicyInsert
+INSERT INTO team_policies (team_id, version, review_ttl_seconds, auto_write_threshold,
+    authoritative_profile_ids, time_zone, created_by, created_at)
+SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7
+FROM team_policies WHERE team_id = $1
+RETURNING version`
+
+// TeamCreate creates a team and its first policy version in one transaction.
+func (s *Store) TeamCreate(ctx context.Context, p store.TeamCreateParams) error {
+	return s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
+		tx := t.(*tx).tx
+		if _, err := tx.Exec(ctx, teamInsertSQL, p.Team, p.Name, p.CreatedAt); err != nil {
+			return translate(err)
+		}
+		pol := p.Policy
+		pol.Team = p.Team
+		var v int
+		return translate(tx.QueryRow(ctx, policyInsertSQL, policyArgs(pol)...).Scan(&v))
+	})
+}
+
+func policyArgs(p store.Policy) []any {
+	return []any{p.Team, int64(p.ReviewTTL / time.Second), p.AutoWriteThreshold,
+		profileStrings(p.AuthoritativeProfiles), p.TimeZone, p.CreatedBy, p.CreatedAt}
+}
+
+func profileStrings(ids []identity.ProfileID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
+
+const profileInsertSQL = `-- name: ProfileInsert
+INSERT INTO profiles (team_id, profile_id, name, status, scopes, created_at, updated_at)
+SELECT $1, $2, $3, 'active', $4, $5, $5 WHERE EXISTS (SELECT 1 FROM teams WHERE team_id = $1)`
+
+// ProfileCreate creates an active profile. ErrNotFound when the team does not exist.
+func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) error {
+	scopes := make([]string, len(p.Scopes))
+	for i, sc := range p.Scopes {
+		scopes[i] = string(sc)
+	}
+	ct, err := s.pool.Exec(ctx, profileInsertSQL, p.Team, p.Profile, p.Name, scopes, p.CreatedAt)
+	if err != nil {
+		return translate(err)
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("team %s: %w", p.Team, store.ErrNotFound)
+	}
+	return nil
+}
+
+const profileSetStatusSQL = `-- name: ProfileSetStatus
+UPDATE profiles SET status = $3, updated_at = $4 WHERE team_id = $1 AND profile_id = $2`
+
+// ProfileSetStatus changes a profile's status. ErrNotFound when it does not exist.
+func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusParams) error {
+	ct, err := s.pool.Exec(ctx, profileSetStatusSQL, p.Team, p.Profile, p.Status, p.UpdatedAt)
+	if err != nil {
+		return translate(err)
+	}
+	if ct.RowsAffected() == 0 {
+		return fmt.Errorf("profile %s: %w", p.Profile, store.ErrNotFound)
+	}
+	return nil
+}
+
+const principalSQL = `-- name: PrincipalLoad
+SELECT p.name, p.status, p.scopes, pol.version, pol.review_ttl_seconds, pol.auto_write_threshold,
+       pol.authoritative_profile_ids, pol.time_zone, pol.created_by, pol.created_at
+FROM profiles p
+JOIN LATERAL (SELECT * FROM team_policies tp WHERE tp.team_id = p.team_id ORDER BY tp.version DESC LIMIT 1) pol ON true
+WHERE p.team_id = $1 AND p.profile_id = $2`
+
+func scanPrincipal(row pgx.Row, team identity.TeamID, profile identity.ProfileID) (store.Principal, error) {
+	var pr store.Principal
+	var status string
+	var scopes, auth []string
+	var ttl int64
+	pr.Profile.Team, pr.Profile.ID, pr.Policy.Team = team, profile, team
+	err := row.Scan(&pr.Profile.Name, &status, &scopes, &pr.Policy.Version, &ttl, &pr.Policy.AutoWriteThreshold,
+		&auth, &pr.Policy.TimeZone, &pr.Policy.CreatedBy, &pr.Policy.CreatedAt)
+	if err != nil {
+		return pr, err
+	}
+	pr.Profile.Status = identity.ProfileStatus(status)
+	for _, sc := range scopes {
+		pr.Profile.Scopes = append(pr.Profile.Scopes, identity.Scope(sc))
+	}
+	for _, a := range auth {
+		pr.Policy.AuthoritativeProfiles = append(pr.Policy.AuthoritativeProfiles, identity.ProfileID(a))
+	}
+	pr.Policy.ReviewTTL = time.Duration(ttl) * time.Second
+	return pr, nil
+}
+
+// PrincipalLoad returns a profile with its team's policy in force. ErrNotFound when either is missing.
+func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) (store.Principal, error) {
+	pr, err := scanPrincipal(s.pool.QueryRow(ctx, principalSQL, p.Team, p.Profile), p.Team, p.Profile)
+	return pr, translate(err)
+}
+
+// PolicyAppend appends the next policy version of a team and returns it. ErrNotFound when the team
+// does not exist.
+func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (store.Policy, error) {
+	pol := p.Policy
+	err := s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
+		tx := t.(*tx).tx
+		// Serialise version assignment per team on the team row.
+		var one int
+		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", pol.Team).Scan(&one); err != nil {
+			return translate(err)
+		}
+		return translate(tx.QueryRow(ctx, policyInsertSQL, policyArgs(pol)...).Scan(&pol.Version))
+	})
+	return pol, err
+}
+
+const predicateInsertSQL = `-- name: PredicateInsert
+INSERT INTO predicate_definitions (team_id, predicate_key, version, relationship_kind, current_cardinality,
+    aliases, subject_kinds, object_kinds, value_object, description, created_by, created_at)
+SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, $4, $5, $6, $7, $8, $9, $10, $11
+FROM predicate_definitions WHERE team_id = $1 AND predicate_key = $2
+RETURNING version`
+
+// PredicateAppend appends the next version of a predicate key and returns it. ErrNotFound when the
+// team does not exist.
+func (s *Store) PredicateAppend(ctx context.Context, p store.PredicateAppendParams) (relationship.Predicate, error) {
+	pr := p.Predicate
+	err := s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
+		tx := t.(*tx).tx
+		var one int
+		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", p.Team).Scan(&one); err != nil {
+			return translate(err)
+		}
+		return translate(tx.QueryRow(ctx, predicateInsertSQL, p.Team, pr.Key, pr.Kind, pr.Cardinality,
+			nonNil(pr.Aliases), nonNil(pr.SubjectKinds), nonNil(pr.ObjectKinds), pr.ValueObject, pr.Description,
+			p.CreatedBy, p.CreatedAt).Scan(&pr.Version))
+	})
+	return pr, err
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+const predicateListSQL = `-- name: PredicateList
+SELECT DISTINCT ON (predicate_key) predicate_key, version, relationship_kind, current_cardinality, aliases,
+       subject_kinds, object_kinds, value_object, description
+FROM predicate_definitions WHERE team_id = $1
+ORDER BY predicate_key, version DESC`
+
+// PredicateList returns the latest version of every predicate key of a team, ordered by key.
+func (s *Store) PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error) {
+	rows, err := s.pool.Query(ctx, predicateListSQL, team)
+	if err != nil {
+		return nil, translate(err)
+	}
+	preds, err := pgx.CollectRows(rows, scanPredicate)
+	return preds, translate(err)
+}
+
+func scanPredicate(row pgx.CollectableRow) (relationship.Predicate, error) {
+	var p relationship.Predicate
+	var kind, card string
+	err := row.Scan(&p.Key, &p.Version, &kind, &card, &p.Aliases, &p.SubjectKinds, &p.ObjectKinds, &p.ValueObject, &p.Description)
+	p.Kind, p.Cardinality = relationship.Kind(kind), relationship.Cardinality(card)
+	return p, err
+}

@@ -1,0 +1,245 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+const relationshipViewSQL = `-- name: RelationshipView
+SELECT ` + relationshipColumns + `,
+       COALESCE(sn.name, ''), se.entity_kind,
+       COALESCE(obn.name, v.value_text, ''), COALESCE(oe.entity_kind, 'value:' || v.value_type, ''),
+       pd.relationship_kind, pd.current_cardinality, pd.aliases, pd.value_object, pd.description,
+       r.observation_id, r.ingest_id, r.created_at, r.updated_at
+FROM relationships r
+JOIN entities se ON se.team_id = r.team_id AND se.entity_id = r.subject_entity_id
+LEFT JOIN entity_names sn ON sn.team_id = r.team_id AND sn.entity_id = r.subject_entity_id AND sn.name_kind = 'canonical'
+LEFT JOIN entities oe ON oe.team_id = r.team_id AND oe.entity_id = r.object_entity_id
+LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
+WHERE r.team_id = $1`
+
+func scanRelationshipView(row pgx.CollectableRow) (store.RelationshipView, error) {
+	var v store.RelationshipView
+	var objEntity, objValue *string
+	var pol, status, tier, kind, card string
+	r := &v.Relationship
+	err := row.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
+		&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version,
+		&v.SubjectName, &v.SubjectKind, &v.ObjectName, &v.ObjectKind,
+		&kind, &card, &v.Predicate.Aliases, &v.Predicate.ValueObject, &v.Predicate.Description,
+		&v.Observation, &v.IngestID, &v.CreatedAt, &v.UpdatedAt)
+	if objEntity != nil {
+		r.Object.EntityID = identity.EntityID(*objEntity)
+	}
+	if objValue != nil {
+		r.Object.ValueID = *objValue
+	}
+	r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
+	v.Predicate.Key, v.Predicate.Version = r.PredicateKey, r.PredicateVersion
+	v.Predicate.Kind, v.Predicate.Cardinality = relationship.Kind(kind), relationship.Cardinality(card)
+	return v, err
+}
+
+// RelationshipGet returns one relationship of a team. ErrNotFound when absent.
+func (s *Store) RelationshipGet(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error) {
+	rows, err := s.pool.Query(ctx, relationshipViewSQL+" AND r.relationship_id = $2", team, id)
+	if err != nil {
+		return relationship.Relationship{}, translate(err)
+	}
+	v, err := pgx.CollectExactlyOneRow(rows, scanRelationshipView)
+	return v.Relationship, translate(err)
+}
+
+const (
+	traceSupportsSQL = `-- name: TraceSupports
+SELECT support_id, relationship_id, fragment_id, observation_id, verification_id, span_start, span_end, source_group,
+       content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at
+FROM support_links WHERE team_id = $1 AND relationship_id = $2 ORDER BY created_at, support_id`
+	traceFragmentsSQL = `-- name: TraceFragments
+SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
+       f.source_key, f.source_revision, f.content_sha256, CASE WHEN $3 THEN c.content ELSE '' END, f.created_at
+FROM evidence_fragments f JOIN fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
+WHERE f.team_id = $1 AND f.fragment_id IN (SELECT fragment_id FROM support_links WHERE team_id = $1 AND relationship_id = $2)
+ORDER BY f.created_at, f.fragment_id`
+	traceObservationIDs = `(SELECT observation_id FROM support_links WHERE team_id = $1 AND relationship_id = $2
+  UNION SELECT observation_id FROM relationships WHERE team_id = $1 AND relationship_id = $2)`
+	traceObservationsSQL = `-- name: TraceObservations
+SELECT observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name, predicate_phrase,
+       COALESCE(predicate_key, ''), COALESCE(predicate_version, 0), object_ref, object_name, object_value, polarity,
+       modality, scope, valid_from, valid_to, citations, created_at
+FROM observations WHERE team_id = $1 AND observation_id IN ` + traceObservationIDs + `
+ORDER BY created_at, observation_id`
+	traceVerificationsSQL = `-- name: TraceVerifications
+SELECT verification_id, observation_id, verifier, verdict, confidence, rationale, confirmed_valid_from,
+       support_granted, created_at
+FROM verification_events WHERE team_id = $1 AND observation_id IN ` + traceObservationIDs + `
+ORDER BY created_at, verification_id`
+	traceTransitionsSQL = `-- name: TraceTransitions
+SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COALESCE(from_tier, ''), to_tier,
+       from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
+       COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at
+FROM relationship_transitions WHERE team_id = $1 AND relationship_id = $2 ORDER BY to_version`
+	traceResolutionsSQL = `-- name: TraceResolutions
+SELECT resolution_id, observation_id, mention_ref, mention_name, entity_kind, COALESCE(entity_id, ''), decision,
+       candidate_ids, profile_id, ingest_id, created_at
+FROM entity_resolution_events
+WHERE team_id = $1 AND (entity_id = ANY($3::text[]) OR observation_id IN ` + traceObservationIDs + `)
+ORDER BY created_at, resolution_id`
+	neighbourSQL = ` AND r.status = 'active' AND r.relationship_id <> ALL($2::text[])
+  AND (r.subject_entity_id = ANY($3::text[]) OR r.object_entity_id = ANY($3::text[]))
+ORDER BY r.created_at, r.relationship_id LIMIT $4`
+)
+
+// TraceLoad returns the stored history of one relationship. ErrNotFound when absent.
+func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
+	var out store.TraceData
+	rows, err := s.pool.Query(ctx, relationshipViewSQL+" AND r.relationship_id = $2", p.Team, p.RelationshipID)
+	if err != nil {
+		return out, translate(err)
+	}
+	if out.Relationship, err = pgx.CollectExactlyOneRow(rows, scanRelationshipView); err != nil {
+		return out, translate(err)
+	}
+	rel := out.Relationship.Relationship
+	entities := []string{string(rel.Subject)}
+	if rel.Object.EntityID != "" {
+		entities = append(entities, string(rel.Object.EntityID))
+	}
+	b := &pgx.Batch{}
+	b.Queue(traceSupportsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.Supports, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportLinkRow, error) {
+			var s store.SupportLinkRow
+			var auth string
+			err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
+				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt)
+			s.Team, s.Authority = p.Team, evidence.Authority(auth)
+			return s, err
+		})
+		return err
+	})
+	b.Queue(traceFragmentsSQL, p.Team, p.RelationshipID, p.IncludeContent).Query(func(rows pgx.Rows) error {
+		out.Fragments, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FragmentRow, error) {
+			var f store.FragmentRow
+			var st, auth string
+			err := row.Scan(&f.ID, &f.IngestID, &f.EvidenceIndex, &f.Author, &st, &auth, &f.SourceGroup, &f.SourceKey,
+				&f.Revision, &f.ContentHash, &f.Content, &f.CreatedAt)
+			f.Team, f.SourceType, f.Authority = p.Team, evidence.SourceType(st), evidence.Authority(auth)
+			return f, err
+		})
+		return err
+	})
+	b.Queue(traceObservationsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.Observations, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ObservationRow, error) {
+			var o store.ObservationRow
+			var value, cites []byte
+			var pol, mod string
+			err := row.Scan(&o.ID, &o.IngestID, &o.Profile, &o.ProposalID, &o.SubjectRef, &o.SubjectName,
+				&o.PredicatePhrase, &o.PredicateKey, &o.PredicateVersion, &o.ObjectRef, &o.ObjectName, &value, &pol,
+				&mod, &o.Scope, &o.ValidFrom, &o.ValidTo, &cites, &o.CreatedAt)
+			o.Team, o.Polarity, o.Modality = p.Team, relationship.Polarity(pol), relationship.Modality(mod)
+			if value != nil {
+				o.ObjectValue = json.RawMessage(value)
+			}
+			o.Citations = json.RawMessage(cites)
+			return o, err
+		})
+		return err
+	})
+	b.Queue(traceVerificationsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.Verifications, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.VerificationRow, error) {
+			var v store.VerificationRow
+			var verdict string
+			err := row.Scan(&v.ID, &v.ObservationID, &v.Verifier, &verdict, &v.Confidence, &v.Rationale,
+				&v.ConfirmedValidFrom, &v.SupportGranted, &v.CreatedAt)
+			v.Team, v.Verdict = p.Team, evidence.Verdict(verdict)
+			return v, err
+		})
+		return err
+	})
+	b.Queue(traceTransitionsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.Transitions, err = pgx.CollectRows(rows, scanTransition)
+		return err
+	})
+	b.Queue(traceResolutionsSQL, p.Team, p.RelationshipID, entities).Query(func(rows pgx.Rows) error {
+		out.Resolutions, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ResolutionRow, error) {
+			var r store.ResolutionRow
+			var decision string
+			var cands []string
+			err := row.Scan(&r.ID, &r.ObservationID, &r.MentionRef, &r.MentionName, &r.EntityKind, &r.EntityID,
+				&decision, &cands, &r.Profile, &r.IngestID, &r.CreatedAt)
+			r.Team, r.Decision = p.Team, identity.Decision(decision)
+			for _, c := range cands {
+				r.Candidates = append(r.Candidates, identity.EntityID(c))
+			}
+			return r, err
+		})
+		return err
+	})
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return out, translate(err)
+	}
+	if err := s.loadNeighbours(ctx, p, &out, entities); err != nil {
+		return out, err
+	}
+	return out, nil
+}
+
+func scanTransition(row pgx.CollectableRow) (store.TransitionRow, error) {
+	var t store.TransitionRow
+	var fromStatus, toStatus, fromTier, toTier string
+	err := row.Scan(&t.ID, &t.RelationshipID, &fromStatus, &toStatus, &fromTier, &toTier, &t.FromValidTo, &t.ToValidTo,
+		&t.FromVersion, &t.ToVersion, &t.Reason, &t.ActorKind, &t.ActorProfile, &t.Related, &t.IngestID,
+		&t.IdempotencyKey, &t.CreatedAt)
+	t.FromStatus, t.ToStatus = relationship.Status(fromStatus), relationship.Status(toStatus)
+	t.FromTier, t.ToTier = relationship.Tier(fromTier), relationship.Tier(toTier)
+	return t, err
+}
+
+// loadNeighbours walks active relationships that share an entity, breadth first, up to MaxDepth hops
+// and MaxEdges relationships. One query per hop.
+func (s *Store) loadNeighbours(ctx context.Context, p store.TraceLoadParams, out *store.TraceData, frontier []string) error {
+	seenRel := []string{string(p.RelationshipID)}
+	seenEnt := map[string]bool{}
+	for _, e := range frontier {
+		seenEnt[e] = true
+	}
+	for depth := 0; depth < p.MaxDepth && len(frontier) > 0; depth++ {
+		room := p.MaxEdges - len(out.Neighbours)
+		if room <= 0 {
+			break
+		}
+		rows, err := s.pool.Query(ctx, relationshipViewSQL+neighbourSQL, p.Team, seenRel, frontier, room+1)
+		if err != nil {
+			return translate(err)
+		}
+		found, err := pgx.CollectRows(rows, scanRelationshipView)
+		if err != nil {
+			return translate(err)
+		}
+		if len(found) > room {
+			found, out.NeighboursTruncated = found[:room], true
+		}
+		var next []string
+		for _, v := range found {
+			out.Neighbours = append(out.Neighbours, v)
+			seenRel = append(seenRel, string(v.Relationship.ID))
+			for _, e := range []identity.EntityID{v.Relationship.Subject, v.Relationship.Object.EntityID} {
+				if e != "" && !seenEnt[string(e)] {
+					seenEnt[string(e)] = true
+					next = append(next, string(e))
+				}
+			}
+		}
+		frontier = next
+	}
+	return nil
+}

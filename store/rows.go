@@ -1,0 +1,233 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+)
+
+// WriteSet is every row one call writes, applied in one round trip inside a Tx. Inserts happen in
+// dependency order; updates are fenced by the version they expect.
+type WriteSet struct {
+	Entities      []EntityRow
+	EntityNames   []EntityNameRow
+	Values        []ValueRow
+	Fragments     []FragmentRow
+	Observations  []ObservationRow
+	Verifications []VerificationRow
+	Resolutions   []ResolutionRow
+	Relationships []RelationshipRow
+	Updates       []RelationshipUpdate
+	Supports      []SupportLinkRow
+	Transitions   []TransitionRow
+	ReviewItems   []ReviewItemRow
+	Refreshes     []RefreshRow
+	Idempotency   *IdempotencyRow
+}
+
+// EntityRow is a new entity.
+type EntityRow struct {
+	Team      identity.TeamID
+	ID        identity.EntityID
+	Kind      string
+	Context   map[string]string
+	CreatedBy identity.ProfileID
+	IngestID  string
+	CreatedAt time.Time
+}
+
+// EntityNameRow is a name of an entity; an existing (entity, normalised name) is left as it is.
+type EntityNameRow struct {
+	Team       identity.TeamID
+	EntityID   identity.EntityID
+	Name       string
+	Normalized string
+	Kind       identity.NameKind
+	CreatedAt  time.Time
+}
+
+// ValueRow is a literal value; an existing (type, text) is left as it is.
+type ValueRow struct {
+	Team      identity.TeamID
+	ID        string
+	Type      string
+	Text      string
+	CreatedAt time.Time
+}
+
+// FragmentRow is one verbatim evidence fragment with its content.
+type FragmentRow struct {
+	Team          identity.TeamID
+	ID            evidence.FragmentID
+	IngestID      string
+	EvidenceIndex int
+	Author        identity.ProfileID
+	SourceType    evidence.SourceType
+	Authority     evidence.Authority
+	SourceGroup   string
+	SourceKey     string
+	Revision      string
+	ContentHash   string
+	Content       string
+	CreatedAt     time.Time
+}
+
+// ObservationRow is one immutable observation.
+type ObservationRow struct {
+	Team             identity.TeamID
+	ID               string
+	IngestID         string
+	Profile          identity.ProfileID
+	ProposalID       string
+	SubjectRef       string
+	SubjectName      string
+	PredicatePhrase  string
+	PredicateKey     string // "" when unresolved
+	PredicateVersion int    // 0 when unresolved
+	ObjectRef        string
+	ObjectName       string
+	ObjectValue      json.RawMessage // nil unless the object is a literal
+	Polarity         relationship.Polarity
+	Modality         relationship.Modality
+	Scope            string
+	ValidFrom        *time.Time
+	ValidTo          *time.Time
+	Citations        json.RawMessage
+	CreatedAt        time.Time
+}
+
+// VerificationRow is one immutable verification event.
+type VerificationRow struct {
+	Team               identity.TeamID
+	ID                 string
+	ObservationID      string
+	Verifier           string
+	Verdict            evidence.Verdict
+	Confidence         float64
+	Rationale          string
+	ConfirmedValidFrom *time.Time
+	SupportGranted     bool
+	CreatedAt          time.Time
+}
+
+// ResolutionRow is one entity resolution event.
+type ResolutionRow struct {
+	Team          identity.TeamID
+	ID            string
+	ObservationID string
+	MentionRef    string
+	MentionName   string
+	EntityKind    string
+	EntityID      identity.EntityID // "" when ambiguous
+	Decision      identity.Decision
+	Candidates    []identity.EntityID
+	Profile       identity.ProfileID
+	IngestID      string
+	CreatedAt     time.Time
+}
+
+// RelationshipRow is a new relationship in its initial state.
+type RelationshipRow struct {
+	Team          identity.TeamID
+	Relationship  relationship.Relationship
+	ObservationID string
+	IngestID      string
+	CreatedAt     time.Time
+}
+
+// RelationshipUpdate changes a relationship's current state; it applies only while the row is still
+// at ExpectVersion, and moves it to ExpectVersion+1.
+type RelationshipUpdate struct {
+	Team          identity.TeamID
+	ID            relationship.ID
+	ExpectVersion int
+	Status        relationship.Status
+	Tier          relationship.Tier
+	ValidTo       *time.Time
+	UpdatedAt     time.Time
+}
+
+// SupportLinkRow is one immutable support link.
+type SupportLinkRow struct {
+	Team           identity.TeamID
+	ID             string
+	RelationshipID relationship.ID
+	FragmentID     evidence.FragmentID
+	ObservationID  string
+	VerificationID string
+	Start, End     int
+	SourceGroup    string
+	ContentHash    string
+	Authority      evidence.Authority
+	Author         identity.ProfileID
+	Profile        identity.ProfileID
+	IngestID       string
+	CreatedAt      time.Time
+}
+
+// Actor kinds of transitions.
+const (
+	ActorProfile                = "profile"
+	ActorSystemConflictReviewer = "system_conflict_reviewer"
+	ActorSystem                 = "system"
+)
+
+// TransitionRow is one immutable relationship transition. From fields are zero for a creation.
+type TransitionRow struct {
+	Team           identity.TeamID
+	ID             string
+	RelationshipID relationship.ID
+	FromStatus     relationship.Status
+	ToStatus       relationship.Status
+	FromTier       relationship.Tier
+	ToTier         relationship.Tier
+	FromValidTo    *time.Time
+	ToValidTo      *time.Time
+	FromVersion    int
+	ToVersion      int
+	Reason         string
+	ActorKind      string
+	ActorProfile   identity.ProfileID
+	Related        relationship.ID
+	IngestID       string
+	IdempotencyKey string
+	CreatedAt      time.Time
+}
+
+// ReviewItemRow is one open client decision.
+type ReviewItemRow struct {
+	Team            identity.TeamID
+	ID              string
+	IngestID        string
+	PlacementItemID string
+	Kind            string
+	Profile         identity.ProfileID
+	ObservationID   string
+	RelationshipID  relationship.ID
+	Related         []string
+	Choices         json.RawMessage
+	CreatedAt       time.Time
+}
+
+// RefreshRow queues rebuildable search work for one relationship.
+type RefreshRow struct {
+	Team           identity.TeamID
+	RelationshipID relationship.ID
+	Reason         string
+	CreatedAt      time.Time
+}
+
+// IdempotencyRow stores a call's result under its idempotency key.
+type IdempotencyRow struct {
+	Team        identity.TeamID
+	Profile     identity.ProfileID
+	Key         string
+	Operation   string
+	RequestHash string
+	IngestID    string
+	Result      json.RawMessage
+	CreatedAt   time.Time
+}

@@ -1,0 +1,217 @@
+// Package store is the persistence seam of Dense-Mem: the Store contract every backend implements and
+// the parameter and row types that cross it. Methods are noun-first and take params structs; each
+// documents the sentinel errors it returns. Nothing above this package sees driver types.
+//
+// The write path is shaped around round trips: RememberPrepare reads everything the pre-transaction
+// steps need in one round trip, and inside Store.Tx each Tx method is one round trip that takes its
+// locks in the global order (idempotency key, entity names, conflict keys, relationship rows) and then
+// reads with fresh statements.
+package store
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+)
+
+// Store persists Dense-Mem's state. Every method is team-scoped: it never reads or writes a row of
+// another team than the one its params name.
+type Store interface {
+	// TeamCreate creates a team and its first policy version in one transaction.
+	TeamCreate(ctx context.Context, p TeamCreateParams) error
+	// ProfileCreate creates a profile. ErrNotFound when the team does not exist.
+	ProfileCreate(ctx context.Context, p ProfileCreateParams) error
+	// ProfileSetStatus changes a profile's status. ErrNotFound when it does not exist.
+	ProfileSetStatus(ctx context.Context, p ProfileSetStatusParams) error
+	// PrincipalLoad returns a profile and its team's policy in force. ErrNotFound when either is missing.
+	PrincipalLoad(ctx context.Context, p PrincipalLoadParams) (Principal, error)
+	// PolicyAppend appends the next policy version of a team and returns it.
+	PolicyAppend(ctx context.Context, p PolicyAppendParams) (Policy, error)
+	// PredicateAppend appends the next version of a predicate key and returns it.
+	PredicateAppend(ctx context.Context, p PredicateAppendParams) (relationship.Predicate, error)
+	// PredicateList returns the latest version of every predicate key of a team.
+	PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error)
+
+	// RememberPrepare reads, in one round trip, what Remember needs before its transaction.
+	// A missing profile or team is reported through a nil Principal, not an error.
+	RememberPrepare(ctx context.Context, p RememberPrepareParams) (RememberPrepared, error)
+	// RelationshipGet returns one relationship of a team. ErrNotFound when absent.
+	RelationshipGet(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error)
+	// TraceLoad returns everything Trace shows about one relationship. ErrNotFound when absent.
+	TraceLoad(ctx context.Context, p TraceLoadParams) (TraceData, error)
+	// IdempotencyGet returns a stored idempotency record, or nil.
+	IdempotencyGet(ctx context.Context, team identity.TeamID, profile identity.ProfileID, key string) (*IdempotencyRecord, error)
+
+	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
+	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
+	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable, or fn's.
+	Tx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
+}
+
+// Tx is one open transaction. Each method is one round trip.
+type Tx interface {
+	// IntakeLock takes the idempotency lock and the entity-name locks (sorted), then re-reads the
+	// idempotency record, the caller's profile (held FOR SHARE) and the entities of the named names.
+	IntakeLock(ctx context.Context, p IntakeLockParams) (IntakeLocked, error)
+	// KeysLock takes the conflict-key locks (sorted), then locks and returns the owner's
+	// relationships of those keys (rows locked FOR UPDATE in ID order) with their supports.
+	KeysLock(ctx context.Context, p KeysLockParams) (KeysLocked, error)
+	// RelationshipLock locks one relationship row FOR UPDATE and returns it. ErrNotFound when absent.
+	RelationshipLock(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error)
+	// WriteSetApply writes every row of ws. An update whose expected version no longer matches fails
+	// with ErrStaleVersion; a database integrity rule fails with ErrIntegrity.
+	WriteSetApply(ctx context.Context, ws WriteSet) error
+}
+
+// TeamCreateParams creates a team.
+type TeamCreateParams struct {
+	Team      identity.TeamID
+	Name      string
+	Policy    Policy
+	CreatedAt time.Time
+}
+
+// ProfileCreateParams creates a profile.
+type ProfileCreateParams struct {
+	Team      identity.TeamID
+	Profile   identity.ProfileID
+	Name      string
+	Scopes    []identity.Scope
+	CreatedAt time.Time
+}
+
+// ProfileSetStatusParams changes a profile's status.
+type ProfileSetStatusParams struct {
+	Team      identity.TeamID
+	Profile   identity.ProfileID
+	Status    identity.ProfileStatus
+	UpdatedAt time.Time
+}
+
+// PrincipalLoadParams names a profile.
+type PrincipalLoadParams struct {
+	Team    identity.TeamID
+	Profile identity.ProfileID
+}
+
+// Profile is a stored profile.
+type Profile struct {
+	Team   identity.TeamID
+	ID     identity.ProfileID
+	Name   string
+	Status identity.ProfileStatus
+	Scopes []identity.Scope
+}
+
+// Policy is one version of a team's policy.
+type Policy struct {
+	Team                  identity.TeamID
+	Version               int
+	ReviewTTL             time.Duration
+	AutoWriteThreshold    float64
+	AuthoritativeProfiles []identity.ProfileID
+	TimeZone              string
+	CreatedBy             string
+	CreatedAt             time.Time
+}
+
+// Principal is a profile with its team's policy in force.
+type Principal struct {
+	Profile Profile
+	Policy  Policy
+}
+
+// PolicyAppendParams appends a policy version; Version is ignored and assigned.
+type PolicyAppendParams struct {
+	Policy Policy
+}
+
+// PredicateAppendParams appends a predicate version; Predicate.Version is ignored and assigned.
+type PredicateAppendParams struct {
+	Team      identity.TeamID
+	Predicate relationship.Predicate
+	CreatedBy identity.ProfileID
+	CreatedAt time.Time
+}
+
+// NameLookup is one (entity kind, normalised name) pair.
+type NameLookup struct {
+	Kind       string
+	Normalized string
+}
+
+// RememberPrepareParams names what Remember reads before its transaction.
+type RememberPrepareParams struct {
+	Team           identity.TeamID
+	Profile        identity.ProfileID
+	IdempotencyKey string
+	Names          []NameLookup
+	KnownEntities  []identity.EntityID
+}
+
+// RememberPrepared is what RememberPrepare read.
+type RememberPrepared struct {
+	// Principal is nil when the team or profile does not exist.
+	Principal   *Principal
+	Predicates  []relationship.Predicate
+	Candidates  []identity.Entity
+	Known       []identity.Entity
+	Idempotency *IdempotencyRecord
+}
+
+// IdempotencyRecord is a stored call result.
+type IdempotencyRecord struct {
+	Operation   string
+	RequestHash string
+	IngestID    string
+	Result      json.RawMessage
+}
+
+// IntakeLockParams names the intake locks of one call.
+type IntakeLockParams struct {
+	Team           identity.TeamID
+	Profile        identity.ProfileID
+	IdempotencyKey string
+	// NameLocks are the names that may be created; they are locked in a sorted order.
+	NameLocks []NameLookup
+	// Names are re-read after the locks (a superset of NameLocks).
+	Names []NameLookup
+	// KnownEntities are re-read after the locks.
+	KnownEntities []identity.EntityID
+}
+
+// IntakeLocked is what IntakeLock read after its locks.
+type IntakeLocked struct {
+	Idempotency   *IdempotencyRecord
+	ProfileActive bool
+	ProfileScopes []identity.Scope
+	Candidates    []identity.Entity
+	Known         []identity.Entity
+}
+
+// KeysLockParams names the conflict keys one call touches.
+type KeysLockParams struct {
+	Team  identity.TeamID
+	Owner identity.ProfileID
+	Keys  []conflict.Key
+}
+
+// SupportRow is one stored support link as the counting rules need it.
+type SupportRow struct {
+	RelationshipID relationship.ID
+	Group          string
+	ContentHash    string
+	Authority      evidence.Authority
+	Author         identity.ProfileID
+}
+
+// KeysLocked is what KeysLock read.
+type KeysLocked struct {
+	Relationships []relationship.Relationship
+	Supports      []SupportRow
+}

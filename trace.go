@@ -1,0 +1,260 @@
+package densemem
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// TraceRequest asks for the history of one relationship of the caller's team.
+type TraceRequest struct {
+	RelationshipID         RelationshipID `json:"relationship_id"`
+	IncludeEvidenceContent bool           `json:"include_evidence_content"`
+	IncludeVerification    bool           `json:"include_verification"`
+	IncludeTransitions     bool           `json:"include_transitions"`
+	// MaxDepth bounds the hops of neighbouring active relationships (0..4).
+	MaxDepth int `json:"max_depth"`
+	// MaxEdges bounds the number of neighbours (0..100).
+	MaxEdges int `json:"max_edges"`
+}
+
+// TraceResult explains one relationship: its current state, the evidence behind it, and its history.
+type TraceResult struct {
+	Relationship        RelationshipDetail    `json:"relationship"`
+	Evidence            []TraceEvidence       `json:"evidence"`
+	Observations        []TraceObservation    `json:"observations"`
+	Verifications       []TraceVerification   `json:"verifications,omitempty"`
+	Transitions         []TraceTransition     `json:"transitions,omitempty"`
+	IdentityResolutions []IdentityResolution  `json:"identity_resolutions"`
+	Neighbours          []RelationshipSummary `json:"neighbours"`
+	NeighboursTruncated bool                  `json:"neighbours_truncated,omitempty"`
+}
+
+// EntityRefView names an entity.
+type EntityRefView struct {
+	EntityID EntityID `json:"entity_id"`
+	Name     string   `json:"name"`
+	Kind     string   `json:"kind"`
+}
+
+// ObjectView is a relationship's object: an entity, or a literal value.
+type ObjectView struct {
+	EntityID  EntityID  `json:"entity_id,omitempty"`
+	ValueType ValueType `json:"value_type,omitempty"`
+	Name      string    `json:"name"`
+	Kind      string    `json:"kind,omitempty"`
+}
+
+// RelationshipSummary is a relationship's current state with names.
+type RelationshipSummary struct {
+	RelationshipID RelationshipID `json:"relationship_id"`
+	OwnerProfileID ProfileID      `json:"owner_profile_id"`
+	Subject        EntityRefView  `json:"subject"`
+	Predicate      string         `json:"predicate"`
+	Object         ObjectView     `json:"object"`
+	Polarity       Polarity       `json:"polarity"`
+	Scope          string         `json:"scope"`
+	ValidFrom      *time.Time     `json:"valid_from,omitempty"`
+	ValidTo        *time.Time     `json:"valid_to,omitempty"`
+	Status         Status         `json:"status"`
+	Tier           Tier           `json:"tier"`
+	Version        int            `json:"version"`
+}
+
+// RelationshipDetail is a traced relationship's current state with its predicate behaviour.
+type RelationshipDetail struct {
+	RelationshipSummary
+	PredicateVersion   int                      `json:"predicate_version"`
+	RelationshipKind   relationship.Kind        `json:"relationship_kind"`
+	CurrentCardinality relationship.Cardinality `json:"current_cardinality"`
+	// SourceCount is the number of independent source groups among its supports.
+	SourceCount int       `json:"source_count"`
+	CreatedAt   time.Time `json:"created_at"`
+	UpdatedAt   time.Time `json:"updated_at"`
+}
+
+// TraceEvidence is one support link with its fragment.
+type TraceEvidence struct {
+	SupportID       string              `json:"support_id"`
+	FragmentID      FragmentID          `json:"fragment_id"`
+	ObservationID   string              `json:"observation_id"`
+	VerificationID  string              `json:"verification_id"`
+	Start           int                 `json:"start"`
+	End             int                 `json:"end"`
+	SourceType      evidence.SourceType `json:"source_type"`
+	Authority       evidence.Authority  `json:"authority"`
+	SourceGroup     string              `json:"source_group"`
+	AuthorProfileID ProfileID           `json:"author_profile_id"`
+	// Excerpt is the cited span and Content the whole fragment; both only with IncludeEvidenceContent.
+	Excerpt   string    `json:"excerpt,omitempty"`
+	Content   string    `json:"content,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// TraceObservation is one immutable observation behind the relationship.
+type TraceObservation struct {
+	ObservationID   string          `json:"observation_id"`
+	ProfileID       ProfileID       `json:"profile_id"`
+	IngestID        string          `json:"ingest_id"`
+	SubjectName     string          `json:"subject_name"`
+	PredicatePhrase string          `json:"predicate_phrase"`
+	PredicateKey    string          `json:"predicate_key,omitempty"`
+	ObjectName      string          `json:"object_name"`
+	Polarity        Polarity        `json:"polarity"`
+	Modality        Modality        `json:"modality"`
+	Scope           string          `json:"scope"`
+	ValidFrom       *time.Time      `json:"valid_from,omitempty"`
+	ValidTo         *time.Time      `json:"valid_to,omitempty"`
+	Citations       json.RawMessage `json:"citations"`
+	CreatedAt       time.Time       `json:"created_at"`
+}
+
+// TraceVerification is one verification event.
+type TraceVerification struct {
+	VerificationID     string     `json:"verification_id"`
+	ObservationID      string     `json:"observation_id"`
+	Verifier           string     `json:"verifier"`
+	Verdict            Verdict    `json:"verdict"`
+	Confidence         float64    `json:"confidence"`
+	Rationale          string     `json:"rationale"`
+	ConfirmedValidFrom *time.Time `json:"confirmed_valid_from,omitempty"`
+	SupportGranted     bool       `json:"support_granted"`
+	CreatedAt          time.Time  `json:"created_at"`
+}
+
+// TraceTransition is one relationship transition.
+type TraceTransition struct {
+	TransitionID          string         `json:"transition_id"`
+	FromStatus            Status         `json:"from_status,omitempty"`
+	ToStatus              Status         `json:"to_status"`
+	FromTier              Tier           `json:"from_tier,omitempty"`
+	ToTier                Tier           `json:"to_tier"`
+	FromValidTo           *time.Time     `json:"from_valid_to,omitempty"`
+	ToValidTo             *time.Time     `json:"to_valid_to,omitempty"`
+	FromVersion           int            `json:"from_version,omitempty"`
+	ToVersion             int            `json:"to_version"`
+	Reason                string         `json:"reason"`
+	ActorKind             string         `json:"actor_kind"`
+	ActorProfileID        ProfileID      `json:"actor_profile_id,omitempty"`
+	RelatedRelationshipID RelationshipID `json:"related_relationship_id,omitempty"`
+	IngestID              string         `json:"ingest_id"`
+	IdempotencyKey        string         `json:"idempotency_key"`
+	CreatedAt             time.Time      `json:"created_at"`
+}
+
+// IdentityResolution is one entity resolution event of the relationship's entities or observations.
+type IdentityResolution struct {
+	ResolutionID  string            `json:"resolution_id"`
+	ObservationID string            `json:"observation_id"`
+	MentionRef    string            `json:"mention_ref"`
+	MentionName   string            `json:"mention_name"`
+	EntityKind    string            `json:"entity_kind"`
+	EntityID      EntityID          `json:"entity_id,omitempty"`
+	Decision      identity.Decision `json:"decision"`
+	CandidateIDs  []EntityID        `json:"candidate_ids,omitempty"`
+	ProfileID     ProfileID         `json:"profile_id"`
+	CreatedAt     time.Time         `json:"created_at"`
+}
+
+// Trace returns the history of one relationship of the caller's team, whoever owns it: current
+// state, evidence with spans (and content when asked), observations, verification events,
+// transitions, identity resolution history and neighbouring active relationships.
+//
+// Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (also for another team's ID).
+func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*TraceResult, error) {
+	var ps problems
+	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
+	if req.MaxDepth < 0 || req.MaxDepth > 4 {
+		ps.add("max_depth", "must be within 0..4")
+	}
+	if req.MaxEdges < 0 || req.MaxEdges > 100 {
+		ps.add("max_edges", "must be within 0..100")
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+		return nil, err
+	}
+	d, err := c.store.TraceLoad(ctx, store.TraceLoadParams{Team: p.TeamID, RelationshipID: req.RelationshipID,
+		IncludeContent: req.IncludeEvidenceContent, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges})
+	if err != nil {
+		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
+	}
+	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
+		IdentityResolutions: []IdentityResolution{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
+	frags := map[FragmentID]store.FragmentRow{}
+	for _, f := range d.Fragments {
+		frags[f.ID] = f
+	}
+	var counted []evidence.Support
+	for _, s := range d.Supports {
+		f := frags[s.FragmentID]
+		te := TraceEvidence{SupportID: s.ID, FragmentID: s.FragmentID, ObservationID: s.ObservationID,
+			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: f.SourceType, Authority: s.Authority,
+			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, CreatedAt: s.CreatedAt}
+		if req.IncludeEvidenceContent && s.End <= len(f.Content) {
+			te.Content, te.Excerpt = f.Content, f.Content[s.Start:s.End]
+		}
+		out.Evidence = append(out.Evidence, te)
+		counted = append(counted, evidence.Support{Group: s.SourceGroup, ContentHash: s.ContentHash, Effective: true})
+	}
+	out.Relationship.SourceCount, _ = evidence.CountGroups(counted)
+	for _, o := range d.Observations {
+		out.Observations = append(out.Observations, TraceObservation{ObservationID: o.ID, ProfileID: o.Profile,
+			IngestID: o.IngestID, SubjectName: o.SubjectName, PredicatePhrase: o.PredicatePhrase, PredicateKey: o.PredicateKey,
+			ObjectName: o.ObjectName, Polarity: o.Polarity, Modality: o.Modality, Scope: o.Scope, ValidFrom: o.ValidFrom,
+			ValidTo: o.ValidTo, Citations: o.Citations, CreatedAt: o.CreatedAt})
+	}
+	if req.IncludeVerification {
+		for _, v := range d.Verifications {
+			out.Verifications = append(out.Verifications, TraceVerification{VerificationID: v.ID, ObservationID: v.ObservationID,
+				Verifier: v.Verifier, Verdict: v.Verdict, Confidence: v.Confidence, Rationale: v.Rationale,
+				ConfirmedValidFrom: v.ConfirmedValidFrom, SupportGranted: v.SupportGranted, CreatedAt: v.CreatedAt})
+		}
+	}
+	if req.IncludeTransitions {
+		for _, t := range d.Transitions {
+			out.Transitions = append(out.Transitions, TraceTransition{TransitionID: t.ID, FromStatus: t.FromStatus,
+				ToStatus: t.ToStatus, FromTier: t.FromTier, ToTier: t.ToTier, FromValidTo: t.FromValidTo, ToValidTo: t.ToValidTo,
+				FromVersion: t.FromVersion, ToVersion: t.ToVersion, Reason: t.Reason, ActorKind: t.ActorKind,
+				ActorProfileID: t.ActorProfile, RelatedRelationshipID: t.Related, IngestID: t.IngestID,
+				IdempotencyKey: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+		}
+	}
+	for _, r := range d.Resolutions {
+		out.IdentityResolutions = append(out.IdentityResolutions, IdentityResolution{ResolutionID: r.ID,
+			ObservationID: r.ObservationID, MentionRef: r.MentionRef, MentionName: r.MentionName, EntityKind: r.EntityKind,
+			EntityID: r.EntityID, Decision: r.Decision, CandidateIDs: r.Candidates, ProfileID: r.Profile, CreatedAt: r.CreatedAt})
+	}
+	for _, n := range d.Neighbours {
+		out.Neighbours = append(out.Neighbours, summary(n))
+	}
+	return out, nil
+}
+
+func summary(v store.RelationshipView) RelationshipSummary {
+	r := v.Relationship
+	obj := ObjectView{EntityID: r.Object.EntityID, Name: v.ObjectName, Kind: v.ObjectKind}
+	if r.Object.ValueID != "" {
+		obj.Kind = ""
+		if len(v.ObjectKind) > len("value:") {
+			obj.ValueType = ValueType(v.ObjectKind[len("value:"):])
+		}
+	}
+	return RelationshipSummary{RelationshipID: r.ID, OwnerProfileID: r.Owner,
+		Subject: EntityRefView{EntityID: r.Subject, Name: v.SubjectName, Kind: v.SubjectKind}, Predicate: r.PredicateKey,
+		Object: obj, Polarity: r.Polarity, Scope: r.Scope, ValidFrom: r.Validity.From, ValidTo: r.Validity.To,
+		Status: r.Status, Tier: r.Tier, Version: r.Version}
+}
+
+func detail(v store.RelationshipView) RelationshipDetail {
+	return RelationshipDetail{RelationshipSummary: summary(v), PredicateVersion: v.Predicate.Version,
+		RelationshipKind: v.Predicate.Kind, CurrentCardinality: v.Predicate.Cardinality, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
+}

@@ -1,0 +1,226 @@
+package densemem
+
+import (
+	"fmt"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/densemem/densemem/relationship"
+)
+
+var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// checkText reports a problem unless s is valid UTF-8 without NUL bytes, within max bytes, and
+// non-blank when required.
+func checkText(ps *problems, path, s string, required bool, max int) {
+	switch {
+	case !utf8.ValidString(s):
+		ps.add(path, "must be valid UTF-8")
+	case strings.ContainsRune(s, 0):
+		ps.add(path, "must not contain NUL bytes")
+	case required && strings.TrimSpace(s) == "":
+		ps.add(path, "is required")
+	case len(s) > max:
+		ps.add(path, "is %d bytes, more than the limit of %d", len(s), max)
+	}
+}
+
+// validateRemember checks the whole request without the database and returns every problem.
+func validateRemember(req *RememberRequest, l Limits) error {
+	var ps problems
+	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
+
+	switch n := len(req.Evidence); {
+	case n == 0:
+		ps.add("evidence", "at least one evidence item is required")
+	case n > l.MaxEvidence:
+		ps.add("evidence", "has %d items, more than the limit of %d", n, l.MaxEvidence)
+	}
+	for i, ev := range req.Evidence {
+		p := fmt.Sprintf("evidence[%d]", i)
+		switch {
+		case len(ev.Content) == 0:
+			ps.add(p+".content", "is required")
+		case len(ev.Content) > l.MaxContentBytes:
+			ps.add(p+".content", "is %d bytes, more than the limit of %d", len(ev.Content), l.MaxContentBytes)
+		default:
+			checkText(&ps, p+".content", ev.Content, false, l.MaxContentBytes)
+		}
+		if !ev.SourceType.Valid() {
+			ps.add(p+".source_type", "unknown source type %q", ev.SourceType)
+		}
+		if ev.Authority != "" && !ev.Authority.Valid() {
+			ps.add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
+		}
+		checkText(&ps, p+".source_group", ev.SourceGroup, false, l.MaxTextBytes)
+		checkText(&ps, p+".source_key", ev.SourceKey, false, l.MaxTextBytes)
+		checkText(&ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
+		if ev.SourceRevision != "" && ev.SourceKey == "" {
+			ps.add(p+".source_revision", "requires source_key")
+		}
+	}
+
+	refs := map[string]bool{}
+	if n := len(req.Proposal.Entities); n > l.MaxEntities {
+		ps.add("proposal.entities", "has %d items, more than the limit of %d", n, l.MaxEntities)
+	}
+	for i, e := range req.Proposal.Entities {
+		p := fmt.Sprintf("proposal.entities[%d]", i)
+		checkText(&ps, p+".ref", e.Ref, true, l.MaxTextBytes)
+		if refs[e.Ref] {
+			ps.add(p+".ref", "duplicate ref %q", e.Ref)
+		}
+		refs[e.Ref] = true
+		checkText(&ps, p+".name", e.Name, true, l.MaxTextBytes)
+		if !kindPattern.MatchString(e.EntityKind) {
+			ps.add(p+".entity_kind", "must match %s", kindPattern)
+		}
+		for j, a := range e.Aliases {
+			checkText(&ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, true, l.MaxTextBytes)
+		}
+		if len(e.IdentityContext) > 20 {
+			ps.add(p+".identity_context", "has %d keys, more than the limit of 20", len(e.IdentityContext))
+		}
+		for k, v := range e.IdentityContext {
+			checkText(&ps, p+".identity_context", k, true, l.MaxTextBytes)
+			checkText(&ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
+		}
+		checkText(&ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
+	}
+
+	cited := make([]bool, len(req.Evidence))
+	ids := map[string]bool{}
+	switch n := len(req.Proposal.Relationships); {
+	case n == 0:
+		ps.add("proposal.relationships", "at least one relationship is required")
+	case n > l.MaxRelationships:
+		ps.add("proposal.relationships", "has %d items, more than the limit of %d", n, l.MaxRelationships)
+	}
+	for i, r := range req.Proposal.Relationships {
+		p := fmt.Sprintf("proposal.relationships[%d]", i)
+		checkText(&ps, p+".proposal_id", r.ProposalID, true, l.MaxTextBytes)
+		if ids[r.ProposalID] {
+			ps.add(p+".proposal_id", "duplicate proposal_id %q", r.ProposalID)
+		}
+		ids[r.ProposalID] = true
+		if !refs[r.SubjectRef] {
+			ps.add(p+".subject_ref", "does not name a proposal entity ref")
+		}
+		checkText(&ps, p+".predicate", r.Predicate, true, l.MaxTextBytes)
+		switch {
+		case r.ObjectRef != "" && r.ObjectValue != nil:
+			ps.add(p, "set exactly one of object_ref and object_value, not both")
+		case r.ObjectRef == "" && r.ObjectValue == nil:
+			ps.add(p, "set exactly one of object_ref and object_value")
+		case r.ObjectRef != "" && !refs[r.ObjectRef]:
+			ps.add(p+".object_ref", "does not name a proposal entity ref")
+		case r.ObjectValue != nil:
+			if _, err := canonicalValue(*r.ObjectValue); err != nil {
+				ps.add(p+".object_value", "%v", err)
+			}
+		}
+		if r.Polarity != "" && !r.Polarity.Valid() {
+			ps.add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
+		}
+		if r.Modality != "" && !r.Modality.Valid() {
+			ps.add(p+".modality", "unknown modality %q", r.Modality)
+		}
+		checkText(&ps, p+".scope", r.Scope, false, l.MaxTextBytes)
+		if r.ValidFrom != nil && r.ValidTo != nil && !r.ValidFrom.Before(*r.ValidTo) {
+			ps.add(p+".valid_to", "must be after valid_from")
+		}
+		switch n := len(r.Evidence); {
+		case n == 0:
+			ps.add(p+".evidence", "at least one citation is required")
+		case n > l.MaxCitations:
+			ps.add(p+".evidence", "has %d citations, more than the limit of %d", n, l.MaxCitations)
+		}
+		for j, c := range r.Evidence {
+			cp := fmt.Sprintf("%s.evidence[%d]", p, j)
+			if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(req.Evidence) {
+				ps.add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
+				continue
+			}
+			cited[c.EvidenceIndex] = true
+			content := req.Evidence[c.EvidenceIndex].Content
+			switch {
+			case c.Start < 0:
+				ps.add(cp+".start", "must not be negative")
+			case c.End > len(content):
+				ps.add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
+			case c.Start >= c.End:
+				ps.add(cp+".end", "must be greater than start")
+			case !utf8.ValidString(content[c.Start:c.End]) || !utf8.RuneStart(content[c.Start]) ||
+				(c.End < len(content) && !utf8.RuneStart(content[c.End])):
+				ps.add(cp, "span must start and end on UTF-8 character boundaries")
+			}
+		}
+	}
+	for i, ok := range cited {
+		if !ok {
+			ps.add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
+		}
+	}
+	return ps.err()
+}
+
+// canonicalValue returns the canonical text of a literal, or why it is invalid.
+func canonicalValue(v ObjectValue) (string, error) {
+	if !v.Type.Valid() {
+		return "", fmt.Errorf("unknown value type %q", v.Type)
+	}
+	if !utf8.ValidString(v.Value) || strings.ContainsRune(v.Value, 0) {
+		return "", fmt.Errorf("value must be valid UTF-8 without NUL bytes")
+	}
+	if len(v.Value) > DefaultMaxTextBytes {
+		return "", fmt.Errorf("value is longer than %d bytes", DefaultMaxTextBytes)
+	}
+	s := strings.TrimSpace(v.Value)
+	switch v.Type {
+	case ValueString:
+		if s == "" {
+			return "", fmt.Errorf("string value is empty")
+		}
+		return s, nil
+	case ValueNumber:
+		f, err := strconv.ParseFloat(s, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return "", fmt.Errorf("%q is not a finite number", s)
+		}
+		return strconv.FormatFloat(f, 'g', -1, 64), nil
+	case ValueBoolean:
+		b, err := strconv.ParseBool(s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a boolean", s)
+		}
+		return strconv.FormatBool(b), nil
+	case ValueDate:
+		t, err := time.Parse(time.DateOnly, s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not a YYYY-MM-DD date", s)
+		}
+		return t.Format(time.DateOnly), nil
+	default:
+		t, err := time.Parse(time.RFC3339Nano, s)
+		if err != nil {
+			return "", fmt.Errorf("%q is not an RFC 3339 date-time", s)
+		}
+		return t.UTC().Format(time.RFC3339Nano), nil
+	}
+}
+
+// normalizedRelationship returns the defaults-applied polarity, modality and scope of r.
+func normalizedRelationship(r ProposedRelationship) (relationship.Polarity, relationship.Modality, string) {
+	pol, mod := r.Polarity, r.Modality
+	if pol == "" {
+		pol = relationship.PolarityPositive
+	}
+	if mod == "" {
+		mod = relationship.ModalityStatement
+	}
+	return pol, mod, relationship.NormalizeScope(r.Scope)
+}
