@@ -249,5 +249,3 @@ func date(s string) time.Time {
 	}
 	return t
 }
-
-
