@@ -1,12 +1,3 @@
-// Package densemem is an embeddable, evidence-backed team memory on PostgreSQL.
-//
-// A host hands it a Store and gets a Client: Remember stores verbatim evidence, immutable
-// observations and verification events, and places the relationships they support under the
-// deterministic lifecycle rules; Trace explains any relationship down to its evidence bytes; Forget
-// retracts the caller's own relationship without deleting history. Nothing is ever rewritten in
-// place: every change of current state appends a transition in the same transaction.
-//
-// See doc.go for a guided tour and examples/ for runnable programs.
 package densemem
 
 import (

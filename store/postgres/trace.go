@@ -3,6 +3,9 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+
+	sq "github.com/Masterminds/squirrel"
 
 	"github.com/jackc/pgx/v5"
 
@@ -12,20 +15,53 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-const relationshipViewSQL = `-- name: RelationshipView
-SELECT ` + relationshipColumns + `,
+// relationshipViewColumns and relationshipViewFrom make up the relationship-with-names read; squirrel
+// adds the filters of each use.
+const relationshipViewColumns = relationshipColumns + `,
        COALESCE(sn.name, ''), se.entity_kind,
        COALESCE(obn.name, v.value_text, ''), COALESCE(oe.entity_kind, 'value:' || v.value_type, ''),
        pd.relationship_kind, pd.current_cardinality, pd.aliases, pd.value_object, pd.description,
-       r.observation_id, r.ingest_id, r.created_at, r.updated_at
-FROM relationships r
+       r.observation_id, r.ingest_id, r.created_at, r.updated_at`
+
+const relationshipViewFrom = `relationships r
 JOIN entities se ON se.team_id = r.team_id AND se.entity_id = r.subject_entity_id
 LEFT JOIN entity_names sn ON sn.team_id = r.team_id AND sn.entity_id = r.subject_entity_id AND sn.name_kind = 'canonical'
 LEFT JOIN entities oe ON oe.team_id = r.team_id AND oe.entity_id = r.object_entity_id
 LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
 LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
-JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
-WHERE r.team_id = $1`
+JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version`
+
+// relationshipViews runs the relationship-with-names read with the given filters.
+func relationshipViews(ctx context.Context, q interface {
+	Query(context.Context, string, ...any) (pgx.Rows, error)
+}, b sq.SelectBuilder) ([]store.RelationshipView, error) {
+	sql, args, err := b.ToSql()
+	if err != nil {
+		return nil, err
+	}
+	rows, err := q.Query(ctx, "-- name: RelationshipViews\n"+sql, args...)
+	if err != nil {
+		return nil, translate(err)
+	}
+	views, err := pgx.CollectRows(rows, scanRelationshipView)
+	return views, translate(err)
+}
+
+func relationshipViewQuery(team identity.TeamID) sq.SelectBuilder {
+	return psql.Select(relationshipViewColumns).From(relationshipViewFrom).Where(sq.Eq{"r.team_id": team})
+}
+
+// relationshipView reads one relationship with names. ErrNotFound when absent.
+func (s *Store) relationshipView(ctx context.Context, team identity.TeamID, id relationship.ID) (store.RelationshipView, error) {
+	views, err := relationshipViews(ctx, s.pool, relationshipViewQuery(team).Where(sq.Eq{"r.relationship_id": id}))
+	if err != nil {
+		return store.RelationshipView{}, err
+	}
+	if len(views) != 1 {
+		return store.RelationshipView{}, fmt.Errorf("relationship %s: %w", id, store.ErrNotFound)
+	}
+	return views[0], nil
+}
 
 func scanRelationshipView(row pgx.CollectableRow) (store.RelationshipView, error) {
 	var v store.RelationshipView
@@ -51,12 +87,8 @@ func scanRelationshipView(row pgx.CollectableRow) (store.RelationshipView, error
 
 // RelationshipGet returns one relationship of a team. ErrNotFound when absent.
 func (s *Store) RelationshipGet(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error) {
-	rows, err := s.pool.Query(ctx, relationshipViewSQL+" AND r.relationship_id = $2", team, id)
-	if err != nil {
-		return relationship.Relationship{}, translate(err)
-	}
-	v, err := pgx.CollectExactlyOneRow(rows, scanRelationshipView)
-	return v.Relationship, translate(err)
+	v, err := s.relationshipView(ctx, team, id)
+	return v.Relationship, err
 }
 
 const (
@@ -94,20 +126,14 @@ SELECT resolution_id, observation_id, mention_ref, mention_name, entity_kind, CO
 FROM entity_resolution_events
 WHERE team_id = $1 AND (entity_id = ANY($3::text[]) OR observation_id IN ` + traceObservationIDs + `)
 ORDER BY created_at, resolution_id`
-	neighbourSQL = ` AND r.status = 'active' AND r.relationship_id <> ALL($2::text[])
-  AND (r.subject_entity_id = ANY($3::text[]) OR r.object_entity_id = ANY($3::text[]))
-ORDER BY r.created_at, r.relationship_id LIMIT $4`
 )
 
 // TraceLoad returns the stored history of one relationship. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
 	var out store.TraceData
-	rows, err := s.pool.Query(ctx, relationshipViewSQL+" AND r.relationship_id = $2", p.Team, p.RelationshipID)
-	if err != nil {
-		return out, translate(err)
-	}
-	if out.Relationship, err = pgx.CollectExactlyOneRow(rows, scanRelationshipView); err != nil {
-		return out, translate(err)
+	var err error
+	if out.Relationship, err = s.relationshipView(ctx, p.Team, p.RelationshipID); err != nil {
+		return out, err
 	}
 	rel := out.Relationship.Relationship
 	entities := []string{string(rel.Subject)}
@@ -217,13 +243,14 @@ func (s *Store) loadNeighbours(ctx context.Context, p store.TraceLoadParams, out
 		if room <= 0 {
 			break
 		}
-		rows, err := s.pool.Query(ctx, relationshipViewSQL+neighbourSQL, p.Team, seenRel, frontier, room+1)
+		found, err := relationshipViews(ctx, s.pool, relationshipViewQuery(p.Team).
+			Where(sq.Eq{"r.status": string(relationship.StatusActive)}).
+			Where(sq.NotEq{"r.relationship_id": seenRel}).
+			Where(sq.Or{sq.Eq{"r.subject_entity_id": frontier}, sq.Eq{"r.object_entity_id": frontier}}).
+			OrderBy("r.created_at", "r.relationship_id").
+			Limit(uint64(room+1)))
 		if err != nil {
-			return translate(err)
-		}
-		found, err := pgx.CollectRows(rows, scanRelationshipView)
-		if err != nil {
-			return translate(err)
+			return err
 		}
 		if len(found) > room {
 			found, out.NeighboursTruncated = found[:room], true

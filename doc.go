@@ -1,0 +1,38 @@
+// Package densemem is an embeddable, evidence-backed team memory on PostgreSQL.
+//
+// A host hands it a Store and gets a Client: Remember stores verbatim evidence, immutable
+// observations and verification events, and places the relationships they support under the
+// deterministic lifecycle rules; Trace explains any relationship down to its evidence bytes; Forget
+// retracts the caller's own relationship without deleting history. Nothing is ever rewritten in
+// place: every change of current state appends a transition in the same transaction.
+//
+// Runnable programs live in examples/.
+//
+// # Guided tour
+//
+// Open a store and apply the schema:
+//
+//	st, err := postgres.Open(ctx, os.Getenv("DENSEMEM_DATABASE_URL"))
+//	err = migrations.Up(ctx, st.Pool())
+//	client, err := densemem.New(st, nil) // SpanVerifier, time.Now, slog.Default
+//
+// Provision a team, its profiles and its vocabulary:
+//
+//	team, _ := client.CreateTeam(ctx, densemem.CreateTeamRequest{Name: "platform"})
+//	admin, _ := client.CreateProfile(ctx, team, densemem.CreateProfileRequest{Name: "admin", Scopes: []densemem.Scope{"read", "vocabulary"}})
+//	alice, _ := client.CreateProfile(ctx, team, densemem.CreateProfileRequest{Name: "alice", Scopes: []densemem.Scope{"read", "write"}})
+//	client.RegisterPredicate(ctx, densemem.Principal{TeamID: team, ProfileID: admin}, densemem.PredicateDefinition{
+//		Key: "deploys_from", RelationshipKind: "state", CurrentCardinality: "one"})
+//
+// Remember evidence and the relationships it states. Each relationship cites byte spans of the
+// evidence; the Verifier checks them once per call; the placement says what happened to each:
+//
+//	pl, err := client.Remember(ctx, p, densemem.RememberRequest{Evidence: ..., Proposal: ..., IdempotencyKey: "k1"})
+//	for _, o := range pl.RelationshipOutcomes { fmt.Println(o.Category, o.Status, o.Tier) }
+//
+// Same-owner current state is decided deterministically (relationship.Decide): an identical
+// relationship gains support; state predicates of cardinality one are superseded only by evidence
+// whose valid_from the verifier confirmed and which is later than the prior's; otherwise the new
+// relationship is held as needs_review with explicit choices. Trace explains any relationship of the
+// team down to its evidence bytes and transitions; Forget retracts the caller's own relationship.
+package densemem
