@@ -39,6 +39,8 @@ type planner struct {
 	supports  map[relationship.ID][]evidence.Support
 	fragments []store.FragmentRow
 	values    map[string]bool
+	// objectNames names the object of every relationship the planner knows, for review questions.
+	objectNames map[relationship.ID]string
 }
 
 // resolve resolves the mentions from the entities read under the name locks and allocates the IDs of
@@ -94,6 +96,10 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 		pl.owned[k] = append(pl.owned[k], &r)
 	}
 	pl.supports = map[relationship.ID][]evidence.Support{}
+	pl.objectNames = map[relationship.ID]string{}
+	for id, n := range kl.ObjectNames {
+		pl.objectNames[id] = n
+	}
 	for _, s := range kl.Supports {
 		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], pl.support(s.Group, s.ContentHash, s.Authority, s.Author))
 	}
@@ -239,6 +245,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	rel := relationship.Relationship{ID: relationship.ID(pl.c.newID("rel", pl.now)), Owner: pl.p.ProfileID,
 		Subject: subj.EntityID, PredicateKey: pred.Key, PredicateVersion: pred.Version, Object: object, Polarity: pol,
 		Scope: scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
+	pl.objectNames[rel.ID] = objName
 
 	if !granted {
 		rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
@@ -328,8 +335,18 @@ func (pl *planner) hold(out *RelationshipOutcome, obsID string, rel *relationshi
 	for i, id := range priors {
 		related[i] = string(id)
 	}
+	var current []string
+	for _, id := range priors {
+		current = append(current, fmt.Sprintf("%q", pl.objectNames[id]))
+	}
+	scope := ""
+	if rel.Scope != "" {
+		scope = fmt.Sprintf(" (scope %q)", rel.Scope)
+	}
+	subject := pl.subjectName(rel.Subject)
 	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related,
-		fmt.Sprintf("Relationship %s conflicts with your current %s. Which one is current?", rel.ID, strings.Join(related, ", ")),
+		fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
+			subject, rel.PredicateKey, scope, strings.Join(current, " and "), pl.objectNames[rel.ID], validity(rel.Validity)),
 		[]ReviewChoice{
 			{"supersede_prior", "the new relationship replaces the prior one from its valid_from"},
 			{"keep_prior_reject_new", "keep the prior relationship and reject the new one"},
@@ -474,4 +491,27 @@ func (pl *planner) transition(id relationship.ID, fromStatus, toStatus relations
 		ActorKind: store.ActorProfile, ActorProfile: pl.p.ProfileID, Related: related, IngestID: pl.ingestID,
 		IdempotencyKey: pl.req.IdempotencyKey, CreatedAt: pl.now})
 	pl.ws.Refreshes = append(pl.ws.Refreshes, store.RefreshRow{Team: pl.p.TeamID, RelationshipID: id, Reason: reason, CreatedAt: pl.now})
+}
+
+// subjectName returns the name a mention of this call gave the entity.
+func (pl *planner) subjectName(id identity.EntityID) string {
+	for _, ref := range pl.in.order {
+		if pl.res[ref].EntityID == id {
+			return pl.in.mentions[ref].Name
+		}
+	}
+	return string(id)
+}
+
+// validity describes an interval for a question: "" when unbounded.
+func validity(v relationship.Interval) string {
+	switch {
+	case v.From != nil && v.To != nil:
+		return fmt.Sprintf(" from %s until %s", v.From.Format(time.DateOnly), v.To.Format(time.DateOnly))
+	case v.From != nil:
+		return fmt.Sprintf(" from %s (not confirmed as later than the current one)", v.From.Format(time.DateOnly))
+	case v.To != nil:
+		return fmt.Sprintf(" until %s", v.To.Format(time.DateOnly))
+	}
+	return " (undated)"
 }

@@ -214,4 +214,6 @@ type SupportRow struct {
 type KeysLocked struct {
 	Relationships []relationship.Relationship
 	Supports      []SupportRow
+	// ObjectNames holds each relationship's object name (entity canonical name or literal text).
+	ObjectNames map[relationship.ID]string
 }

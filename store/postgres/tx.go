@@ -74,10 +74,12 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 }
 
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
-SELECT ` + relationshipColumns + `
+SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
 FROM relationships r
 JOIN unnest($3::text[], $4::text[], $5::text[]) AS k(subject, predicate, scope)
   ON r.subject_entity_id = k.subject AND r.predicate_key = k.predicate AND r.scope = k.scope
+LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
 WHERE r.team_id = $1 AND r.owner_profile_id = $2
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
@@ -100,10 +102,27 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	}
 	b := &pgx.Batch{}
 	b.Queue(lockManySQL, keyLockIDs(p.Keys))
+	out.ObjectNames = map[relationship.ID]string{}
 	b.Queue(keyRelationshipsSQL, p.Team, p.Owner, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		rels, err := pgx.CollectRows(rows, scanRelationship)
-		out.Relationships = rels
-		return err
+		for rows.Next() {
+			var r relationship.Relationship
+			var objEntity, objValue *string
+			var pol, status, tier, objName string
+			if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
+				&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
+				return err
+			}
+			if objEntity != nil {
+				r.Object.EntityID = identity.EntityID(*objEntity)
+			}
+			if objValue != nil {
+				r.Object.ValueID = *objValue
+			}
+			r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
+			out.Relationships = append(out.Relationships, r)
+			out.ObjectNames[r.ID] = objName
+		}
+		return rows.Err()
 	})
 	b.Queue(keySupportsSQL, p.Team, p.Owner, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
 		sups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportRow, error) {
