@@ -100,6 +100,9 @@ func requestHash(op string, req any) string {
 
 // authorize loads the principal and checks that it is active and holds scope.
 func (c *Client) authorize(ctx context.Context, p Principal, scope identity.Scope) (store.Principal, error) {
+	if err := checkPrincipal(p); err != nil {
+		return store.Principal{}, err
+	}
 	pr, err := c.store.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: p.TeamID, Profile: p.ProfileID})
 	if err != nil {
 		if isNotFound(err) {

@@ -27,6 +27,10 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	if err := validateRemember(&req, c.cfg.Limits); err != nil {
 		return nil, err
 	}
+	if err := checkPrincipal(p); err != nil {
+		return nil, err
+	}
+	normalizeTimes(&req)
 	hash := requestHash(opRemember, req)
 	in := newIntake(&req)
 

@@ -26,12 +26,15 @@ type TraceRequest struct {
 
 // TraceResult explains one relationship: its current state, the evidence behind it, and its history.
 type TraceResult struct {
-	Relationship        RelationshipDetail    `json:"relationship"`
-	Evidence            []TraceEvidence       `json:"evidence"`
-	Observations        []TraceObservation    `json:"observations"`
-	Verifications       []TraceVerification   `json:"verifications,omitempty"`
-	Transitions         []TraceTransition     `json:"transitions,omitempty"`
-	IdentityResolutions []IdentityResolution  `json:"identity_resolutions"`
+	Relationship        RelationshipDetail   `json:"relationship"`
+	Evidence            []TraceEvidence      `json:"evidence"`
+	Observations        []TraceObservation   `json:"observations"`
+	Verifications       []TraceVerification  `json:"verifications,omitempty"`
+	Transitions         []TraceTransition    `json:"transitions,omitempty"`
+	IdentityResolutions []IdentityResolution `json:"identity_resolutions"`
+	// ReviewItems are the review items about this relationship or naming it as a conflicting prior,
+	// with their server-supplied choices.
+	ReviewItems         []TraceReviewItem     `json:"review_items"`
 	Neighbours          []RelationshipSummary `json:"neighbours"`
 	NeighboursTruncated bool                  `json:"neighbours_truncated,omitempty"`
 }
@@ -162,6 +165,21 @@ type IdentityResolution struct {
 	CreatedAt     time.Time         `json:"created_at"`
 }
 
+// TraceReviewItem is one review item that names the traced relationship.
+type TraceReviewItem struct {
+	ReviewID              string           `json:"review_id"`
+	Kind                  string           `json:"kind"`
+	Status                string           `json:"status"`
+	IngestID              string           `json:"ingest_id"`
+	PlacementItemID       string           `json:"placement_item_id"`
+	ProfileID             ProfileID        `json:"profile_id"`
+	ObservationID         string           `json:"observation_id"`
+	RelationshipID        RelationshipID   `json:"relationship_id,omitempty"`
+	RelatedRelationshipID []RelationshipID `json:"related_relationship_ids,omitempty"`
+	Prompt                *ReviewPrompt    `json:"prompt"`
+	CreatedAt             time.Time        `json:"created_at"`
+}
+
 // Trace returns the history of one relationship of the caller's team, whoever owns it: current
 // state, evidence with spans (and content when asked), observations, verification events,
 // transitions, identity resolution history and neighbouring active relationships.
@@ -188,7 +206,7 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
 	}
 	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
-		IdentityResolutions: []IdentityResolution{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
+		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
 	frags := map[FragmentID]store.FragmentRow{}
 	for _, f := range d.Fragments {
 		frags[f.ID] = f
@@ -232,6 +250,19 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		out.IdentityResolutions = append(out.IdentityResolutions, IdentityResolution{ResolutionID: r.ID,
 			ObservationID: r.ObservationID, MentionRef: r.MentionRef, MentionName: r.MentionName, EntityKind: r.EntityKind,
 			EntityID: r.EntityID, Decision: r.Decision, CandidateIDs: r.Candidates, ProfileID: r.Profile, CreatedAt: r.CreatedAt})
+	}
+	for _, ri := range d.ReviewItems {
+		item := TraceReviewItem{ReviewID: ri.ID, Kind: ri.Kind, Status: ri.Status, IngestID: ri.IngestID,
+			PlacementItemID: ri.PlacementItemID, ProfileID: ri.Profile, ObservationID: ri.ObservationID,
+			RelationshipID: ri.RelationshipID, CreatedAt: ri.CreatedAt}
+		for _, id := range ri.Related {
+			item.RelatedRelationshipID = append(item.RelatedRelationshipID, RelationshipID(id))
+		}
+		var prompt ReviewPrompt
+		if json.Unmarshal(ri.Choices, &prompt) == nil {
+			item.Prompt = &prompt
+		}
+		out.ReviewItems = append(out.ReviewItems, item)
 	}
 	for _, n := range d.Neighbours {
 		out.Neighbours = append(out.Neighbours, summary(n))

@@ -4,11 +4,13 @@ import (
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 )
 
@@ -85,8 +87,15 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		if len(e.IdentityContext) > 20 {
 			ps.add(p+".identity_context", "has %d keys, more than the limit of 20", len(e.IdentityContext))
 		}
-		for k, v := range e.IdentityContext {
+		folded := map[string]bool{}
+		for _, k := range sortedKeys(e.IdentityContext) {
+			v := e.IdentityContext[k]
 			checkText(&ps, p+".identity_context", k, true, l.MaxTextBytes)
+			if fk := identity.NormalizeName(k); folded[fk] {
+				ps.add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
+			} else {
+				folded[fk] = true
+			}
 			checkText(&ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
 		}
 		checkText(&ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
@@ -130,8 +139,10 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			ps.add(p+".modality", "unknown modality %q", r.Modality)
 		}
 		checkText(&ps, p+".scope", r.Scope, false, l.MaxTextBytes)
-		if r.ValidFrom != nil && r.ValidTo != nil && !r.ValidFrom.Before(*r.ValidTo) {
-			ps.add(p+".valid_to", "must be after valid_from")
+		checkTime(&ps, p+".valid_from", r.ValidFrom)
+		checkTime(&ps, p+".valid_to", r.ValidTo)
+		if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
+			ps.add(p+".valid_to", "must be after valid_from (at microsecond precision)")
 		}
 		switch n := len(r.Evidence); {
 		case n == 0:
@@ -147,11 +158,17 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			}
 			cited[c.EvidenceIndex] = true
 			content := req.Evidence[c.EvidenceIndex].Content
-			switch {
-			case c.Start < 0:
+			bad := false
+			if c.Start < 0 {
 				ps.add(cp+".start", "must not be negative")
-			case c.End > len(content):
+				bad = true
+			}
+			if c.End > len(content) {
 				ps.add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
+				bad = true
+			}
+			switch {
+			case bad:
 			case c.Start >= c.End:
 				ps.add(cp+".end", "must be greater than start")
 			case !utf8.ValidString(content[c.Start:c.End]) || !utf8.RuneStart(content[c.Start]) ||
@@ -166,6 +183,53 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		}
 	}
 	return ps.err()
+}
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// storedTime is t as PostgreSQL stores it: UTC at microsecond precision.
+func storedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecond) }
+
+// checkTime reports a problem unless t is absent or within years 0001..9999 in UTC.
+func checkTime(ps *problems, path string, t *time.Time) {
+	if t != nil {
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			ps.add(path, "must be within years 0001..9999 (UTC)")
+		}
+	}
+}
+
+// normalizeTimes rewrites the request's times as they will be stored (UTC, microseconds), so the
+// verifier, the planner and the database all see the same instants.
+func normalizeTimes(req *RememberRequest) {
+	for i := range req.Proposal.Relationships {
+		r := &req.Proposal.Relationships[i]
+		if r.ValidFrom != nil {
+			t := storedTime(*r.ValidFrom)
+			r.ValidFrom = &t
+		}
+		if r.ValidTo != nil {
+			t := storedTime(*r.ValidTo)
+			r.ValidTo = &t
+		}
+	}
+}
+
+// checkPrincipal rejects a principal whose IDs cannot name a stored profile.
+func checkPrincipal(p Principal) error {
+	for _, s := range []string{string(p.TeamID), string(p.ProfileID)} {
+		if s == "" || !utf8.ValidString(s) || strings.ContainsRune(s, 0) || len(s) > DefaultMaxTextBytes {
+			return fmt.Errorf("%w: principal %q/%q is not a profile of a team", ErrForbidden, p.TeamID, p.ProfileID)
+		}
+	}
+	return nil
 }
 
 // canonicalValue returns the canonical text of a literal, or why it is invalid.
@@ -208,6 +272,9 @@ func canonicalValue(v ObjectValue) (string, error) {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not an RFC 3339 date-time", s)
+		}
+		if y := t.UTC().Year(); y < 1 || y > 9999 {
+			return "", fmt.Errorf("%q is outside years 0001..9999 in UTC", s)
 		}
 		return t.UTC().Format(time.RFC3339Nano), nil
 	}

@@ -117,7 +117,7 @@ func verifySpan(c Claim) Result {
 	for _, t := range c.Cited {
 		parts = append(parts, t.Text)
 	}
-	text := strings.ToLower(strings.Join(parts, "\n"))
+	text := foldText(strings.Join(parts, "\n"))
 	res := Result{ProposalID: c.ProposalID, Verdict: VerdictInsufficient}
 	objects := c.ObjectNames
 	if c.ObjectValue != "" {
@@ -146,6 +146,12 @@ func verifySpan(c Claim) Result {
 	return res
 }
 
+// foldText lower-cases s and collapses every run of white space to one space, so names and cues
+// match across line breaks and repeated spaces.
+func foldText(s string) string {
+	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
+}
+
 var negationWords = []string{"not", "no longer", "never"}
 
 func hasNegation(text string) bool {
@@ -155,7 +161,7 @@ func hasNegation(text string) bool {
 // containsAny reports whether text (lower case) contains any of needles on token boundaries.
 func containsAny(text string, needles []string) bool {
 	for _, n := range needles {
-		n = strings.ToLower(strings.TrimSpace(n))
+		n = foldText(n)
 		if n != "" && containsToken(text, n) {
 			return true
 		}

@@ -92,13 +92,20 @@ func NormalizeName(s string) string {
 	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
 }
 
-// NormalizeContext folds identity-context keys and values the way names are folded, dropping empty ones.
+// NormalizeContext folds identity-context keys and values the way names are folded, dropping empty
+// ones. When several keys fold to one, the value of the first key in byte order wins, so the result
+// never depends on map iteration order.
 func NormalizeContext(c map[string]string) map[string]string {
+	keys := make([]string, 0, len(c))
+	for k := range c {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
 	out := make(map[string]string, len(c))
-	for k, v := range c {
-		k, v = NormalizeName(k), NormalizeName(v)
-		if k != "" && v != "" {
-			out[k] = v
+	for _, k := range keys {
+		fk, v := NormalizeName(k), NormalizeName(c[k])
+		if _, taken := out[fk]; fk != "" && v != "" && !taken {
+			out[fk] = v
 		}
 	}
 	return out

@@ -41,7 +41,15 @@ type TraceData struct {
 	Verifications []VerificationRow
 	Transitions   []TransitionRow
 	Resolutions   []ResolutionRow
+	ReviewItems   []ReviewItemView
 	Neighbours    []RelationshipView
 	// NeighboursTruncated reports that MaxEdges cut the neighbour list.
 	NeighboursTruncated bool
+}
+
+// ReviewItemView is a stored review item that names a relationship, as subject or as related prior.
+type ReviewItemView struct {
+	ReviewItemRow
+	Status     string
+	ResolvedAt *time.Time
 }

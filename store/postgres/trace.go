@@ -128,6 +128,12 @@ WHERE team_id = $1 AND (entity_id = ANY($3::text[]) OR observation_id IN ` + tra
 ORDER BY created_at, resolution_id`
 )
 
+const traceReviewItemsSQL = `-- name: TraceReviewItems
+SELECT review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id, COALESCE(relationship_id, ''),
+       related_ids, choices, created_at, resolved_at
+FROM review_items WHERE team_id = $1 AND (relationship_id = $2 OR $2 = ANY(related_ids))
+ORDER BY created_at, review_id`
+
 // TraceLoad returns the stored history of one relationship. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
 	var out store.TraceData
@@ -207,6 +213,17 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 				r.Candidates = append(r.Candidates, identity.EntityID(c))
 			}
 			return r, err
+		})
+		return err
+	})
+	b.Queue(traceReviewItemsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.ReviewItems, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ReviewItemView, error) {
+			var v store.ReviewItemView
+			var choices []byte
+			err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
+				&v.RelationshipID, &v.Related, &choices, &v.CreatedAt, &v.ResolvedAt)
+			v.Team, v.Choices = p.Team, json.RawMessage(choices)
+			return v, err
 		})
 		return err
 	})
