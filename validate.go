@@ -171,9 +171,12 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			case bad:
 			case c.Start >= c.End:
 				ps.add(cp+".end", "must be greater than start")
-			case !utf8.ValidString(content[c.Start:c.End]) || !utf8.RuneStart(content[c.Start]) ||
-				(c.End < len(content) && !utf8.RuneStart(content[c.End])):
-				ps.add(cp, "span must start and end on UTF-8 character boundaries")
+			case !utf8.RuneStart(content[c.Start]):
+				ps.add(cp+".start", "must be on a UTF-8 character boundary")
+			case c.End < len(content) && !utf8.RuneStart(content[c.End]):
+				ps.add(cp+".end", "must be on a UTF-8 character boundary")
+			case !utf8.ValidString(content[c.Start:c.End]):
+				ps.add(cp, "cited text is not valid UTF-8")
 			}
 		}
 	}
@@ -266,6 +269,9 @@ func canonicalValue(v ObjectValue) (string, error) {
 		t, err := time.Parse(time.DateOnly, s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not a YYYY-MM-DD date", s)
+		}
+		if t.Year() < 1 {
+			return "", fmt.Errorf("%q is outside years 0001..9999", s)
 		}
 		return t.Format(time.DateOnly), nil
 	default:
