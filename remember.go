@@ -170,10 +170,13 @@ func newIntake(req *RememberRequest) *intake {
 			in.known = append(in.known, m.KnownID)
 			continue
 		}
-		n := store.NameLookup{Kind: m.Kind, Normalized: identity.NormalizeName(m.Name)}
-		if !seen[n] {
-			seen[n] = true
-			in.names = append(in.names, n)
+		// Every name the call may write for a new entity is locked: its name and its aliases.
+		for _, name := range append([]string{m.Name}, m.Aliases...) {
+			n := store.NameLookup{Kind: m.Kind, Normalized: identity.NormalizeName(name)}
+			if !seen[n] {
+				seen[n] = true
+				in.names = append(in.names, n)
+			}
 		}
 	}
 	return in

@@ -212,6 +212,8 @@ func checkTime(ps *problems, path string, t *time.Time) {
 // normalizeTimes rewrites the request's times as they will be stored (UTC, microseconds), so the
 // verifier, the planner and the database all see the same instants.
 func normalizeTimes(req *RememberRequest) {
+	// The relationships slice is shared with the caller; rewrite a copy, never the caller's request.
+	req.Proposal.Relationships = slices.Clone(req.Proposal.Relationships)
 	for i := range req.Proposal.Relationships {
 		r := &req.Proposal.Relationships[i]
 		if r.ValidFrom != nil {

@@ -82,8 +82,13 @@ func Decide(p Predicate, prop Proposed, owned []Relationship) Decision {
 		if (r.Status == StatusActive || r.Status == StatusPendingEvidence) && Identical(p, r, prop) {
 			d := Decision{Action: ActionSupport, Target: r.ID}
 			if r.Status == StatusPendingEvidence {
+				// The pending relationship is re-planned on its own state: its own validity, confirmed
+				// only when the new evidence confirmed exactly its valid_from.
+				self := Proposed{Object: r.Object, Polarity: r.Polarity, Validity: r.Validity,
+					ValidFromConfirmed: prop.ValidFromConfirmed && r.Validity.From != nil && prop.Validity.From != nil &&
+						r.Validity.From.Equal(*prop.Validity.From)}
 				others := slices.DeleteFunc(slices.Clone(owned), func(o Relationship) bool { return o.ID == r.ID })
-				next := place(p, prop, others)
+				next := place(p, self, others)
 				d.Promote, d.Priors = next.Action, next.Priors
 			}
 			return d

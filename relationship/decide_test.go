@@ -90,10 +90,14 @@ func TestDecide(t *testing.T) {
 		{"identical pending, no other active: promote create", stateOne, prop(objMain, pos, nil, false),
 			[]relationship.Relationship{pending("rel_1", objMain, pos, nil)}, promote("rel_1", relationship.ActionCreate)},
 		{"identical pending, compatible active: promote create", stateOne, prop(objMain, pos, mar, false),
-			[]relationship.Relationship{pending("rel_1", objMain, pos, nil), rel("rel_2", relationship.StatusActive, objRelease, pos, jan, feb)},
+			[]relationship.Relationship{pending("rel_1", objMain, pos, mar), rel("rel_2", relationship.StatusActive, objRelease, pos, jan, feb)},
 			promote("rel_1", relationship.ActionCreate)},
-		{"identical pending, incompatible active, confirmed later: promote supersede", stateOne, prop(objRelease, pos, mar, true),
+		{"identical undated pending, incompatible active, confirmed later: the pending row's own validity decides: hold", stateOne,
+			prop(objRelease, pos, mar, true),
 			[]relationship.Relationship{active("rel_1", objMain, pos, jan), pending("rel_2", objRelease, pos, nil)},
+			promote("rel_2", relationship.ActionHold, "rel_1")},
+		{"identical pending, incompatible active, confirmed later: promote supersede", stateOne, prop(objRelease, pos, mar, true),
+			[]relationship.Relationship{active("rel_1", objMain, pos, jan), pending("rel_2", objRelease, pos, mar)},
 			promote("rel_2", relationship.ActionSupersede, "rel_1")},
 		{"identical pending, incompatible active, unconfirmed: promote hold", stateOne, prop(objRelease, pos, mar, false),
 			[]relationship.Relationship{active("rel_1", objMain, pos, jan), pending("rel_2", objRelease, pos, nil)},
@@ -221,7 +225,7 @@ func TestDecideIsOrderIndependent(t *testing.T) {
 	t.Parallel()
 	owned := []relationship.Relationship{
 		active("rel_3", objHotfix, pos, feb),
-		pending("rel_0", objRelease, pos, nil),
+		pending("rel_0", objRelease, pos, mar),
 		active("rel_1", objMain, pos, nil),
 		rel("rel_2", relationship.StatusNeedsReview, objRelease, pos, nil, nil),
 	}

@@ -1,0 +1,1515 @@
+package densemem_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/internal/failpoint"
+)
+
+// The acceptance invariants of the specification ("Conflicts And Corrections") and of DESIGN §16, one
+// test each. Every test owns an isolated database (newEnv) and asserts what could actually go wrong.
+
+// ---- helpers (prefixed inv so they cannot clash with other test files of the package) ----
+
+// invRemember calls Remember and fails the test on error.
+func (e *env) invRemember(p densemem.Principal, req densemem.RememberRequest) *densemem.Placement {
+	e.t.Helper()
+	pl, err := e.client.Remember(e.ctx, p, req)
+	if err != nil {
+		e.t.Fatalf("remember %s: %v", req.IdempotencyKey, err)
+	}
+	return pl
+}
+
+// invCountWhere counts the rows a SELECT count(*) query returns.
+func (e *env) invCountWhere(query string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", query, err)
+	}
+	return n
+}
+
+// invEdges counts the semantic_edges rows of a relationship.
+func (e *env) invEdges(id densemem.RelationshipID) int {
+	e.t.Helper()
+	return e.invCountWhere(`SELECT count(*) FROM semantic_edges WHERE relationship_id = $1`, id)
+}
+
+// invSnapshot returns every row of table as JSON text keyed by the row's primary key columns.
+func (e *env) invSnapshot(table string, pk ...string) map[string]string {
+	e.t.Helper()
+	keyExpr := "concat_ws('|', " + strings.Join(pk, ", ") + ")"
+	rows, err := e.pool.Query(e.ctx, fmt.Sprintf(`SELECT %s, to_jsonb(t)::text FROM %s t`, keyExpr, table))
+	if err != nil {
+		e.t.Fatalf("snapshot %s: %v", table, err)
+	}
+	defer rows.Close()
+	out := map[string]string{}
+	for rows.Next() {
+		var k, v string
+		if err := rows.Scan(&k, &v); err != nil {
+			e.t.Fatal(err)
+		}
+		out[k] = v
+	}
+	if err := rows.Err(); err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// invLedgers are the append-only tables with their primary keys (team_id omitted: IDs are unique).
+type invLedger struct {
+	table string
+	pk    []string
+}
+
+var invLedgers = []invLedger{
+	{"entities", []string{"entity_id"}},
+	{"entity_names", []string{"entity_id", "normalized_name"}},
+	{"literal_values", []string{"value_id"}},
+	{"evidence_fragments", []string{"fragment_id"}},
+	{"fragment_contents", []string{"fragment_id"}},
+	{"observations", []string{"observation_id"}},
+	{"verification_events", []string{"verification_id"}},
+	{"entity_resolution_events", []string{"resolution_id"}},
+	{"support_links", []string{"support_id"}},
+	{"relationship_transitions", []string{"transition_id"}},
+	{"idempotency_records", []string{"profile_id", "idempotency_key"}},
+}
+
+// invLedgerSnapshot snapshots every append-only ledger.
+func (e *env) invLedgerSnapshot() map[string]map[string]string {
+	e.t.Helper()
+	out := map[string]map[string]string{}
+	for _, l := range invLedgers {
+		out[l.table] = e.invSnapshot(l.table, l.pk...)
+	}
+	return out
+}
+
+// invRowsKept reports every row of before that is missing or different in after.
+func invRowsKept(before, after map[string]map[string]string) []string {
+	var bad []string
+	for table, rows := range before {
+		for k, v := range rows {
+			switch got, ok := after[table][k]; {
+			case !ok:
+				bad = append(bad, fmt.Sprintf("%s %s: row disappeared", table, k))
+			case got != v:
+				bad = append(bad, fmt.Sprintf("%s %s changed:\n  -%s\n  +%s", table, k, v, got))
+			}
+		}
+	}
+	slices.Sort(bad)
+	return bad
+}
+
+// invDiff is cmp.Diff that also compares the unexported fields of this file's expectation structs.
+func invDiff(want, got any, opts ...cmp.Option) string {
+	return cmp.Diff(want, got, append(opts, cmp.Exporter(func(reflect.Type) bool { return true }))...)
+}
+
+// invCountsDiff lists the tables whose counts differ.
+func invCountsDiff(before, after map[string]int) string {
+	var out []string
+	for _, t := range dataTables {
+		if before[t] != after[t] {
+			out = append(out, fmt.Sprintf("%s %d -> %d", t, before[t], after[t]))
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// invMerge combines single-statement requests into one request under key: evidence items are
+// concatenated, refs and proposal IDs prefixed per request so they stay unique.
+func invMerge(key string, reqs ...densemem.RememberRequest) densemem.RememberRequest {
+	out := densemem.RememberRequest{IdempotencyKey: key}
+	for i, r := range reqs {
+		base := len(out.Evidence)
+		out.Evidence = append(out.Evidence, r.Evidence...)
+		prefix := fmt.Sprintf("r%d_", i)
+		for _, en := range r.Proposal.Entities {
+			en.Ref = prefix + en.Ref
+			out.Proposal.Entities = append(out.Proposal.Entities, en)
+		}
+		for _, rel := range r.Proposal.Relationships {
+			rel.ProposalID = prefix + rel.ProposalID
+			rel.SubjectRef = prefix + rel.SubjectRef
+			if rel.ObjectRef != "" {
+				rel.ObjectRef = prefix + rel.ObjectRef
+			}
+			cites := slices.Clone(rel.Evidence)
+			for j := range cites {
+				cites[j].EvidenceIndex += base
+			}
+			rel.Evidence = cites
+			out.Proposal.Relationships = append(out.Proposal.Relationships, rel)
+		}
+	}
+	return out
+}
+
+// invEmail is "<project> owner_email <address>" with a literal value object.
+func invEmail(project, address string) densemem.RememberRequest {
+	content := fmt.Sprintf("The %s project owner email is %s.", project, address)
+	return densemem.RememberRequest{
+		Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{{Ref: "s", Name: project, EntityKind: "project"}},
+			Relationships: []densemem.ProposedRelationship{{ProposalID: "p1", SubjectRef: "s", Predicate: "owner_email",
+				ObjectValue: &densemem.ObjectValue{Type: densemem.ValueString, Value: address},
+				Evidence:    []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}}},
+		},
+	}
+}
+
+// invWithContent replaces a fact's content (cited whole).
+func invWithContent(f fact, content string) fact {
+	f.content = content
+	return f
+}
+
+// invProfileIn creates a profile in another team than the env's.
+func (e *env) invProfileIn(team densemem.TeamID, name string, scopes ...densemem.Scope) densemem.Principal {
+	e.t.Helper()
+	id, err := e.client.CreateProfile(e.ctx, team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return densemem.Principal{TeamID: team, ProfileID: id}
+}
+
+// invTrace traces a relationship with everything included and fails the test on error.
+func (e *env) invTrace(p densemem.Principal, id densemem.RelationshipID) *densemem.TraceResult {
+	e.t.Helper()
+	tr, err := e.client.Trace(e.ctx, p, densemem.TraceRequest{RelationshipID: id, IncludeEvidenceContent: true,
+		IncludeVerification: true, IncludeTransitions: true})
+	if err != nil {
+		e.t.Fatalf("trace %s: %v", id, err)
+	}
+	return tr
+}
+
+// invEntityID returns the entity a placement resolved ref to.
+func invEntityID(t testing.TB, pl *densemem.Placement, ref string) densemem.EntityID {
+	t.Helper()
+	for _, en := range pl.Entities {
+		if en.Ref == ref {
+			return en.EntityID
+		}
+	}
+	t.Fatalf("placement has no entity outcome for ref %q: %+v", ref, pl.Entities)
+	return ""
+}
+
+// invOnly returns the single relationship outcome of a placement.
+func invOnly(t testing.TB, pl *densemem.Placement) densemem.RelationshipOutcome {
+	t.Helper()
+	if len(pl.RelationshipOutcomes) != 1 {
+		t.Fatalf("want 1 relationship outcome, got %d: %+v", len(pl.RelationshipOutcomes), pl.RelationshipOutcomes)
+	}
+	return pl.RelationshipOutcomes[0]
+}
+
+// invStep advances the env clock by a minute and returns the new time, so every call of a test
+// records a distinct, known time.
+func (e *env) invStep() time.Time {
+	e.clock.Advance(time.Minute)
+	return e.clock.Now()
+}
+
+// ---- Invariant 1 ----
+
+func TestInvariant1_ConflictPreservesOldAndNewEvidence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// Contents with non-ASCII text, inner double spaces and a trailing newline: "byte for byte" must
+	// survive trimming, normalisation and encoding.
+	contents := []string{
+		"The production environment deploys from the main branch.  Confirmed by Zoë — ✓\n",
+		"Ops chat: the production environment deploys from the release branch now (née “rc”).\t\n",
+		"Since 2026-05-01 the production environment deploys from the release branch.  Ticket #42 ✔\n",
+	}
+	priorReq := invWithContent(deploy("production", "main"), contents[0]).request(nextKey())
+	prior := e.invRemember(e.A, priorReq)
+	e.invStep()
+	heldReq := invWithContent(deploy("production", "release"), contents[1]).request(nextKey())
+	held := e.invRemember(e.A, heldReq)
+	e.invStep()
+	dated := deploy("production", "release").since(date("2026-05-01"))
+	datedReq := invWithContent(dated, contents[2]).request(nextKey())
+	next := e.invRemember(e.A, datedReq)
+
+	outcomes := []densemem.RelationshipOutcome{invOnly(t, prior), invOnly(t, held), invOnly(t, next)}
+	if c := outcomes[0].Category; c != densemem.CategoryAccepted {
+		t.Fatalf("prior: category %s, want accepted", c)
+	}
+	if c := outcomes[1].Category; c != densemem.CategoryNeedsReview {
+		t.Fatalf("undated conflicting: category %s, want needs_review", c)
+	}
+	if c := outcomes[2].Category; c != densemem.CategorySupersededPrior {
+		t.Fatalf("dated conflicting: category %s, want superseded_prior", c)
+	}
+	if st, _, _, _ := e.relationshipState(outcomes[0].RelationshipID); st != "superseded" {
+		t.Fatalf("prior status %s, want superseded", st)
+	}
+
+	for i, pl := range []*densemem.Placement{prior, held, next} {
+		if len(pl.Fragments) != 1 {
+			t.Fatalf("placement %d: %d fragments", i, len(pl.Fragments))
+		}
+		fid := pl.Fragments[0].FragmentID
+		var stored string
+		var length int
+		err := e.pool.QueryRow(e.ctx, `SELECT c.content, f.content_length FROM fragment_contents c
+			JOIN evidence_fragments f USING (team_id, fragment_id) WHERE fragment_id = $1`, fid).Scan(&stored, &length)
+		if err != nil {
+			t.Fatalf("fragment %s: %v", fid, err)
+		}
+		if stored != contents[i] || length != len(contents[i]) {
+			t.Errorf("fragment %d stored %q (%d bytes), want %q (%d bytes)", i, stored, length, contents[i], len(contents[i]))
+		}
+
+		// Trace of each relationship, whatever its status, returns its own evidence verbatim.
+		tr := e.invTrace(e.A, outcomes[i].RelationshipID)
+		found := false
+		for _, ev := range tr.Evidence {
+			if ev.FragmentID != fid {
+				continue
+			}
+			found = true
+			if ev.Content != contents[i] {
+				t.Errorf("trace %d content %q, want %q", i, ev.Content, contents[i])
+			}
+			if want := contents[i][ev.Start:ev.End]; ev.Excerpt != want || ev.Start != 0 || ev.End != len(contents[i]) {
+				t.Errorf("trace %d excerpt [%d,%d) %q, want the whole cited span %q", i, ev.Start, ev.End, ev.Excerpt, want)
+			}
+		}
+		if !found {
+			t.Errorf("trace of %s (%s) does not list fragment %s: %+v", outcomes[i].RelationshipID, tr.Relationship.Status, fid, tr.Evidence)
+		}
+		if len(tr.Observations) == 0 || len(tr.Verifications) == 0 {
+			t.Errorf("trace %d lost its observation or verification: %d observations, %d verifications",
+				i, len(tr.Observations), len(tr.Verifications))
+		}
+	}
+	if n := e.count("evidence_fragments"); n != 3 {
+		t.Errorf("evidence_fragments = %d, want 3", n)
+	}
+}
+
+// ---- Invariant 2 ----
+
+func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.T) {
+	t.Parallel()
+
+	t.Run("unknown predicate", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		f := fact{subject: "production", subjectKind: "environment", predicate: "is hosted on", object: "eu-west",
+			objectKind: "region", content: "The production environment is hosted on eu-west."}
+		pl := e.invRemember(e.A, f.request(nextKey()))
+		out := invOnly(t, pl)
+		if out.Category != densemem.CategoryPredicateReview {
+			t.Fatalf("category %s, want predicate_needs_review: %+v", out.Category, out)
+		}
+		if out.RelationshipID != "" || out.Status != "" {
+			t.Errorf("outcome names relationship %q status %q; want none", out.RelationshipID, out.Status)
+		}
+		if out.Review == nil || out.Review.Kind != "predicate" {
+			t.Fatalf("review = %+v, want a predicate review", out.Review)
+		}
+		var keys []string
+		for _, o := range out.Review.PredicateOptions {
+			keys = append(keys, o.Key)
+		}
+		slices.Sort(keys)
+		if d := invDiff([]string{"deployed", "deploys_from", "owner_email", "works_on"}, keys); d != "" {
+			t.Errorf("predicate options (-want +got):\n%s", d)
+		}
+		var phrase string
+		var key *string
+		var version *int
+		err := e.pool.QueryRow(e.ctx, `SELECT predicate_phrase, predicate_key, predicate_version FROM observations
+			WHERE observation_id = $1`, out.ObservationID).Scan(&phrase, &key, &version)
+		if err != nil {
+			t.Fatalf("observation %s: %v", out.ObservationID, err)
+		}
+		if phrase != "is hosted on" || key != nil || version != nil {
+			t.Errorf("observation phrase %q key %v version %v; want the phrase kept and a NULL predicate", phrase, key, version)
+		}
+		for table, want := range map[string]int{"relationships": 0, "semantic_edges": 0, "support_links": 0,
+			"verification_events": 0, "relationship_transitions": 0, "observations": 1, "review_items": 1} {
+			if got := e.count(table); got != want {
+				t.Errorf("%s = %d, want %d", table, got, want)
+			}
+		}
+	})
+
+	t.Run("predicate that does not accept the subject kind", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		f := fact{subject: "Mark", subjectKind: "person", predicate: "deploys from", object: "main", objectKind: "git_branch",
+			content: "Mark deploys from the main branch."}
+		out := e.remember(e.A, f)
+		if out.Category != densemem.CategoryPredicateReview || out.RelationshipID != "" {
+			t.Fatalf("outcome %+v, want predicate_needs_review without a relationship", out)
+		}
+		for table, want := range map[string]int{"relationships": 0, "semantic_edges": 0, "support_links": 0,
+			"relationship_transitions": 0, "observations": 1} {
+			if got := e.count(table); got != want {
+				t.Errorf("%s = %d, want %d", table, got, want)
+			}
+		}
+	})
+
+	t.Run("ambiguous identity", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		withCtx := func(f fact, repo string) densemem.RememberRequest {
+			req := f.request(nextKey())
+			if repo != "" {
+				req.Proposal.Entities[1].IdentityContext = map[string]string{"repository": repo}
+			}
+			return req
+		}
+		a := e.invRemember(e.A, withCtx(deploy("production", "main"), "a"))
+		b := e.invRemember(e.A, withCtx(deploy("staging", "main"), "b"))
+		mainA, mainB := invEntityID(t, a, "o"), invEntityID(t, b, "o")
+		if mainA == mainB {
+			t.Fatalf("contradicting identity contexts resolved to one entity %s", mainA)
+		}
+		before := e.counts()
+		edgesBefore := e.count("semantic_edges")
+
+		pl := e.invRemember(e.A, withCtx(deploy("production", "main"), ""))
+		out := invOnly(t, pl)
+		if out.Category != densemem.CategoryIdentityReview {
+			t.Fatalf("category %s, want identity_needs_review: %+v", out.Category, out)
+		}
+		if out.RelationshipID != "" {
+			t.Errorf("identity review names relationship %s", out.RelationshipID)
+		}
+		want := []densemem.EntityID{mainA, mainB}
+		slices.Sort(want)
+		if out.Review == nil {
+			t.Fatal("no review prompt")
+		}
+		var got []densemem.EntityID
+		for _, c := range out.Review.EntityCandidates {
+			got = append(got, c.EntityID)
+			if c.Name != "main" || c.EntityKind != "git_branch" {
+				t.Errorf("candidate %+v: want name main, kind git_branch", c)
+			}
+		}
+		slices.Sort(got)
+		if d := invDiff(want, got); d != "" {
+			t.Errorf("review candidates (-want +got):\n%s", d)
+		}
+		var ent *densemem.EntityOutcome
+		for i := range pl.Entities {
+			if pl.Entities[i].Ref == "o" {
+				ent = &pl.Entities[i]
+			}
+		}
+		if ent == nil || ent.Decision != "ambiguous" || ent.EntityID != "" {
+			t.Fatalf("entity outcome for main = %+v, want ambiguous without an ID", ent)
+		}
+		got = nil
+		for _, c := range ent.Candidates {
+			got = append(got, c.EntityID)
+		}
+		slices.Sort(got)
+		if d := invDiff(want, got); d != "" {
+			t.Errorf("entity outcome candidates (-want +got):\n%s", d)
+		}
+		var cands []string
+		err := e.pool.QueryRow(e.ctx, `SELECT candidate_ids FROM entity_resolution_events
+			WHERE observation_id = $1 AND mention_ref = 'o' AND decision = 'ambiguous' AND entity_id IS NULL`,
+			out.ObservationID).Scan(&cands)
+		if err != nil {
+			t.Fatalf("ambiguous resolution event: %v", err)
+		}
+		slices.Sort(cands)
+		if d := invDiff([]string{string(want[0]), string(want[1])}, cands); d != "" {
+			t.Errorf("resolution candidates (-want +got):\n%s", d)
+		}
+
+		after := e.counts()
+		for _, table := range []string{"relationships", "support_links", "relationship_transitions", "entities", "verification_events"} {
+			if before[table] != after[table] {
+				t.Errorf("%s %d -> %d, want unchanged", table, before[table], after[table])
+			}
+		}
+		if after["observations"] != before["observations"]+1 || after["review_items"] != before["review_items"]+1 {
+			t.Errorf("want one more observation and review item: %s", invCountsDiff(before, after))
+		}
+		if n := e.count("semantic_edges"); n != edgesBefore {
+			t.Errorf("semantic_edges %d -> %d", edgesBefore, n)
+		}
+		if n := e.invCountWhere(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID); n != 0 {
+			t.Errorf("the unresolved observation was verified %d times; the verifier must see only resolvable claims", n)
+		}
+	})
+}
+
+// ---- Invariant 3 ----
+
+func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+
+	type trn struct {
+		from, to                 string
+		actorKind, actor, ingest string
+		key, related             string
+		fromVersion, toVersion   int
+		createdAt                time.Time
+	}
+	transitionsOf := func(id densemem.RelationshipID) []trn {
+		t.Helper()
+		rows, err := e.pool.Query(e.ctx, `SELECT COALESCE(from_status, ''), to_status, actor_kind, COALESCE(actor_profile_id, ''),
+			ingest_id, idempotency_key, COALESCE(related_relationship_id, ''), COALESCE(from_version, 0), to_version, created_at
+			FROM relationship_transitions WHERE relationship_id = $1 ORDER BY to_version`, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		var out []trn
+		for rows.Next() {
+			var x trn
+			if err := rows.Scan(&x.from, &x.to, &x.actorKind, &x.actor, &x.ingest, &x.key, &x.related, &x.fromVersion,
+				&x.toVersion, &x.createdAt); err != nil {
+				t.Fatal(err)
+			}
+			x.createdAt = x.createdAt.UTC()
+			out = append(out, x)
+		}
+		return out
+	}
+	checkIdempotency := func(key, op, ingest string, at time.Time) {
+		t.Helper()
+		var gotOp, gotIngest, hash string
+		var created time.Time
+		var result []byte
+		err := e.pool.QueryRow(e.ctx, `SELECT operation, ingest_id, request_hash, result, created_at FROM idempotency_records
+			WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`, e.team, e.A.ProfileID, key).
+			Scan(&gotOp, &gotIngest, &hash, &result, &created)
+		if err != nil {
+			t.Fatalf("idempotency record %s: %v", key, err)
+		}
+		if gotOp != op || gotIngest != ingest || len(hash) != 64 || !created.Equal(at) {
+			t.Errorf("idempotency %s: op %s ingest %s hash %q at %v; want %s %s <sha256> %v", key, gotOp, gotIngest, hash, created, op, ingest, at)
+		}
+		if !json.Valid(result) || len(result) < 3 {
+			t.Errorf("idempotency %s stores no result: %s", key, result)
+		}
+	}
+	checkProvenance := func(pl *densemem.Placement, at time.Time) {
+		t.Helper()
+		for _, q := range []string{
+			`SELECT count(*) FROM evidence_fragments WHERE ingest_id = $1 AND (author_profile_id <> $2 OR created_at <> $3)`,
+			`SELECT count(*) FROM observations WHERE ingest_id = $1 AND (profile_id <> $2 OR created_at <> $3)`,
+			`SELECT count(*) FROM support_links WHERE ingest_id = $1 AND (profile_id <> $2 OR author_profile_id <> $2 OR created_at <> $3)`,
+			`SELECT count(*) FROM entity_resolution_events WHERE ingest_id = $1 AND (profile_id <> $2 OR created_at <> $3)`,
+		} {
+			if n := e.invCountWhere(q, pl.IngestID, e.A.ProfileID, at); n != 0 {
+				t.Errorf("%d rows with wrong provenance: %s", n, q)
+			}
+		}
+		if n := e.invCountWhere(`SELECT count(*) FROM observations WHERE ingest_id = $1`, pl.IngestID); n != len(pl.RelationshipOutcomes) {
+			t.Errorf("ingest %s has %d observations, want %d", pl.IngestID, n, len(pl.RelationshipOutcomes))
+		}
+		for _, o := range pl.RelationshipOutcomes {
+			var created time.Time
+			err := e.pool.QueryRow(e.ctx, `SELECT v.created_at FROM verification_events v WHERE v.observation_id = $1`, o.ObservationID).Scan(&created)
+			if err != nil || !created.Equal(at) {
+				t.Errorf("verification of %s: %v at %v, want one at %v", o.ObservationID, err, created, at)
+			}
+		}
+	}
+
+	// Remember: a prior, then a dated supersession.
+	t1 := e.invStep()
+	key1 := nextKey()
+	p1 := e.invRemember(e.A, deploy("production", "main").request(key1))
+	prior := invOnly(t, p1).RelationshipID
+	t2 := e.invStep()
+	key2 := nextKey()
+	p2 := e.invRemember(e.A, deploy("production", "release").since(date("2026-05-01")).request(key2))
+	next := invOnly(t, p2)
+	if next.Category != densemem.CategorySupersededPrior {
+		t.Fatalf("category %s, want superseded_prior", next.Category)
+	}
+	actor := string(e.A.ProfileID)
+	if d := invDiff([]trn{
+		{from: "", to: "active", actorKind: "profile", actor: actor, ingest: p1.IngestID, key: key1, toVersion: 1, createdAt: t1},
+		{from: "active", to: "superseded", actorKind: "profile", actor: actor, ingest: p2.IngestID, key: key2,
+			related: string(next.RelationshipID), fromVersion: 1, toVersion: 2, createdAt: t2},
+	}, transitionsOf(prior)); d != "" {
+		t.Errorf("prior transitions (-want +got):\n%s", d)
+	}
+	if d := invDiff([]trn{{from: "", to: "active", actorKind: "profile", actor: actor, ingest: p2.IngestID, key: key2,
+		toVersion: 1, createdAt: t2}}, transitionsOf(next.RelationshipID)); d != "" {
+		t.Errorf("new relationship transitions (-want +got):\n%s", d)
+	}
+	var owner, ingest string
+	var created, updated time.Time
+	if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id, ingest_id, created_at, updated_at FROM relationships
+		WHERE relationship_id = $1`, prior).Scan(&owner, &ingest, &created, &updated); err != nil {
+		t.Fatal(err)
+	}
+	if owner != actor || ingest != p1.IngestID || !created.Equal(t1) || !updated.Equal(t2) {
+		t.Errorf("prior row: owner %s ingest %s created %v updated %v; want %s %s %v %v", owner, ingest, created, updated, actor, p1.IngestID, t1, t2)
+	}
+	checkProvenance(p1, t1)
+	checkProvenance(p2, t2)
+	checkIdempotency(key1, "remember", p1.IngestID, t1)
+	checkIdempotency(key2, "remember", p2.IngestID, t2)
+
+	// A held decision records its review item with the targets it concerns.
+	t3 := e.invStep()
+	key3 := nextKey()
+	p3 := e.invRemember(e.A, deploy("production", "hotfix").request(key3))
+	held := invOnly(t, p3)
+	if held.Category != densemem.CategoryNeedsReview || held.Review == nil {
+		t.Fatalf("held: %+v", held)
+	}
+	var kind, status, profile, itemIngest, itemID, obs string
+	var relID *string
+	var related []string
+	var itemCreated time.Time
+	err := e.pool.QueryRow(e.ctx, `SELECT kind, status, profile_id, ingest_id, placement_item_id, observation_id, relationship_id,
+		related_ids, created_at FROM review_items WHERE review_id = $1`, held.Review.ReviewID).
+		Scan(&kind, &status, &profile, &itemIngest, &itemID, &obs, &relID, &related, &itemCreated)
+	if err != nil {
+		t.Fatalf("review item %s: %v", held.Review.ReviewID, err)
+	}
+	if kind != "relationship_conflict" || status != "open" || profile != actor || itemIngest != p3.IngestID ||
+		itemID != held.PlacementItemID || obs != held.ObservationID || relID == nil || *relID != string(held.RelationshipID) ||
+		!slices.Equal(related, []string{string(next.RelationshipID)}) || !itemCreated.Equal(t3) {
+		t.Errorf("review item: kind %s status %s profile %s ingest %s item %s obs %s rel %v related %v at %v",
+			kind, status, profile, itemIngest, itemID, obs, relID, related, itemCreated)
+	}
+	checkProvenance(p3, t3)
+	checkIdempotency(key3, "remember", p3.IngestID, t3)
+
+	// Forget records the same.
+	t4 := e.invStep()
+	key4 := nextKey()
+	res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: next.RelationshipID, Reason: "moved to trunk",
+		IdempotencyKey: key4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	trs := transitionsOf(next.RelationshipID)
+	if len(trs) != 2 {
+		t.Fatalf("after forget: %d transitions, want 2", len(trs))
+	}
+	var forgetIngest string
+	if err := e.pool.QueryRow(e.ctx, `SELECT ingest_id FROM idempotency_records WHERE profile_id = $1 AND idempotency_key = $2`,
+		e.A.ProfileID, key4).Scan(&forgetIngest); err != nil {
+		t.Fatal(err)
+	}
+	if d := invDiff(trn{from: "active", to: "retracted", actorKind: "profile", actor: actor, ingest: forgetIngest, key: key4,
+		fromVersion: 1, toVersion: 2, createdAt: t4}, trs[1]); d != "" {
+		t.Errorf("forget transition (-want +got):\n%s", d)
+	}
+	var trnID, reason string
+	if err := e.pool.QueryRow(e.ctx, `SELECT transition_id, reason FROM relationship_transitions WHERE relationship_id = $1 AND to_version = 2`,
+		next.RelationshipID).Scan(&trnID, &reason); err != nil {
+		t.Fatal(err)
+	}
+	if trnID != res.TransitionID || !strings.Contains(reason, "moved to trunk") {
+		t.Errorf("forget transition %s reason %q; result names %s and the reason must be kept", trnID, reason, res.TransitionID)
+	}
+	checkIdempotency(key4, "forget", forgetIngest, t4)
+}
+
+// ---- Invariant 4 ----
+
+func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.remember(e.A, deploy("production", "main"))
+	e.invStep()
+	e.remember(e.A, deploy("production", "hotfix")) // held for review
+	e.invStep()
+	e.remember(e.B, deploy("production", "main")) // another owner's evidence on the same key
+
+	evidenceTables := invLedgers[3:9] // fragments, contents, observations, verifications, resolutions, supports
+	before := map[string]map[string]string{}
+	for _, l := range evidenceTables {
+		before[l.table] = e.invSnapshot(l.table, l.pk...)
+	}
+	for table, rows := range before {
+		if len(rows) == 0 {
+			t.Fatalf("%s is empty before the correction; the test would prove nothing", table)
+		}
+	}
+	e.invStep()
+	out := e.remember(e.A, deploy("production", "release").since(date("2026-05-01")))
+	if out.Category != densemem.CategorySupersededPrior {
+		t.Fatalf("correction: category %s, want superseded_prior", out.Category)
+	}
+	after := map[string]map[string]string{}
+	for _, l := range evidenceTables {
+		after[l.table] = e.invSnapshot(l.table, l.pk...)
+	}
+	for table, rows := range before {
+		// The rows that existed before, as they are now: every one must still be there, unchanged.
+		kept := map[string]string{}
+		for k := range rows {
+			if v, ok := after[table][k]; ok {
+				kept[k] = v
+			}
+		}
+		if d := cmp.Diff(rows, kept); d != "" {
+			t.Errorf("the correction changed %s (-before +after):\n%s", table, d)
+		}
+	}
+	for table := range before {
+		if len(after[table]) <= len(before[table]) {
+			t.Errorf("%s: %d rows before, %d after; the correction must append its own evidence", table, len(before[table]), len(after[table]))
+		}
+	}
+}
+
+// ---- Invariant 5 ----
+
+func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	keep := e.remember(e.A, deploy("staging", "develop"))
+	out := e.remember(e.A, deploy("production", "main"))
+	id := out.RelationshipID
+
+	t.Run("semantic_edges is a view over relationships", func(t *testing.T) {
+		if n := e.invCountWhere(`SELECT count(*) FROM pg_views WHERE schemaname = current_schema() AND viewname = 'semantic_edges'`); n != 1 {
+			t.Errorf("pg_views has %d semantic_edges views, want 1", n)
+		}
+		if n := e.invCountWhere(`SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'semantic_edges'`); n != 0 {
+			t.Errorf("semantic_edges is also a table")
+		}
+		var typ string
+		if err := e.pool.QueryRow(e.ctx, `SELECT table_type FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name = 'semantic_edges'`).Scan(&typ); err != nil || typ != "VIEW" {
+			t.Errorf("information_schema table_type = %q (%v), want VIEW", typ, err)
+		}
+		if n := e.invCountWhere(`SELECT count(*) FROM information_schema.view_table_usage
+			WHERE view_schema = current_schema() AND view_name = 'semantic_edges' AND table_name = 'relationships'`); n != 1 {
+			t.Errorf("semantic_edges does not read relationships")
+		}
+	})
+
+	t.Run("the view refuses direct writes", func(t *testing.T) {
+		for _, stmt := range []string{
+			`INSERT INTO semantic_edges (team_id, relationship_id, owner_profile_id, subject_entity_id, predicate_key, polarity, scope, tier, version)
+			 VALUES ('tm_x', 'rel_x', 'pf_x', 'ent_x', 'deploys_from', '+', '', 'fact', 1)`,
+			`UPDATE semantic_edges SET tier = 'fact'`,
+			`DELETE FROM semantic_edges`,
+		} {
+			if _, err := e.pool.Exec(e.ctx, stmt); err == nil {
+				t.Errorf("%s succeeded; the graph must not be writable", strings.Fields(stmt)[0])
+			}
+		}
+		if n := e.count("semantic_edges"); n != 2 {
+			t.Errorf("semantic_edges = %d, want 2", n)
+		}
+	})
+
+	t.Run("an unaudited status change cannot commit", func(t *testing.T) {
+		tx, err := e.pool.Begin(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(e.ctx) }()
+		if _, err := tx.Exec(e.ctx, `UPDATE relationships SET status = 'retracted', version = version + 1 WHERE relationship_id = $1`, id); err != nil {
+			t.Fatalf("the update itself should pass the row guard (the check is deferred): %v", err)
+		}
+		err = tx.Commit(e.ctx)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "DM002" {
+			t.Fatalf("COMMIT without a transition: %v, want SQLSTATE DM002", err)
+		}
+		if st, _, _, v := e.relationshipState(id); st != "active" || v != 1 {
+			t.Errorf("after the refused commit: %s v%d, want active v1", st, v)
+		}
+		if e.invEdges(id) != 1 {
+			t.Errorf("the edge left semantic_edges")
+		}
+	})
+
+	t.Run("a transition that does not match cannot cover the change", func(t *testing.T) {
+		tx, err := e.pool.Begin(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(e.ctx) }()
+		if _, err := tx.Exec(e.ctx, `INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status,
+			to_status, from_tier, to_tier, from_version, to_version, reason, actor_kind, actor_profile_id, ingest_id,
+			idempotency_key, created_at) VALUES ($1, 'trn_manual_x', $2, 'active', 'superseded', 'validated_claim',
+			'validated_claim', 1, 2, 'manual', 'profile', $3, 'ing_manual', 'manual', $4)`,
+			e.team, id, e.A.ProfileID, e.clock.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(e.ctx, `UPDATE relationships SET status = 'retracted', version = version + 1 WHERE relationship_id = $1`, id); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.Commit(e.ctx); err == nil {
+			t.Fatal("COMMIT succeeded with a transition to another status")
+		}
+		if st, _, _, v := e.relationshipState(id); st != "active" || v != 1 {
+			t.Errorf("after the refused commit: %s v%d, want active v1", st, v)
+		}
+	})
+
+	t.Run("a change without a version bump is refused at once", func(t *testing.T) {
+		_, err := e.pool.Exec(e.ctx, `UPDATE relationships SET status = 'retracted' WHERE relationship_id = $1`, id)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "DM001" {
+			t.Fatalf("update without version bump: %v, want SQLSTATE DM001", err)
+		}
+	})
+
+	t.Run("forget writes only the relationship and its ledger", func(t *testing.T) {
+		before := e.counts()
+		relsBefore := e.invSnapshot("relationships", "relationship_id")
+		ledgers := e.invLedgerSnapshot()
+		e.invStep()
+		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, IdempotencyKey: nextKey()}); err != nil {
+			t.Fatal(err)
+		}
+		after := e.counts()
+		want := invCopyCounts(before)
+		want["relationship_transitions"]++
+		want["idempotency_records"]++
+		for _, table := range dataTables {
+			if table == "search_refresh_queue" {
+				continue // a rebuildable work queue, drained asynchronously
+			}
+			if after[table] != want[table] {
+				t.Errorf("%s: %d -> %d, want %d", table, before[table], after[table], want[table])
+			}
+		}
+		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+			t.Errorf("forget changed ledger rows:\n%s", strings.Join(bad, "\n"))
+		}
+		relsAfter := e.invSnapshot("relationships", "relationship_id")
+		for k, v := range relsBefore {
+			if k != string(id) && relsAfter[k] != v {
+				t.Errorf("forget changed another relationship %s", k)
+			}
+		}
+		if relsAfter[string(id)] == relsBefore[string(id)] {
+			t.Errorf("forget did not change the relationship row")
+		}
+		if st, _, _, v := e.relationshipState(id); st != "retracted" || v != 2 {
+			t.Errorf("forgotten: %s v%d, want retracted v2", st, v)
+		}
+		if e.invEdges(id) != 0 || e.invEdges(keep.RelationshipID) != 1 {
+			t.Errorf("semantic_edges: forgotten %d (want 0), kept %d (want 1)", e.invEdges(id), e.invEdges(keep.RelationshipID))
+		}
+	})
+}
+
+func invCopyCounts(m map[string]int) map[string]int {
+	out := make(map[string]int, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// ---- Invariant 7 ----
+
+func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
+	t.Parallel()
+
+	t.Run("supersession writes the prior's state and its transition together", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
+		at := e.invStep()
+		next := e.remember(e.A, deploy("production", "release").since(date("2026-05-01")))
+		if next.Category != densemem.CategorySupersededPrior {
+			t.Fatalf("category %s", next.Category)
+		}
+		status, tier, validTo, version := e.relationshipState(prior)
+		var tStatus, tTier, tIngest, related string
+		var tValidTo *time.Time
+		var tCreated, updated time.Time
+		var rIngest string
+		err := e.pool.QueryRow(e.ctx, `SELECT t.to_status, t.to_tier, t.to_valid_to, t.ingest_id, t.related_relationship_id,
+			t.created_at, r.updated_at, n.ingest_id
+			FROM relationship_transitions t
+			JOIN relationships r ON r.relationship_id = t.relationship_id
+			JOIN relationships n ON n.relationship_id = $2
+			WHERE t.relationship_id = $1 AND t.to_version = $3`, prior, next.RelationshipID, version).
+			Scan(&tStatus, &tTier, &tValidTo, &tIngest, &related, &tCreated, &updated, &rIngest)
+		if err != nil {
+			t.Fatalf("no transition to the prior's current version %d: %v", version, err)
+		}
+		if version != 2 || status != "superseded" || tStatus != status || tTier != tier || validTo == nil || tValidTo == nil ||
+			!tValidTo.Equal(*validTo) || !validTo.Equal(date("2026-05-01")) {
+			t.Errorf("prior %s/%s valid_to %v v%d; transition %s/%s valid_to %v", status, tier, validTo, version, tStatus, tTier, tValidTo)
+		}
+		if tIngest != rIngest || related != string(next.RelationshipID) || !tCreated.Equal(at) || !updated.Equal(at) {
+			t.Errorf("transition ingest %s (new relationship's %s), related %s, at %v, prior updated %v; want one call at %v",
+				tIngest, rIngest, related, tCreated, updated, at)
+		}
+		// Every version of every relationship has exactly one transition that produced it.
+		if n := e.invCountWhere(`SELECT count(*) FROM relationships r WHERE NOT EXISTS (SELECT 1 FROM relationship_transitions t
+			WHERE t.relationship_id = r.relationship_id AND t.to_version = r.version AND t.to_status = r.status)`); n != 0 {
+			t.Errorf("%d relationships without a transition to their current version", n)
+		}
+		if n := e.invCountWhere(`SELECT count(*) FROM relationships r
+			WHERE (SELECT count(*) FROM relationship_transitions t WHERE t.relationship_id = r.relationship_id) <> r.version`); n != 0 {
+			t.Errorf("%d relationships whose transition count differs from their version", n)
+		}
+	})
+
+	for _, step := range []string{"writeset.after:updates", "writeset.after:transitions", "tx.before_commit"} {
+		t.Run("failure at "+step+" leaves the prior untouched", func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			prior := e.remember(e.A, deploy("production", "main")).RelationshipID
+			before := e.counts()
+			req := deploy("production", "release").since(date("2026-05-01")).request(nextKey())
+			_, err := e.client.Remember(failpoint.Arm(e.ctx, step), e.A, req)
+			if !errors.Is(err, failpoint.ErrInjected) {
+				t.Fatalf("remember with %s armed: %v, want ErrInjected", step, err)
+			}
+			if st, tier, vt, v := e.relationshipState(prior); st != "active" || tier != "validated_claim" || vt != nil || v != 1 {
+				t.Errorf("prior after failure: %s/%s valid_to %v v%d, want active/validated_claim nil v1", st, tier, vt, v)
+			}
+			if tr := e.transitions(prior); len(tr) != 1 {
+				t.Errorf("prior transitions after failure: %v, want exactly one", tr)
+			}
+			if d := invCountsDiff(before, e.counts()); d != "" {
+				t.Errorf("failed call wrote: %s", d)
+			}
+			// The same request then succeeds: the failure left no idempotency record either.
+			pl := e.invRemember(e.A, req)
+			if out := invOnly(t, pl); out.Category != densemem.CategorySupersededPrior || pl.Replayed {
+				t.Errorf("retry: %+v replayed=%v", out, pl.Replayed)
+			}
+			if st, _, _, v := e.relationshipState(prior); st != "superseded" || v != 2 {
+				t.Errorf("prior after retry: %s v%d", st, v)
+			}
+		})
+	}
+}
+
+// ---- Invariant 8 ----
+
+func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pl := e.invRemember(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+	if len(pl.RelationshipOutcomes) != 2 {
+		t.Fatalf("outcomes: %+v", pl.RelationshipOutcomes)
+	}
+	edge, value := pl.RelationshipOutcomes[0].RelationshipID, pl.RelationshipOutcomes[1].RelationshipID
+	for _, o := range pl.RelationshipOutcomes {
+		if o.Category != densemem.CategoryAccepted {
+			t.Fatalf("setup: %+v", o)
+		}
+	}
+	// Supersede nothing, but give the edge a second support so there is more history to keep.
+	e.invStep()
+	if out := e.remember(e.A, invWithContent(deploy("production", "main"), "Runbook: the production environment deploys from main.")); out.Category != densemem.CategorySupported {
+		t.Fatalf("second support: %+v", out)
+	}
+	traceBefore := e.invTrace(e.A, edge)
+
+	for _, id := range []densemem.RelationshipID{edge, value} {
+		before := e.counts()
+		ledgers := e.invLedgerSnapshot()
+		if e.invEdges(id) != 1 {
+			t.Fatalf("%s is not an edge before forget", id)
+		}
+		_, _, _, version := e.relationshipState(id)
+		e.invStep()
+		res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, Reason: "obsolete", IdempotencyKey: nextKey()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != "retracted" || res.Version != version+1 || res.TransitionID == "" || res.AlreadyRetracted {
+			t.Errorf("forget result %+v, want retracted at version %d", res, version+1)
+		}
+		after := e.counts()
+		for _, table := range []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
+			"observations", "verification_events", "support_links", "entity_resolution_events", "relationships"} {
+			if after[table] != before[table] {
+				t.Errorf("forget %s: %s %d -> %d, want unchanged", id, table, before[table], after[table])
+			}
+		}
+		if after["relationship_transitions"] != before["relationship_transitions"]+1 {
+			t.Errorf("forget %s: transitions %d -> %d, want +1", id, before["relationship_transitions"], after["relationship_transitions"])
+		}
+		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+			t.Errorf("forget %s changed history:\n%s", id, strings.Join(bad, "\n"))
+		}
+		if e.invEdges(id) != 0 {
+			t.Errorf("%s is still in semantic_edges", id)
+		}
+	}
+	if n := e.count("literal_values"); n != 1 {
+		t.Errorf("literal_values = %d, want the value node kept", n)
+	}
+	if n := e.count("semantic_edges"); n != 0 {
+		t.Errorf("semantic_edges = %d after forgetting both", n)
+	}
+
+	tr := e.invTrace(e.A, edge)
+	if tr.Relationship.Status != "retracted" || tr.Relationship.Version != 3 {
+		t.Errorf("trace: %s v%d, want retracted v3", tr.Relationship.Status, tr.Relationship.Version)
+	}
+	if tr.Relationship.Subject.Name != "production" || tr.Relationship.Object.Name != "main" {
+		t.Errorf("trace names %q -> %q: nodes must stay resolvable", tr.Relationship.Subject.Name, tr.Relationship.Object.Name)
+	}
+	if len(tr.Evidence) != len(traceBefore.Evidence) || len(tr.Evidence) != 2 || len(tr.Observations) != len(traceBefore.Observations) ||
+		len(tr.Verifications) != len(traceBefore.Verifications) || len(tr.IdentityResolutions) < len(traceBefore.IdentityResolutions) {
+		t.Errorf("trace lost history: evidence %d->%d, observations %d->%d, verifications %d->%d, resolutions %d->%d",
+			len(traceBefore.Evidence), len(tr.Evidence), len(traceBefore.Observations), len(tr.Observations),
+			len(traceBefore.Verifications), len(tr.Verifications), len(traceBefore.IdentityResolutions), len(tr.IdentityResolutions))
+	}
+	for _, ev := range tr.Evidence {
+		if ev.Content == "" {
+			t.Errorf("trace evidence %s has no content after forget", ev.FragmentID)
+		}
+	}
+	var got []string
+	for _, x := range tr.Transitions {
+		got = append(got, fmt.Sprintf("%s->%s v%d", x.FromStatus, x.ToStatus, x.ToVersion))
+	}
+	if d := invDiff([]string{"->active v1", "active->active v2", "active->retracted v3"}, got); d != "" {
+		t.Errorf("trace transitions (-want +got):\n%s", d)
+	}
+	if len(tr.Transitions) == 0 {
+		t.Fatal("trace shows no transitions")
+	}
+	if last := tr.Transitions[len(tr.Transitions)-1]; !strings.Contains(last.Reason, "obsolete") || last.ActorProfileID != e.A.ProfileID {
+		t.Errorf("retraction transition %+v: want the reason and the actor", last)
+	}
+}
+
+// ---- Invariant 10 ----
+
+func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := e.remember(e.A, deploy("production", "main"))
+	type state struct {
+		status, tier string
+		validTo      *time.Time
+		version      int
+	}
+	read := func() state {
+		var s state
+		s.status, s.tier, s.validTo, s.version = e.relationshipState(a.RelationshipID)
+		return s
+	}
+	want := state{status: "active", tier: "validated_claim", version: 1}
+	supports := func() int {
+		return e.invCountWhere(`SELECT count(*) FROM support_links WHERE relationship_id = $1`, a.RelationshipID)
+	}
+
+	before := e.counts()
+	_, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: a.RelationshipID, IdempotencyKey: nextKey()})
+	if !errors.Is(err, densemem.ErrNotOwner) {
+		t.Fatalf("B forgets A's relationship: %v, want ErrNotOwner", err)
+	}
+	if d := invCountsDiff(before, e.counts()); d != "" {
+		t.Errorf("refused forget wrote: %s", d)
+	}
+	if d := invDiff(want, read()); d != "" {
+		t.Errorf("A's relationship after B's forget (-want +got):\n%s", d)
+	}
+
+	// B's dated replacement is B's own relationship; A's row does not move.
+	e.invStep()
+	b := e.remember(e.B, deploy("production", "release").since(date("2026-05-01")))
+	if b.Category != densemem.CategoryAccepted || b.Status != "active" || b.RelationshipID == a.RelationshipID ||
+		slices.Contains(b.Related, a.RelationshipID) {
+		t.Errorf("B's dated release: %+v, want B's own accepted relationship that does not supersede A's", b)
+	}
+	var owner string
+	if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, b.RelationshipID).Scan(&owner); err != nil || owner != string(e.B.ProfileID) {
+		t.Errorf("B's relationship owner %q (%v), want %s", owner, err, e.B.ProfileID)
+	}
+	if d := invDiff(want, read()); d != "" {
+		t.Errorf("A's relationship after B's replacement (-want +got):\n%s", d)
+	}
+	if tr := e.transitions(a.RelationshipID); len(tr) != 1 {
+		t.Errorf("A's transitions %v, want only its creation", tr)
+	}
+
+	// B confirming the same statement gets B's own relationship; A's support and tier do not change.
+	e.invStep()
+	b2 := e.remember(e.B, invWithContent(deploy("production", "main"), "B saw it too: the production environment deploys from main."))
+	if b2.RelationshipID == a.RelationshipID || b2.Category == densemem.CategorySupported {
+		t.Errorf("B's identical statement joined A's relationship: %+v", b2)
+	}
+	if n := supports(); n != 1 {
+		t.Errorf("A's relationship has %d supports, want 1", n)
+	}
+	if d := invDiff(want, read()); d != "" {
+		t.Errorf("A's relationship after B's confirmation (-want +got):\n%s", d)
+	}
+
+	// And after all that, A still can forget its own relationship; B still cannot forget it.
+	if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: b.RelationshipID, IdempotencyKey: nextKey()}); !errors.Is(err, densemem.ErrNotOwner) {
+		t.Errorf("A forgets B's relationship: %v, want ErrNotOwner", err)
+	}
+}
+
+// ---- Invariant 22 ----
+
+func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pl := e.invRemember(e.A, deploy("production", "main").request(nextKey()))
+	relID := invOnly(t, pl).RelationshipID
+	production := invEntityID(t, pl, "s")
+
+	team2 := e.mustTeam("globex")
+	admin2 := e.invProfileIn(team2, "admin2", "read", "vocabulary")
+	x := e.invProfileIn(team2, "X", "read", "write")
+	e.registerVocabulary(admin2)
+
+	const missing = densemem.RelationshipID("rel_00000000000000000000000000")
+	masked := func(err error, id densemem.RelationshipID) string {
+		if err == nil {
+			return "<nil>"
+		}
+		return strings.ReplaceAll(err.Error(), string(id), "<id>")
+	}
+	before := e.counts()
+
+	t.Run("trace", func(t *testing.T) {
+		_, errOther := e.client.Trace(e.ctx, x, densemem.TraceRequest{RelationshipID: relID})
+		_, errMissing := e.client.Trace(e.ctx, x, densemem.TraceRequest{RelationshipID: missing})
+		if !errors.Is(errOther, densemem.ErrNotFound) || !errors.Is(errMissing, densemem.ErrNotFound) {
+			t.Fatalf("trace of team 1's relationship: %v; of a random ID: %v; want ErrNotFound for both", errOther, errMissing)
+		}
+		if a, b := masked(errOther, relID), masked(errMissing, missing); a != b {
+			t.Errorf("errors reveal existence:\n existing: %s\n missing:  %s", a, b)
+		}
+	})
+
+	t.Run("forget", func(t *testing.T) {
+		_, errOther := e.client.Forget(e.ctx, x, densemem.ForgetRequest{RelationshipID: relID, IdempotencyKey: nextKey()})
+		_, errMissing := e.client.Forget(e.ctx, x, densemem.ForgetRequest{RelationshipID: missing, IdempotencyKey: nextKey()})
+		if !errors.Is(errOther, densemem.ErrNotFound) || !errors.Is(errMissing, densemem.ErrNotFound) {
+			t.Fatalf("forget of team 1's relationship: %v; of a random ID: %v; want ErrNotFound for both", errOther, errMissing)
+		}
+		if errors.Is(errOther, densemem.ErrNotOwner) {
+			t.Errorf("forget across teams says ErrNotOwner, which reveals the relationship exists")
+		}
+		if a, b := masked(errOther, relID), masked(errMissing, missing); a != b {
+			t.Errorf("errors reveal existence:\n existing: %s\n missing:  %s", a, b)
+		}
+		if st, _, _, v := e.relationshipState(relID); st != "active" || v != 1 {
+			t.Errorf("team 1's relationship: %s v%d", st, v)
+		}
+	})
+
+	t.Run("known entity of another team", func(t *testing.T) {
+		req := deploy("production", "main").request(nextKey())
+		req.Proposal.Entities[0].KnownEntityID = production
+		_, err := e.client.Remember(e.ctx, x, req)
+		var ve *densemem.ValidationError
+		if !errors.As(err, &ve) || !ve.Has("proposal.entities[0].known_entity_id") {
+			t.Fatalf("known_entity_id of team 1: %v, want a ValidationError at proposal.entities[0].known_entity_id", err)
+		}
+	})
+
+	t.Run("principal naming another team", func(t *testing.T) {
+		forged := densemem.Principal{TeamID: e.team, ProfileID: x.ProfileID}
+		if _, err := e.client.Remember(e.ctx, forged, deploy("production", "release").request(nextKey())); !errors.Is(err, densemem.ErrForbidden) {
+			t.Errorf("remember: %v, want ErrForbidden", err)
+		}
+		if _, err := e.client.Trace(e.ctx, forged, densemem.TraceRequest{RelationshipID: relID}); !errors.Is(err, densemem.ErrForbidden) {
+			t.Errorf("trace: %v, want ErrForbidden", err)
+		}
+		if _, err := e.client.Forget(e.ctx, forged, densemem.ForgetRequest{RelationshipID: relID, IdempotencyKey: nextKey()}); !errors.Is(err, densemem.ErrForbidden) {
+			t.Errorf("forget: %v, want ErrForbidden", err)
+		}
+		reverse := densemem.Principal{TeamID: team2, ProfileID: e.A.ProfileID}
+		if _, err := e.client.Trace(e.ctx, reverse, densemem.TraceRequest{RelationshipID: relID}); !errors.Is(err, densemem.ErrForbidden) {
+			t.Errorf("team 1's profile naming team 2: %v, want ErrForbidden", err)
+		}
+	})
+
+	if d := invCountsDiff(before, e.counts()); d != "" {
+		t.Errorf("refused cross-team calls wrote: %s", d)
+	}
+
+	t.Run("same names in another team are other entities", func(t *testing.T) {
+		pl2 := e.invRemember(x, deploy("production", "main").request(nextKey()))
+		out := invOnly(t, pl2)
+		if out.Category != densemem.CategoryAccepted {
+			t.Fatalf("team 2's first statement: %+v", out)
+		}
+		for _, en := range pl2.Entities {
+			if en.Decision != "created" || en.EntityID == production {
+				t.Errorf("team 2 resolved %s to %s (%s); want a new entity of its own", en.Ref, en.EntityID, en.Decision)
+			}
+		}
+		if st, _, _, v := e.relationshipState(relID); st != "active" || v != 1 {
+			t.Errorf("team 1's relationship after team 2's statement: %s v%d", st, v)
+		}
+		if _, err := e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: out.RelationshipID}); !errors.Is(err, densemem.ErrNotFound) {
+			t.Errorf("team 1 traces team 2's relationship: %v, want ErrNotFound", err)
+		}
+		tr := e.invTrace(e.A, relID)
+		for _, n := range tr.Neighbours {
+			if n.RelationshipID == out.RelationshipID {
+				t.Errorf("team 1's trace lists team 2's relationship as a neighbour")
+			}
+		}
+		for _, r := range tr.IdentityResolutions {
+			if r.ProfileID == x.ProfileID {
+				t.Errorf("team 1's trace lists team 2's resolution %s", r.ResolutionID)
+			}
+		}
+	})
+}
+
+// ---- Invariant 23 ----
+
+func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.invRemember(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+
+	refused := func(t *testing.T, stmt string, args ...any) {
+		t.Helper()
+		_, err := e.pool.Exec(e.ctx, stmt, args...)
+		var pgErr *pgconn.PgError
+		if !errors.As(err, &pgErr) || pgErr.Code != "DM001" {
+			t.Errorf("%s: %v, want SQLSTATE DM001 from the append-only guard", stmt, err)
+		}
+	}
+	for _, table := range []string{"predicate_definitions", "team_policies", "entities", "entity_names", "literal_values",
+		"evidence_fragments", "fragment_contents", "observations", "verification_events", "entity_resolution_events",
+		"support_links", "relationship_transitions", "idempotency_records"} {
+		t.Run(table, func(t *testing.T) {
+			n := e.count(table)
+			if n == 0 {
+				t.Fatalf("%s is empty; the test would prove nothing", table)
+			}
+			snap := e.invSnapshot(table, "ctid")
+			t.Run("update", func(t *testing.T) {
+				refused(t, "UPDATE "+table+" SET team_id = team_id")
+			})
+			t.Run("delete", func(t *testing.T) {
+				refused(t, "DELETE FROM "+table)
+			})
+			if d := invDiff(snap, e.invSnapshot(table, "ctid")); d != "" {
+				t.Errorf("%s changed:\n%s", table, d)
+			}
+		})
+	}
+
+	t.Run("relationships", func(t *testing.T) {
+		var id string
+		if err := e.pool.QueryRow(e.ctx, `SELECT relationship_id FROM relationships WHERE predicate_key = 'deploys_from'`).Scan(&id); err != nil {
+			t.Fatal(err)
+		}
+		t.Run("delete", func(t *testing.T) {
+			refused(t, `DELETE FROM relationships`)
+		})
+		// Each authored field is refused even when the version is bumped, so the guard is about the
+		// field and not about the missing version bump.
+		for _, set := range []string{
+			"owner_profile_id = '" + string(e.B.ProfileID) + "'",
+			"subject_entity_id = object_entity_id",
+			"polarity = '-'",
+			"scope = 'eu'",
+			"valid_from = '2026-01-01'",
+			"predicate_version = predicate_version + 1",
+			"observation_id = 'obs_other'",
+			"created_at = created_at - interval '1 day'",
+		} {
+			t.Run("update "+strings.Fields(set)[0], func(t *testing.T) {
+				refused(t, "UPDATE relationships SET "+set+", version = version + 1 WHERE relationship_id = $1", id)
+			})
+		}
+		if st, _, _, v := e.relationshipState(densemem.RelationshipID(id)); st != "active" || v != 1 {
+			t.Errorf("relationship after refused writes: %s v%d", st, v)
+		}
+	})
+}
+
+// ---- Invariant 24 ----
+
+func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
+	t.Parallel()
+
+	t.Run("remember", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		e.remember(e.A, deploy("production", "main"))
+		e.invStep()
+		req := invMerge(nextKey(), deploy("production", "release").since(date("2026-05-01")).request(""),
+			deploy("staging", "main").request(""), invEmail("Dense-Mem", "ops@example.com"))
+		first, err := e.client.Remember(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Replayed {
+			t.Fatal("first call reports Replayed")
+		}
+		// Change the state the first call produced, then replay: the original result comes back.
+		e.invStep()
+		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: first.RelationshipOutcomes[0].RelationshipID,
+			IdempotencyKey: nextKey()}); err != nil {
+			t.Fatal(err)
+		}
+		e.invStep()
+		before := e.counts()
+		ledgers := e.invLedgerSnapshot()
+		again, err := e.client.Remember(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Replayed {
+			t.Error("replay does not report Replayed")
+		}
+		if d := cmp.Diff(first, again, cmpopts.IgnoreFields(densemem.Placement{}, "Replayed")); d != "" {
+			t.Errorf("replayed placement (-want +got):\n%s", d)
+		}
+		if d := invCountsDiff(before, e.counts()); d != "" {
+			t.Errorf("replay wrote: %s", d)
+		}
+		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+			t.Errorf("replay changed rows:\n%s", strings.Join(bad, "\n"))
+		}
+
+		// The same key with another request is refused and writes nothing.
+		other := req
+		other.Evidence = slices.Clone(req.Evidence)
+		other.Evidence[0].SourceGroup = "another-source"
+		if _, err := e.client.Remember(e.ctx, e.A, other); !errors.Is(err, densemem.ErrIdempotencyConflict) {
+			t.Errorf("same key, different request: %v, want ErrIdempotencyConflict", err)
+		}
+		if d := invCountsDiff(before, e.counts()); d != "" {
+			t.Errorf("idempotency conflict wrote: %s", d)
+		}
+		// The key is the caller's: another profile may use the same key for its own request.
+		if pl, err := e.client.Remember(e.ctx, e.B, req); err != nil || pl.Replayed {
+			t.Errorf("B with A's key: replayed=%v err=%v; keys are per profile", pl != nil && pl.Replayed, err)
+		}
+	})
+
+	t.Run("forget", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		id := e.remember(e.A, deploy("production", "main")).RelationshipID
+		req := densemem.ForgetRequest{RelationshipID: id, Reason: "wrong", IdempotencyKey: nextKey()}
+		e.invStep()
+		first, err := e.client.Forget(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.counts()
+		e.invStep()
+		again, err := e.client.Forget(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first.Replayed || !again.Replayed {
+			t.Errorf("Replayed: first %v, again %v", first.Replayed, again.Replayed)
+		}
+		if d := cmp.Diff(first, again, cmpopts.IgnoreFields(densemem.ForgetResult{}, "Replayed")); d != "" {
+			t.Errorf("replayed forget (-want +got):\n%s", d)
+		}
+		if d := invCountsDiff(before, e.counts()); d != "" {
+			t.Errorf("replayed forget wrote: %s", d)
+		}
+		other := req
+		other.Reason = "another reason"
+		if _, err := e.client.Forget(e.ctx, e.A, other); !errors.Is(err, densemem.ErrIdempotencyConflict) {
+			t.Errorf("same key, different forget: %v, want ErrIdempotencyConflict", err)
+		}
+		// A remember may not reuse a forget's key either.
+		if _, err := e.client.Remember(e.ctx, e.A, deploy("production", "main").request(req.IdempotencyKey)); !errors.Is(err, densemem.ErrIdempotencyConflict) {
+			t.Errorf("remember with a forget's key: %v, want ErrIdempotencyConflict", err)
+		}
+		if d := invCountsDiff(before, e.counts()); d != "" {
+			t.Errorf("refused calls wrote: %s", d)
+		}
+	})
+
+	t.Run("concurrent identical calls yield one result", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		req := deploy("production", "main").request(nextKey())
+		const n = 8
+		results := make([]*densemem.Placement, n)
+		errs := make([]error, n)
+		var wg sync.WaitGroup
+		start := make(chan struct{})
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				<-start
+				results[i], errs[i] = e.client.Remember(e.ctx, e.A, req)
+			}()
+		}
+		close(start)
+		wg.Wait()
+		fresh := 0
+		for i := range n {
+			if errs[i] != nil {
+				t.Fatalf("call %d: %v", i, errs[i])
+			}
+			if !results[i].Replayed {
+				fresh++
+			}
+			if d := cmp.Diff(results[0], results[i], cmpopts.IgnoreFields(densemem.Placement{}, "Replayed")); d != "" {
+				t.Errorf("call %d returned another result (-want +got):\n%s", i, d)
+			}
+		}
+		if fresh != 1 {
+			t.Errorf("%d calls report a fresh write, want exactly 1", fresh)
+		}
+		for table, want := range map[string]int{"relationships": 1, "evidence_fragments": 1, "entities": 2, "idempotency_records": 1} {
+			if got := e.count(table); got != want {
+				t.Errorf("%s = %d, want %d", table, got, want)
+			}
+		}
+	})
+}
+
+// ---- Invariant 27 ----
+
+// invVerifier wraps the SpanVerifier and can be told to fail or to answer out of contract.
+type invVerifier struct {
+	mode atomic.Int32 // 0 ok, 1 error, 2 drop a result
+}
+
+func (v *invVerifier) Name() string { return "inv_verifier" }
+
+func (v *invVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]evidence.Result, error) {
+	switch v.mode.Load() {
+	case 1:
+		return nil, errors.New("model endpoint timed out")
+	case 2:
+		res, _ := evidence.SpanVerifier{}.Verify(ctx, req)
+		return res[:len(res)-1], nil
+	}
+	return evidence.SpanVerifier{}.Verify(ctx, req)
+}
+
+func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
+	t.Parallel()
+
+	t.Run("store failpoints", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
+		e.invStep()
+		// One call that creates entities (release, canary, staging, hotfix and a project with a value),
+		// fragments, observations, relationships, supports, transitions, an update of the prior (the
+		// supersession), a review item (canary is held against the new current release) and the
+		// idempotency record.
+		req := invMerge(nextKey(),
+			deploy("production", "release").since(date("2026-05-01")).request(""),
+			invEmail("Dense-Mem", "ops@example.com"),
+			deploy("staging", "hotfix").request(""),
+			deploy("production", "canary").request(""))
+		before := e.counts()
+		ledgers := e.invLedgerSnapshot()
+		for _, step := range []string{"writeset.after:entities", "writeset.after:fragments", "writeset.after:observations",
+			"writeset.after:relationships", "writeset.after:updates", "writeset.after:supports", "writeset.after:transitions",
+			"writeset.after:idempotency", "tx.before_commit"} {
+			t.Run(step, func(t *testing.T) {
+				pl, err := e.client.Remember(failpoint.Arm(e.ctx, step), e.A, req)
+				if !errors.Is(err, failpoint.ErrInjected) {
+					t.Fatalf("remember with %s armed: placement %+v, err %v; want ErrInjected", step, pl, err)
+				}
+				if d := invCountsDiff(before, e.counts()); d != "" {
+					t.Errorf("partial write: %s", d)
+				}
+				if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+					t.Errorf("rows changed:\n%s", strings.Join(bad, "\n"))
+				}
+				if st, _, vt, v := e.relationshipState(prior); st != "active" || vt != nil || v != 1 {
+					t.Errorf("prior: %s valid_to %v v%d, want active nil v1", st, vt, v)
+				}
+				if n := e.count("semantic_edges"); n != 1 {
+					t.Errorf("semantic_edges = %d, want 1", n)
+				}
+			})
+		}
+		pl := e.invRemember(e.A, req)
+		if pl.Replayed {
+			t.Fatal("the successful call replays a failed one")
+		}
+		var cats []densemem.Category
+		for _, o := range pl.RelationshipOutcomes {
+			cats = append(cats, o.Category)
+		}
+		if d := invDiff([]densemem.Category{densemem.CategorySupersededPrior, densemem.CategoryAccepted, densemem.CategoryAccepted,
+			densemem.CategoryNeedsReview}, cats); d != "" {
+			t.Errorf("categories (-want +got):\n%s", d)
+		}
+		after := e.counts()
+		for _, table := range []string{"entities", "evidence_fragments", "observations", "relationships", "support_links",
+			"relationship_transitions", "idempotency_records", "literal_values", "review_items"} {
+			if after[table] <= before[table] {
+				t.Errorf("%s did not grow on success (%d); the failpoint run did not exercise it", table, after[table])
+			}
+		}
+	})
+
+	t.Run("verifier failure", func(t *testing.T) {
+		t.Parallel()
+		v := &invVerifier{}
+		e := newEnv(t, func(c *densemem.Config) { c.Verifier = v })
+		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
+		before := e.counts()
+		req := deploy("production", "release").since(date("2026-05-01")).request(nextKey())
+		for _, mode := range []int32{1, 2} {
+			v.mode.Store(mode)
+			pl, err := e.client.Remember(e.ctx, e.A, req)
+			if !errors.Is(err, densemem.ErrVerifier) {
+				t.Fatalf("verifier mode %d: placement %+v, err %v; want ErrVerifier", mode, pl, err)
+			}
+			if d := invCountsDiff(before, e.counts()); d != "" {
+				t.Errorf("verifier mode %d wrote: %s", mode, d)
+			}
+			if st, _, _, ver := e.relationshipState(prior); st != "active" || ver != 1 {
+				t.Errorf("prior: %s v%d", st, ver)
+			}
+		}
+		v.mode.Store(0)
+		if out := invOnly(t, e.invRemember(e.A, req)); out.Category != densemem.CategorySupersededPrior {
+			t.Errorf("after the verifier recovers: %+v", out)
+		}
+	})
+}
