@@ -1227,6 +1227,9 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 			t.Run("delete", func(t *testing.T) {
 				refused(t, "DELETE FROM "+table)
 			})
+			t.Run("truncate", func(t *testing.T) {
+				refused(t, "TRUNCATE "+table+" CASCADE")
+			})
 			if d := invDiff(snap, e.invSnapshot(table, "ctid")); d != "" {
 				t.Errorf("%s changed:\n%s", table, d)
 			}
@@ -1240,6 +1243,9 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 		}
 		t.Run("delete", func(t *testing.T) {
 			refused(t, `DELETE FROM relationships`)
+		})
+		t.Run("truncate", func(t *testing.T) {
+			refused(t, `TRUNCATE relationships CASCADE`)
 		})
 		// Each authored field is refused even when the version is bumped, so the guard is about the
 		// field and not about the missing version bump.

@@ -378,6 +378,22 @@ CREATE TRIGGER support_links_append_only BEFORE UPDATE OR DELETE ON support_link
 CREATE TRIGGER relationship_transitions_append_only BEFORE UPDATE OR DELETE ON relationship_transitions FOR EACH ROW EXECUTE FUNCTION densemem_reject_mutation();
 CREATE TRIGGER idempotency_records_append_only BEFORE UPDATE OR DELETE ON idempotency_records FOR EACH ROW EXECUTE FUNCTION densemem_reject_mutation();
 
+-- TRUNCATE bypasses row triggers; statement-level triggers refuse it on every ledger and on relationships.
+CREATE TRIGGER predicate_definitions_no_truncate BEFORE TRUNCATE ON predicate_definitions FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER team_policies_no_truncate BEFORE TRUNCATE ON team_policies FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER entities_no_truncate BEFORE TRUNCATE ON entities FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER entity_names_no_truncate BEFORE TRUNCATE ON entity_names FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER literal_values_no_truncate BEFORE TRUNCATE ON literal_values FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER evidence_fragments_no_truncate BEFORE TRUNCATE ON evidence_fragments FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER fragment_contents_no_truncate BEFORE TRUNCATE ON fragment_contents FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER observations_no_truncate BEFORE TRUNCATE ON observations FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER verification_events_no_truncate BEFORE TRUNCATE ON verification_events FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER entity_resolution_events_no_truncate BEFORE TRUNCATE ON entity_resolution_events FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER support_links_no_truncate BEFORE TRUNCATE ON support_links FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER relationship_transitions_no_truncate BEFORE TRUNCATE ON relationship_transitions FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER idempotency_records_no_truncate BEFORE TRUNCATE ON idempotency_records FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+CREATE TRIGGER relationships_no_truncate BEFORE TRUNCATE ON relationships FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation();
+
 -- semantic_edges is the graph-shaped read of current knowledge: active relationships only.
 -- It is a view, so a status change removes the edge in the same transaction.
 CREATE VIEW semantic_edges AS
