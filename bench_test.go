@@ -1,0 +1,457 @@
+package densemem_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/internal/pgtrace"
+	"github.com/densemem/densemem/internal/testdb"
+)
+
+// Write-path benchmarks. Run them with
+//
+//	go test -run '^$' -bench 'Remember|Trace' -benchtime 3s -count 3 .
+//
+// Each reports roundtrips/op, counted by a pgx tracer (internal/pgtrace: one per Query, QueryRow,
+// Exec and SendBatch, BEGIN and COMMIT included), and wire-roundtrips/op, counted on the socket as
+// the number of times the client writes after having read. The two agree once every statement is
+// prepared on the connection; the wire count also sees the extra round trip that pgx spends
+// preparing a statement text on its first use on a connection.
+
+// maxRememberRoundTrips is the issue's bound on one Remember, BEGIN and COMMIT included.
+const maxRememberRoundTrips = 8
+
+// wireCounter counts client round trips on the sockets of a pool: a write that follows a read (or
+// is a connection's first write) starts a new round trip.
+type wireCounter struct{ n atomic.Int64 }
+
+func (w *wireCounter) Load() int64 { return w.n.Load() }
+func (w *wireCounter) Reset()      { w.n.Store(0) }
+
+// countingConn is a net.Conn that reports its write phases to a wireCounter.
+type countingConn struct {
+	net.Conn
+	w       *wireCounter
+	writing atomic.Bool
+}
+
+func (c *countingConn) Write(p []byte) (int, error) {
+	if !c.writing.Swap(true) {
+		c.w.n.Add(1)
+	}
+	return c.Conn.Write(p)
+}
+
+func (c *countingConn) Read(p []byte) (int, error) {
+	n, err := c.Conn.Read(p)
+	if n > 0 {
+		c.writing.Store(false)
+	}
+	return n, err
+}
+
+// benchEnv is an env on a fresh database whose pool counts its round trips.
+type benchEnv struct {
+	*env
+	trips *pgtrace.Counter
+	wire  *wireCounter
+}
+
+// newBenchEnv returns an env (team, profiles, vocabulary) on a fresh database whose pool is traced.
+// maxConns bounds the pool when positive.
+func newBenchEnv(tb testing.TB, maxConns int32) *benchEnv {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(testdb.NewURL(tb))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	be := &benchEnv{trips: &pgtrace.Counter{}, wire: &wireCounter{}}
+	cfg.ConnConfig.Tracer = be.trips
+	dial := cfg.ConnConfig.DialFunc
+	cfg.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		c, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return &countingConn{Conn: c, w: be.wire}, nil
+	}
+	if maxConns > 0 {
+		cfg.MaxConns, cfg.MinConns = maxConns, 0
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	// Cleanups run last in, first out: the pool closes before testdb drops the database.
+	tb.Cleanup(pool.Close)
+	be.env = newEnvOnPool(tb, pool)
+	return be
+}
+
+func (be *benchEnv) reset() {
+	be.trips.Reset()
+	be.wire.Reset()
+}
+
+// report adds the round trips per op counted since the last reset to b's results.
+func (be *benchEnv) report(b *testing.B) {
+	b.ReportMetric(float64(be.trips.Load())/float64(b.N), "roundtrips/op")
+	b.ReportMetric(float64(be.wire.Load())/float64(b.N), "wire-roundtrips/op")
+}
+
+// freshFact is op i's fact: two entities no earlier op named, so every Remember creates two
+// entities, one fragment, one observation, one verification, two resolution events, one
+// relationship with one support and one transition, one search refresh row and one idempotency
+// record.
+func freshFact(i int) fact {
+	return deploy(fmt.Sprintf("env-%d", i), fmt.Sprintf("branch-%d", i))
+}
+
+// rememberFresh remembers freshFact(i) for p under a new idempotency key and checks it was accepted.
+func (e *env) rememberFresh(p densemem.Principal, i int) *densemem.Placement {
+	e.t.Helper()
+	pl, err := e.client.Remember(e.ctx, p, freshFact(i).request(fmt.Sprintf("bench-%d", i)))
+	if err != nil {
+		e.t.Fatalf("remember %d: %v", i, err)
+	}
+	if len(pl.RelationshipOutcomes) != 1 || pl.RelationshipOutcomes[0].Category != densemem.CategoryAccepted {
+		e.t.Fatalf("remember %d: want one accepted outcome, got %+v", i, pl.RelationshipOutcomes)
+	}
+	return pl
+}
+
+// delta returns the tables whose row counts differ between two counts snapshots, with the difference.
+func delta(before, after map[string]int) map[string]int {
+	out := map[string]int{}
+	for t, n := range after {
+		if d := n - before[t]; d != 0 {
+			out[t] = d
+		}
+	}
+	return out
+}
+
+// TestRememberRoundTrips checks the round trips of one fresh-data Remember against the issue's
+// bound, and that the tracer's count is the count on the wire once statements are prepared.
+func TestRememberRoundTrips(t *testing.T) {
+	t.Parallel()
+	// One connection, so the second Remember runs on the connection the first one warmed.
+	be := newBenchEnv(t, 1)
+
+	be.reset()
+	be.rememberFresh(be.A, 0)
+	t.Logf("first Remember on a new connection: %d statement round trips, %d on the wire (statement preparation included)",
+		be.trips.Load(), be.wire.Load())
+
+	before := be.counts()
+	be.reset()
+	be.rememberFresh(be.A, 1)
+	trips, wire := be.trips.Load(), be.wire.Load()
+	got := delta(before, be.counts())
+	t.Logf("warm Remember: %d round trips (tracer), %d on the wire; rows written: %v", trips, wire, got)
+
+	if trips > maxRememberRoundTrips {
+		t.Errorf("one Remember took %d round trips, want at most %d", trips, maxRememberRoundTrips)
+	}
+	if trips != wire {
+		t.Errorf("tracer counted %d round trips, the wire %d", trips, wire)
+	}
+	want := map[string]int{"entities": 2, "entity_names": 2, "evidence_fragments": 1, "fragment_contents": 1,
+		"observations": 1, "verification_events": 1, "entity_resolution_events": 2, "relationships": 1,
+		"support_links": 1, "relationship_transitions": 1, "search_refresh_queue": 1, "idempotency_records": 1}
+	if !maps.Equal(want, got) {
+		t.Errorf("rows written by one Remember: want %v, got %v", want, got)
+	}
+}
+
+// BenchmarkRemember remembers one evidence item citing one relationship between two new entities
+// per op, all in one team. The team grows with every op, so ns/op also measures how the write
+// path's queries scale with team size; on a server without autovacuum (as the test server runs)
+// they are planned without statistics.
+func BenchmarkRemember(b *testing.B) {
+	be := newBenchEnv(b, 0)
+	be.rememberFresh(be.A, -1) // prepares the statements on the pool's connection
+	i := 0
+	be.reset()
+	for b.Loop() {
+		be.rememberFresh(be.A, i)
+		i++
+	}
+	be.report(b)
+}
+
+// The floor: the rows one fresh-data Remember writes, inserted by raw pgx with no reads, no locks and
+// no planning. Every per-op value is a named parameter (@name); each table's INSERT is written once
+// and used both as a batch statement and as a CTE of the one-statement variant.
+var floorInserts = []string{
+	`INSERT INTO entities (team_id, entity_id, entity_kind, identity_context, created_by, ingest_id, created_at)
+VALUES (@team, @subject, 'environment', @context, @profile, @ingest, @now),
+       (@team, @object, 'git_branch', @context, @profile, @ingest, @now)`,
+	`INSERT INTO entity_names (team_id, entity_id, name, normalized_name, name_kind, created_at)
+VALUES (@team, @subject, @subject_name, @subject_norm, 'canonical', @now),
+       (@team, @object, @object_name, @object_norm, 'canonical', @now)`,
+	`INSERT INTO evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
+    authority, source_group, source_key, source_revision, content_sha256, content_length, created_at)
+VALUES (@team, @fragment, @ingest, 0, @profile, 'manual', 'standard', @group, '', '', @hash, octet_length(@content::text), @now)`,
+	`INSERT INTO fragment_contents (team_id, fragment_id, content) VALUES (@team, @fragment, @content)`,
+	`INSERT INTO observations (team_id, observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name,
+    predicate_phrase, predicate_key, predicate_version, object_ref, object_name, object_value, polarity, modality,
+    scope, valid_from, valid_to, citations, created_at)
+VALUES (@team, @observation, @ingest, @profile, 'p1', 's', @subject_name, 'deploys_from', 'deploys_from', @predicate_version,
+    'o', @object_name, NULL, '+', 'statement', '', NULL, NULL, @citations, @now)`,
+	`INSERT INTO verification_events (team_id, verification_id, observation_id, verifier, verdict, confidence, rationale,
+    confirmed_valid_from, support_granted, created_at)
+VALUES (@team, @verification, @observation, 'span_verifier', 'entailed', 1, @rationale, NULL, true, @now)`,
+	`INSERT INTO entity_resolution_events (team_id, resolution_id, observation_id, mention_ref, mention_name, entity_kind,
+    entity_id, decision, candidate_ids, profile_id, ingest_id, created_at)
+VALUES (@team, @resolution_s, @observation, 's', @subject_name, 'environment', @subject, 'created', '{}', @profile, @ingest, @now),
+       (@team, @resolution_o, @observation, 'o', @object_name, 'git_branch', @object, 'created', '{}', @profile, @ingest, @now)`,
+	`INSERT INTO relationships (team_id, relationship_id, owner_profile_id, subject_entity_id, predicate_key,
+    predicate_version, object_entity_id, object_value_id, polarity, scope, valid_from, valid_to, status, tier,
+    version, observation_id, ingest_id, created_at, updated_at)
+VALUES (@team, @relationship, @profile, @subject, 'deploys_from', @predicate_version, @object, NULL, '+', '', NULL, NULL,
+    'active', 'validated_claim', 1, @observation, @ingest, @now, @now)`,
+	`INSERT INTO support_links (team_id, support_id, relationship_id, fragment_id, observation_id, verification_id,
+    span_start, span_end, source_group, content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at)
+VALUES (@team, @support, @relationship, @fragment, @observation, @verification, 0, @span_end, @group, @hash, 'standard',
+    @profile, @profile, @ingest, @now)`,
+	`INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status, from_tier,
+    to_tier, from_valid_to, to_valid_to, from_version, to_version, reason, actor_kind, actor_profile_id,
+    related_relationship_id, ingest_id, idempotency_key, created_at)
+VALUES (@team, @transition, @relationship, NULL, 'active', NULL, 'validated_claim', NULL, NULL, NULL, 1, 'accepted',
+    'profile', @profile, NULL, @ingest, @key, @now)`,
+	`INSERT INTO search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES (@team, @relationship, 'accepted', @now)`,
+	`INSERT INTO idempotency_records (team_id, profile_id, idempotency_key, operation, request_hash, ingest_id, result, created_at)
+VALUES (@team, @profile, @key, 'remember', @request_hash, @ingest, @result, @now)`,
+}
+
+// floorParams are the parameter names of the floor statements; a floorOp holds their values in
+// this order.
+var floorParams = []string{"team", "profile", "ingest", "now", "context", "subject", "object", "subject_name",
+	"subject_norm", "object_name", "object_norm", "fragment", "content", "group", "hash", "observation",
+	"predicate_version", "citations", "verification", "rationale", "resolution_s", "resolution_o", "relationship",
+	"support", "span_end", "transition", "key", "request_hash", "result"}
+
+// floorStmt is a statement with positional parameters and, for each, the index of its value in a
+// floorOp.
+type floorStmt struct {
+	sql  string
+	args []int
+}
+
+var namedParam = regexp.MustCompile(`@[a-z_]+`)
+
+// compileFloor rewrites @name parameters to $n, once, so the timed loop only copies values.
+func compileFloor(sql string) floorStmt {
+	index := map[string]int{}
+	for i, p := range floorParams {
+		index[p] = i
+	}
+	var st floorStmt
+	pos := map[string]int{}
+	st.sql = namedParam.ReplaceAllStringFunc(sql, func(m string) string {
+		name := m[1:]
+		n, ok := pos[name]
+		if !ok {
+			i, known := index[name]
+			if !known {
+				panic("bench: unknown floor parameter " + m)
+			}
+			st.args = append(st.args, i)
+			n = len(st.args)
+			pos[name] = n
+		}
+		return fmt.Sprintf("$%d", n)
+	})
+	return st
+}
+
+func (st floorStmt) bind(op []any) []any {
+	args := make([]any, len(st.args))
+	for i, j := range st.args {
+		args[i] = op[j]
+	}
+	return args
+}
+
+// floorCTE is every floor INSERT as one statement of data-modifying CTEs. Foreign keys are checked
+// at the end of the statement and the transition trigger at commit, so the order does not matter.
+func floorCTE() string {
+	var b strings.Builder
+	b.WriteString("WITH ")
+	for i, ins := range floorInserts[:len(floorInserts)-1] {
+		if i > 0 {
+			b.WriteString(",\n")
+		}
+		fmt.Fprintf(&b, "w%d AS (%s)", i, ins)
+	}
+	b.WriteString("\n")
+	b.WriteString(floorInserts[len(floorInserts)-1])
+	return b.String()
+}
+
+// floorFixture is what every floor op shares: the team, the writer, the predicate and a stored
+// placement of the size Remember stores.
+type floorFixture struct {
+	team, profile    string
+	predicateVersion int
+	requestHash      string
+	result           []byte
+	stmts            []floorStmt
+	cte              floorStmt
+}
+
+func newFloorFixture(be *benchEnv, placement *densemem.Placement) *floorFixture {
+	be.t.Helper()
+	fx := &floorFixture{team: string(be.team), profile: string(be.A.ProfileID),
+		requestHash: strings.Repeat("ab", 32), cte: compileFloor(floorCTE())}
+	var err error
+	if fx.result, err = json.Marshal(placement); err != nil {
+		be.t.Fatal(err)
+	}
+	if err := be.pool.QueryRow(be.ctx, `SELECT max(version) FROM predicate_definitions WHERE team_id = $1 AND predicate_key = 'deploys_from'`,
+		be.team).Scan(&fx.predicateVersion); err != nil {
+		be.t.Fatal(err)
+	}
+	for _, ins := range floorInserts {
+		fx.stmts = append(fx.stmts, compileFloor(ins))
+	}
+	return fx
+}
+
+// op returns the parameter values of floor op i, in floorParams order.
+func (fx *floorFixture) op(be *benchEnv, i int) []any {
+	f := freshFact(i)
+	id := func(prefix string) string { return fmt.Sprintf("%s_floor%021d", prefix, i) }
+	hash := evidence.ContentHash(f.content)
+	citations := fmt.Appendf(nil, `[{"evidence_index":0,"start":0,"end":%d}]`, len(f.content))
+	return []any{fx.team, fx.profile, id("ing"), be.clock.Now(), []byte("{}"), id("ent_s"), id("ent_o"), f.subject,
+		strings.ToLower(f.subject), f.object, strings.ToLower(f.object), id("frg"), f.content,
+		evidence.GroupLabel("", "", hash), hash, id("obs"), fx.predicateVersion, citations, id("ver"),
+		"the cited text names the subject and the object", id("res_s"), id("res_o"), id("rel"), id("sup"),
+		len(f.content), id("trn"), fmt.Sprintf("floor-%d", i), fx.requestHash, fx.result}
+}
+
+// queue queues the floor INSERTs of one op on b, one statement per table.
+func (fx *floorFixture) queue(b *pgx.Batch, op []any) {
+	for _, st := range fx.stmts {
+		b.Queue(st.sql, st.bind(op)...)
+	}
+}
+
+// floorVariants are the ways the floor writes one op's rows, fewest round trips last.
+var floorVariants = []struct {
+	name string
+	run  func(ctx context.Context, pool *pgxpool.Pool, fx *floorFixture, op []any) error
+}{
+	{
+		// The shape of Remember's transaction without its reads: BEGIN, one batch, COMMIT.
+		name: "begin-batch-commit",
+		run: func(ctx context.Context, pool *pgxpool.Pool, fx *floorFixture, op []any) error {
+			return pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+				b := &pgx.Batch{}
+				fx.queue(b, op)
+				return tx.SendBatch(ctx, b).Close()
+			})
+		},
+	},
+	{
+		// BEGIN, the INSERTs and COMMIT pipelined in one batch: one round trip, one explicit
+		// transaction, one statement per table.
+		name: "pipelined",
+		run: func(ctx context.Context, pool *pgxpool.Pool, fx *floorFixture, op []any) error {
+			b := &pgx.Batch{}
+			b.Queue("BEGIN")
+			fx.queue(b, op)
+			b.Queue("COMMIT")
+			return pool.SendBatch(ctx, b).Close()
+		},
+	},
+	{
+		// One statement of data-modifying CTEs in its own implicit transaction: one round trip and
+		// one statement.
+		name: "cte",
+		run: func(ctx context.Context, pool *pgxpool.Pool, fx *floorFixture, op []any) error {
+			_, err := pool.Exec(ctx, fx.cte.sql, fx.cte.bind(op)...)
+			return err
+		},
+	},
+}
+
+// BenchmarkRememberFloor writes the rows of one fresh-data Remember with raw pgx and nothing else,
+// on the same schema, in three ways: begin-batch-commit (the round-trip shape of Remember's own
+// write transaction, 3 round trips), pipelined (BEGIN, INSERTs and COMMIT in one batch, 1 round
+// trip) and cte (one statement, 1 round trip). The fewest round trips is one; the fastest variant is
+// the floor Remember is measured against.
+func BenchmarkRememberFloor(b *testing.B) {
+	for _, v := range floorVariants {
+		b.Run(v.name, func(b *testing.B) {
+			be := newBenchEnv(b, 0)
+			ctx := be.ctx
+			// One real Remember: the stored placement it returns is the floor's idempotency result,
+			// and its row counts are what each floor op must write.
+			before := be.counts()
+			fx := newFloorFixture(be, be.rememberFresh(be.A, -1))
+			want := delta(before, be.counts())
+			before = be.counts()
+			if err := v.run(ctx, be.pool, fx, fx.op(be, -1)); err != nil {
+				b.Fatalf("floor op: %v", err)
+			}
+			if got := delta(before, be.counts()); !maps.Equal(want, got) {
+				b.Fatalf("floor op writes %v, Remember writes %v", got, want)
+			}
+			i := 0
+			be.reset()
+			for b.Loop() {
+				if err := v.run(ctx, be.pool, fx, fx.op(be, i)); err != nil {
+					b.Fatalf("floor op %d: %v", i, err)
+				}
+				i++
+			}
+			be.report(b)
+		})
+	}
+}
+
+// BenchmarkTrace traces one relationship with three supports from three source groups, with
+// evidence content, verifications, transitions and one hop of neighbours.
+func BenchmarkTrace(b *testing.B) {
+	be := newBenchEnv(b, 0)
+	var rel densemem.RelationshipID
+	for i, group := range []string{"g1", "g2", "g3"} {
+		f := deploy("production", "main")
+		f.sourceGroup = group
+		f.content = fmt.Sprintf("Report %d: the production environment deploys from the main branch.", i+1)
+		out := be.remember(be.A, f)
+		rel = out.RelationshipID
+	}
+	be.remember(be.A, deploy("staging", "main")) // a neighbour through main
+	req := densemem.TraceRequest{RelationshipID: rel, IncludeEvidenceContent: true, IncludeVerification: true,
+		IncludeTransitions: true, MaxDepth: 1, MaxEdges: 10}
+	res, err := be.client.Trace(be.ctx, be.A, req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if len(res.Evidence) != 3 || len(res.Neighbours) != 1 {
+		b.Fatalf("trace: %d evidence, %d neighbours; want 3 and 1", len(res.Evidence), len(res.Neighbours))
+	}
+	be.reset()
+	for b.Loop() {
+		if _, err := be.client.Trace(be.ctx, be.A, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+	be.report(b)
+}
