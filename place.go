@@ -63,13 +63,16 @@ func (pl *planner) resolve(candidates, known []identity.Entity) {
 	}
 }
 
-// keys returns the conflict keys of every statement that may become a relationship.
-func (pl *planner) keys() []conflict.Key {
+// keys returns the conflict keys of every statement that may become a relationship; with
+// newSubjects false it leaves out the keys whose subject this call creates.
+func (pl *planner) keys(newSubjects bool) []conflict.Key {
 	var out []conflict.Key
 	for _, r := range pl.req.Proposal.Relationships {
-		if k, ok := pl.key(r); ok && !slices.Contains(out, k) {
-			out = append(out, k)
+		k, ok := pl.key(r)
+		if !ok || slices.Contains(out, k) || (!newSubjects && pl.res[r.SubjectRef].Decision == identity.DecisionCreated) {
+			continue
 		}
+		out = append(out, k)
 	}
 	return out
 }

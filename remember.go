@@ -84,7 +84,9 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		pl := &planner{c: c, p: p, req: &req, in: in, now: now, policy: policy, verdicts: verdicts, hash: hash,
 			preds: prep.Predicates, verifier: c.cfg.Verifier.Name()}
 		pl.resolve(locked.Candidates, locked.Known)
-		keys := pl.keys()
+		// Keys whose subject this call creates need no lock: no other transaction can see the new
+		// entity before commit, and its name lock already serialises its creators.
+		keys := pl.keys(false)
 		var kl store.KeysLocked
 		if len(keys) > 0 {
 			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Owner: p.ProfileID, Keys: keys}); err != nil {

@@ -16,6 +16,20 @@ END;
 $$;
 -- +goose StatementEnd
 
+-- +goose StatementBegin
+-- densemem_expect_rows fails the statement (and so the transaction) unless n = expected. Fenced updates
+-- use it so a stale version aborts on the server, even inside a pipelined batch that ends in COMMIT.
+CREATE FUNCTION densemem_expect_rows(n bigint, expected bigint, what text) RETURNS bigint
+LANGUAGE plpgsql AS $$
+BEGIN
+    IF n <> expected THEN
+        RAISE EXCEPTION 'densemem: % changed concurrently', what USING ERRCODE = 'DM003';
+    END IF;
+    RETURN n;
+END;
+$$;
+-- +goose StatementEnd
+
 CREATE TABLE teams (
     team_id    text        NOT NULL PRIMARY KEY,
     name       text        NOT NULL,
@@ -430,3 +444,4 @@ DROP TABLE search_refresh_queue, review_items, idempotency_records, relationship
 DROP FUNCTION densemem_relationship_has_transition();
 DROP FUNCTION densemem_guard_relationship();
 DROP FUNCTION densemem_reject_mutation();
+DROP FUNCTION densemem_expect_rows(bigint, bigint, text);

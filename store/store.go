@@ -50,10 +50,13 @@ type Store interface {
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
 	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable, or fn's.
+	// An implementation may open the transaction with fn's first Tx call and commit it with
+	// WriteSetApply, to save round trips.
 	Tx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
 }
 
-// Tx is one open transaction. Each method is one round trip.
+// Tx is one open transaction. Each method is one round trip; WriteSetApply is the last call of a
+// transaction that writes, and may carry its COMMIT.
 type Tx interface {
 	// IntakeLock takes the idempotency lock and the entity-name locks (sorted), then re-reads the
 	// idempotency record, the caller's profile (held FOR SHARE) and the entities of the named names.
@@ -61,10 +64,9 @@ type Tx interface {
 	// KeysLock takes the conflict-key locks (sorted), then locks and returns the owner's
 	// relationships of those keys (rows locked FOR UPDATE in ID order) with their supports.
 	KeysLock(ctx context.Context, p KeysLockParams) (KeysLocked, error)
-	// RelationshipLock locks one relationship row FOR UPDATE and returns it. ErrNotFound when absent.
-	RelationshipLock(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error)
-	// WriteSetApply writes every row of ws. An update whose expected version no longer matches fails
-	// with ErrStaleVersion; a database integrity rule fails with ErrIntegrity.
+	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
+	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
+	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains.
 	WriteSetApply(ctx context.Context, ws WriteSet) error
 }
 

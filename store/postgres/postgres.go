@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
@@ -68,6 +69,10 @@ func (s *Store) Close() { s.pool.Close() }
 var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
 
 // Tx runs fn in one READ COMMITTED transaction, retrying on deadlock or serialization failure.
+//
+// The transaction costs no round trips of its own: BEGIN travels in the batch of fn's first Tx call
+// and COMMIT in the batch of WriteSetApply (or alone, when fn wrote nothing). A failure anywhere rolls
+// the transaction back; a connection left in an unknown state is closed, never reused.
 func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var last error
 	for attempt := 0; attempt < s.attempts; attempt++ {
@@ -84,22 +89,44 @@ func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx
 }
 
 func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
-	ptx, err := s.pool.Begin(ctx)
+	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
+	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx)}
 	defer func() {
-		if err != nil {
-			_ = ptx.Rollback(context.WithoutCancel(ctx))
+		if err != nil && t.begun && !t.done {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			_, rerr := t.conn.Exec(rctx, "ROLLBACK")
+			cancel()
+			if rerr != nil {
+				_ = t.conn.Close(context.WithoutCancel(ctx))
+			}
 		}
+		if t.conn.PgConn().TxStatus() != 'I' && !t.conn.IsClosed() {
+			_ = t.conn.Close(context.WithoutCancel(ctx))
+		}
+		conn.Release()
 	}()
-	if err = fn(ctx, &tx{tx: ptx}); err != nil {
+	if err = fn(ctx, t); err != nil {
 		return err
+	}
+	if t.done || !t.begun {
+		return nil
 	}
 	if err = failpoint.Check(ctx, "tx.before_commit"); err != nil {
 		return err
 	}
-	return ptx.Commit(ctx)
+	if _, err = t.conn.Exec(ctx, "COMMIT"); err != nil {
+		return err
+	}
+	t.done = true
+	return nil
+}
+
+// beginFunc runs fn in a plain pgx transaction; provisioning uses it, the write path uses Tx.
+func (s *Store) beginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
+	return translate(pgx.BeginFunc(ctx, s.pool, fn))
 }
 
 func retryable(err error) bool {
@@ -126,6 +153,8 @@ func translate(err error) error {
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
 		switch {
+		case pgErr.Code == "DM003":
+			return fmt.Errorf("%w: %s", store.ErrStaleVersion, pgErr.Message)
 		case pgErr.Code == "DM001" || pgErr.Code == "DM002" || pgErr.Code[:2] == "23":
 			return fmt.Errorf("%w: %s", store.ErrIntegrity, pgErr.Message)
 		case pgErr.Code == "40P01" || pgErr.Code == "40001":

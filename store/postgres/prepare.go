@@ -11,15 +11,15 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
+// entitiesByNameSQL returns every entity of the given kinds ($2) with a name among $3, with all its
+// names. It over-fetches (kinds and names are not paired); identity.Resolve matches pairs exactly.
+// The shape is kept simple on purpose: it is planned quickly and uses entity_names_lookup.
 const entitiesByNameSQL = `-- name: EntitiesByName
 SELECT e.entity_id, e.entity_kind, e.identity_context, n.name, n.normalized_name, n.name_kind
 FROM entities e
 JOIN entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id
-WHERE e.team_id = $1 AND e.entity_id IN (
-    SELECT m.entity_id FROM entity_names m
-    JOIN entities me ON me.team_id = m.team_id AND me.entity_id = m.entity_id
-    JOIN unnest($2::text[], $3::text[]) AS q(kind, name) ON q.kind = me.entity_kind AND q.name = m.normalized_name
-    WHERE m.team_id = $1)
+WHERE e.team_id = $1 AND e.entity_kind = ANY($2::text[])
+  AND e.entity_id IN (SELECT m.entity_id FROM entity_names m WHERE m.team_id = $1 AND m.normalized_name = ANY($3::text[]))
 ORDER BY e.entity_id, n.name_kind, n.normalized_name`
 
 const entitiesByIDSQL = `-- name: EntitiesByID
@@ -47,6 +47,17 @@ func entityStrings(ids []identity.EntityID) []string {
 		out[i] = string(id)
 	}
 	return out
+}
+
+// queueEntityReads queues the entity reads of a call: by name and by ID, each only when asked for.
+func queueEntityReads(b *pgx.Batch, byName, byID *[]identity.Entity, team identity.TeamID, names []store.NameLookup, ids []identity.EntityID) {
+	if len(names) > 0 {
+		kinds, norms := nameArgs(names)
+		queueEntities(b, byName, entitiesByNameSQL, team, kinds, norms)
+	}
+	if len(ids) > 0 {
+		queueEntities(b, byID, entitiesByIDSQL, team, entityStrings(ids))
+	}
 }
 
 // queueEntities queues a query returning entities with all their names into *dst.
@@ -91,6 +102,9 @@ func queueIdempotency(b *pgx.Batch, dst **store.IdempotencyRecord, team identity
 func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPrepareParams) (store.RememberPrepared, error) {
 	var out store.RememberPrepared
 	b := &pgx.Batch{}
+	// A read-only transaction inside the one batch, so the generic-plan setting applies to it.
+	b.Queue("BEGIN READ ONLY")
+	b.Queue(genericPlansSQL)
 	b.Queue(principalSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) error {
 		pr, err := scanPrincipal(row, p.Team, p.Profile)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -104,11 +118,10 @@ func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPreparePara
 		out.Predicates = preds
 		return err
 	})
-	kinds, norms := nameArgs(p.Names)
-	queueEntities(b, &out.Candidates, entitiesByNameSQL, p.Team, kinds, norms)
-	queueEntities(b, &out.Known, entitiesByIDSQL, p.Team, entityStrings(p.KnownEntities))
+	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+	b.Queue("COMMIT")
+	if err := s.sendReadBatch(ctx, b); err != nil {
 		return store.RememberPrepared{}, translate(err)
 	}
 	return out, nil
@@ -123,4 +136,22 @@ func (s *Store) IdempotencyGet(ctx context.Context, team identity.TeamID, profil
 		return nil, translate(err)
 	}
 	return rec, nil
+}
+
+// sendReadBatch sends a batch that opens and commits its own read-only transaction. A failure part
+// way leaves that transaction aborted on the connection, so it is rolled back (or the connection
+// closed) before the connection goes back to the pool.
+func (s *Store) sendReadBatch(ctx context.Context, b *pgx.Batch) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = conn.SendBatch(ctx, b).Close()
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	return err
 }

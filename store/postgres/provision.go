@@ -24,8 +24,7 @@ RETURNING version`
 
 // TeamCreate creates a team and its first policy version in one transaction.
 func (s *Store) TeamCreate(ctx context.Context, p store.TeamCreateParams) error {
-	return s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
-		tx := t.(*tx).tx
+	return s.beginFunc(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, teamInsertSQL, p.Team, p.Name, p.CreatedAt); err != nil {
 			return translate(err)
 		}
@@ -123,8 +122,7 @@ func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) 
 // does not exist.
 func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (store.Policy, error) {
 	pol := p.Policy
-	err := s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
-		tx := t.(*tx).tx
+	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
 		// Serialise version assignment per team on the team row.
 		var one int
 		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", pol.Team).Scan(&one); err != nil {
@@ -146,8 +144,7 @@ RETURNING version`
 // team does not exist.
 func (s *Store) PredicateAppend(ctx context.Context, p store.PredicateAppendParams) (relationship.Predicate, error) {
 	pr := p.Predicate
-	err := s.Tx(ctx, func(ctx context.Context, t store.Tx) error {
-		tx := t.(*tx).tx
+	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
 		var one int
 		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", p.Team).Scan(&one); err != nil {
 			return translate(err)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -16,8 +15,35 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
+// tx is one transaction on one connection. BEGIN is queued in front of the first batch and, when no
+// failpoint is armed, COMMIT behind the write batch.
 type tx struct {
-	tx pgx.Tx
+	conn       *pgx.Conn
+	begun      bool // BEGIN has been sent
+	done       bool // COMMIT has been sent and succeeded, or the work is over
+	foldCommit bool // queue COMMIT behind the write batch
+}
+
+// genericPlansSQL makes the transaction's prepared statements use their generic plans. The write
+// path's statements are index-driven by design (team first, keys by = ANY), so a generic plan is as
+// good as a custom one, and re-planning them on every call cost more than executing them.
+const genericPlansSQL = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+
+// errTxOver is returned by a Tx call after WriteSetApply.
+var errTxOver = errors.New("densemem store: transaction already ended by WriteSetApply")
+
+// batch returns a new batch for the transaction, starting with BEGIN when none was sent yet.
+func (t *tx) batch() (*pgx.Batch, error) {
+	if t.done {
+		return nil, errTxOver
+	}
+	b := &pgx.Batch{}
+	if !t.begun {
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+		b.Queue(genericPlansSQL)
+		t.begun = true
+	}
+	return b, nil
 }
 
 var _ store.Tx = (*tx)(nil)
@@ -25,21 +51,6 @@ var _ store.Tx = (*tx)(nil)
 const relationshipColumns = `r.relationship_id, r.owner_profile_id, r.subject_entity_id, r.predicate_key, r.predicate_version,
        r.object_entity_id, r.object_value_id, r.polarity, r.scope, r.valid_from, r.valid_to, r.status, r.tier, r.version`
 
-func scanRelationship(row pgx.CollectableRow) (relationship.Relationship, error) {
-	var r relationship.Relationship
-	var objEntity, objValue *string
-	var pol, status, tier string
-	err := row.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
-		&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version)
-	if objEntity != nil {
-		r.Object.EntityID = identity.EntityID(*objEntity)
-	}
-	if objValue != nil {
-		r.Object.ValueID = *objValue
-	}
-	r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
-	return r, err
-}
 
 const profileShareSQL = `-- name: ProfileShare
 SELECT status, scopes FROM profiles WHERE team_id = $1 AND profile_id = $2 FOR SHARE`
@@ -47,7 +58,10 @@ SELECT status, scopes FROM profiles WHERE team_id = $1 AND profile_id = $2 FOR S
 // IntakeLock takes the idempotency and entity-name locks, then re-reads under them.
 func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.IntakeLocked, error) {
 	var out store.IntakeLocked
-	b := &pgx.Batch{}
+	b, err := t.batch()
+	if err != nil {
+		return out, err
+	}
 	locks := append([]int64{idempotencyLockID(p.Team, p.Profile, p.IdempotencyKey)}, nameLockIDs(p.Team, p.NameLocks)...)
 	b.Queue(lockManySQL, locks)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
@@ -64,33 +78,33 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 		}
 		return err
 	})
-	kinds, norms := nameArgs(p.Names)
-	queueEntities(b, &out.Candidates, entitiesByNameSQL, p.Team, kinds, norms)
-	queueEntities(b, &out.Known, entitiesByIDSQL, p.Team, entityStrings(p.KnownEntities))
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return store.IntakeLocked{}, translate(err)
 	}
 	return out, nil
 }
 
+// keyFilter selects a team's relationships of a set of conflict keys ($3, $4, $5: parallel arrays of
+// subject, predicate and scope). The ANY conditions let a generic plan use relationships_conflict_key.
+const keyFilter = `r.team_id = $1
+  AND r.subject_entity_id = ANY($3::text[]) AND r.predicate_key = ANY($4::text[]) AND r.scope = ANY($5::text[])
+  AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))`
+
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
 SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
 FROM relationships r
-JOIN unnest($3::text[], $4::text[], $5::text[]) AS k(subject, predicate, scope)
-  ON r.subject_entity_id = k.subject AND r.predicate_key = k.predicate AND r.scope = k.scope
 LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
 LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
-WHERE r.team_id = $1 AND r.owner_profile_id = $2
+WHERE ` + keyFilter + ` AND r.owner_profile_id = $2
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const keySupportsSQL = `-- name: KeySupports
 SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id
-FROM support_links s
-JOIN relationships r ON r.team_id = s.team_id AND r.relationship_id = s.relationship_id
-JOIN unnest($3::text[], $4::text[], $5::text[]) AS k(subject, predicate, scope)
-  ON r.subject_entity_id = k.subject AND r.predicate_key = k.predicate AND r.scope = k.scope
-WHERE s.team_id = $1 AND r.owner_profile_id = $2
+FROM relationships r
+JOIN support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+WHERE ` + keyFilter + ` AND r.owner_profile_id = $2
 ORDER BY s.relationship_id, s.support_id`
 
 // KeysLock takes the conflict-key locks, then locks and reads the owner's relationships of the keys.
@@ -100,7 +114,10 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	for i, k := range p.Keys {
 		subjects[i], preds[i], scopes[i] = string(k.Subject), k.PredicateKey, k.Scope
 	}
-	b := &pgx.Batch{}
+	b, err := t.batch()
+	if err != nil {
+		return out, err
+	}
 	b.Queue(lockManySQL, keyLockIDs(p.Keys))
 	out.ObjectNames = map[relationship.ID]string{}
 	b.Queue(keyRelationshipsSQL, p.Team, p.Owner, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
@@ -135,23 +152,10 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		out.Supports = sups
 		return err
 	})
-	if err := t.tx.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return store.KeysLocked{}, translate(err)
 	}
 	return out, nil
-}
-
-const relationshipLockSQL = `-- name: RelationshipLock
-SELECT ` + relationshipColumns + ` FROM relationships r WHERE r.team_id = $1 AND r.relationship_id = $2 FOR UPDATE`
-
-// RelationshipLock locks one relationship row and returns it. ErrNotFound when absent.
-func (t *tx) RelationshipLock(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error) {
-	rows, err := t.tx.Query(ctx, relationshipLockSQL, team, id)
-	if err != nil {
-		return relationship.Relationship{}, translate(err)
-	}
-	r, err := pgx.CollectExactlyOneRow(rows, scanRelationship)
-	return r, translate(err)
 }
 
 // The write set's statements, one per row, sent as one batch.
@@ -191,8 +195,11 @@ INSERT INTO relationships (team_id, relationship_id, owner_profile_id, subject_e
     version, observation_id, ingest_id, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`
 	relationshipUpdateSQL = `-- name: RelationshipUpdate
-UPDATE relationships SET status = $4, tier = $5, valid_to = $6, version = version + 1, updated_at = $7
-WHERE team_id = $1 AND relationship_id = $2 AND version = $3`
+WITH u AS (
+    UPDATE relationships SET status = $4, tier = $5, valid_to = $6, version = version + 1, updated_at = $7
+    WHERE team_id = $1 AND relationship_id = $2 AND version = $3
+    RETURNING 1)
+SELECT densemem_expect_rows(count(*), 1, 'relationship ' || $2::text || ' at version ' || $3::text) FROM u`
 	supportInsertSQL = `-- name: SupportInsert
 INSERT INTO support_links (team_id, support_id, relationship_id, fragment_id, observation_id, verification_id,
     span_start, span_end, source_group, content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at)
@@ -216,7 +223,10 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // WriteSetApply writes every row of ws in one round trip, in dependency order.
 func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
-	b := &pgx.Batch{}
+	b, err := t.batch()
+	if err != nil {
+		return err
+	}
 	// step queues a failpoint check that runs once the rows of one table have been written.
 	armed := failpoint.Armed(ctx)
 	step := func(name string, n int) {
@@ -271,13 +281,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	}
 	step("relationships", len(ws.Relationships))
 	for _, u := range ws.Updates {
-		b.Queue(relationshipUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Tier, u.ValidTo, u.UpdatedAt).
-			Exec(func(ct pgconn.CommandTag) error {
-				if ct.RowsAffected() != 1 {
-					return fmt.Errorf("relationship %s at version %d: %w", u.ID, u.ExpectVersion, store.ErrStaleVersion)
-				}
-				return nil
-			})
+		b.Queue(relationshipUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Tier, u.ValidTo, u.UpdatedAt)
 	}
 	step("updates", len(ws.Updates))
 	for _, s := range ws.Supports {
@@ -307,10 +311,15 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 			[]byte(ir.Result), ir.CreatedAt)
 	}
 	step("idempotency", 1)
-	if b.Len() == 0 {
-		return nil
+	commit := t.foldCommit
+	if commit {
+		b.Queue("COMMIT")
 	}
-	return translate(t.tx.SendBatch(ctx, b).Close())
+	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+		return translate(err)
+	}
+	t.done = commit
+	return nil
 }
 
 func nonNilMap(m map[string]string) map[string]string {
