@@ -51,7 +51,6 @@ var _ store.Tx = (*tx)(nil)
 const relationshipColumns = `r.relationship_id, r.owner_profile_id, r.subject_entity_id, r.predicate_key, r.predicate_version,
        r.object_entity_id, r.object_value_id, r.polarity, r.scope, r.valid_from, r.valid_to, r.status, r.tier, r.version`
 
-
 const profileShareSQL = `-- name: ProfileShare
 SELECT status, scopes FROM profiles WHERE team_id = $1 AND profile_id = $2 FOR SHARE`
 
