@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
@@ -29,7 +31,10 @@ type ForgetResult struct {
 	TransitionID   string         `json:"transition_id,omitempty"`
 	// AlreadyRetracted is true when the relationship was retracted before this call; nothing changed.
 	AlreadyRetracted bool `json:"already_retracted,omitempty"`
-	Replayed         bool `json:"replayed"`
+	// Conflict names the team conflict case of the relationship's key after the retraction (for
+	// example dismissed, when the retraction left no material disagreement).
+	Conflict *ConflictRef `json:"conflict,omitempty"`
+	Replayed bool         `json:"replayed"`
 }
 
 // Forget retracts a relationship the caller owns: in one transaction it appends a retraction
@@ -46,7 +51,8 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	if err := ps.err(); err != nil {
 		return nil, err
 	}
-	if _, err := c.authorize(ctx, p, identity.ScopeWrite); err != nil {
+	pr, err := c.authorize(ctx, p, identity.ScopeWrite)
+	if err != nil {
 		return nil, err
 	}
 	hash := requestHash(opForget, req)
@@ -61,6 +67,10 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	}
 	if rel.Owner != p.ProfileID {
 		return nil, fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, rel.ID, rel.Owner)
+	}
+	preds, err := c.store.PredicateList(ctx, p.TeamID)
+	if err != nil {
+		return nil, err
 	}
 	now := c.now()
 	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
@@ -77,19 +87,33 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
 			return err
 		}
-		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Owner: p.ProfileID, Keys: []conflict.Key{key}})
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}})
 		if err != nil {
 			return err
 		}
+		ks := &keyState{key: key, supports: map[relationship.ID][]evidence.Support{}}
 		var cur *relationship.Relationship
 		for i := range kl.Relationships {
-			if kl.Relationships[i].ID == rel.ID {
-				cur = &kl.Relationships[i]
+			r := &kl.Relationships[i]
+			ks.rels = append(ks.rels, r)
+			if r.ID == rel.ID {
+				cur = r
 			}
 		}
 		if cur == nil {
 			return fmt.Errorf("relationship %s: %w", rel.ID, ErrNotFound)
 		}
+		for _, s := range kl.Supports {
+			ks.supports[s.RelationshipID] = append(ks.supports[s.RelationshipID], evidence.Support{Group: s.Group,
+				ContentHash: s.ContentHash, Effective: true, AllowedAuthority: s.Authority == evidence.AuthorityAuthoritative &&
+					slices.Contains(pr.Policy.AuthoritativeProfiles, s.Author)})
+		}
+		for i := range kl.Cases {
+			if kl.Cases[i].Status.Live() && kl.Cases[i].Key == key {
+				ks.live = &kl.Cases[i]
+			}
+		}
+		ks.pred, _ = relationship.MatchPredicate(key.PredicateKey, preds)
 		ingestID := c.newID("ing", now)
 		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
 		var ws store.WriteSet
@@ -109,6 +133,12 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 				Reason: reason, ActorKind: store.ActorProfile, ActorProfile: p.ProfileID, IngestID: ingestID,
 				IdempotencyKey: req.IdempotencyKey, CreatedAt: now}}
 			ws.Refreshes = []store.RefreshRow{{Team: p.TeamID, RelationshipID: cur.ID, Reason: "retracted", CreatedAt: now}}
+			cur.Status, cur.Version = relationship.StatusRetracted, cur.Version+1
+			// §6.7: the retraction repairs the key's case in the same transaction.
+			keeper := &caseKeeper{c: c, team: p.TeamID, actor: p.ProfileID, ingestID: ingestID, now: now, policy: pr.Policy, ws: &ws}
+			if ref := keeper.maintain(ks); ref != nil {
+				res.Conflict = ref
+			}
 		}
 		body, err := json.Marshal(res)
 		if err != nil {

@@ -33,9 +33,11 @@ type planner struct {
 	res        map[string]resolution
 	candidates []identity.Entity
 
-	ingestID  string
-	ws        store.WriteSet
-	owned     map[conflict.Key][]*relationship.Relationship
+	ingestID string
+	ws       store.WriteSet
+	// state holds every owner's relationships of each key the call touches, and the live cases.
+	state     map[conflict.Key]*keyState
+	cases     map[conflict.ID]*store.CaseRow
 	supports  map[relationship.ID][]evidence.Support
 	fragments []store.FragmentRow
 	values    map[string]bool
@@ -88,23 +90,34 @@ func (pl *planner) key(r ProposedRelationship) (conflict.Key, bool) {
 	return conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}, true
 }
 
-// plan builds the write set and the placement from the owner's locked relationships of the keys.
+// plan builds the write set and the placement from the locked state of the keys.
 func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error) {
 	pl.ingestID = pl.c.newID("ing", pl.now)
 	pl.values = map[string]bool{}
-	pl.owned = map[conflict.Key][]*relationship.Relationship{}
+	pl.supports = map[relationship.ID][]evidence.Support{}
+	pl.state = map[conflict.Key]*keyState{}
+	pl.cases = map[conflict.ID]*store.CaseRow{}
 	for i := range kl.Relationships {
 		r := kl.Relationships[i]
-		k := conflict.Key{Team: pl.p.TeamID, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope}
-		pl.owned[k] = append(pl.owned[k], &r)
+		ks := pl.keyState(conflict.Key{Team: pl.p.TeamID, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
+		ks.rels = append(ks.rels, &r)
 	}
-	pl.supports = map[relationship.ID][]evidence.Support{}
+	for i := range kl.Cases {
+		c := &kl.Cases[i]
+		pl.cases[c.ID] = c
+		if c.Status.Live() {
+			pl.keyState(c.Key).live = c
+		}
+	}
 	pl.objectNames = map[relationship.ID]string{}
 	for id, n := range kl.ObjectNames {
 		pl.objectNames[id] = n
 	}
 	for _, s := range kl.Supports {
 		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], pl.support(s.Group, s.ContentHash, s.Authority, s.Author))
+	}
+	if err := pl.checkReferences(); err != nil {
+		return store.WriteSet{}, nil, err
 	}
 	out := &Placement{IngestID: pl.ingestID, Fragments: []FragmentOutcome{}, Entities: []EntityOutcome{},
 		RelationshipOutcomes: []RelationshipOutcome{}}
@@ -113,6 +126,7 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	for i, r := range pl.req.Proposal.Relationships {
 		out.RelationshipOutcomes = append(out.RelationshipOutcomes, pl.place(i, r))
 	}
+	pl.maintainCases(out)
 	result, err := json.Marshal(out)
 	if err != nil {
 		return store.WriteSet{}, nil, err
@@ -120,6 +134,127 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	pl.ws.Idempotency = &store.IdempotencyRow{Team: pl.p.TeamID, Profile: pl.p.ProfileID, Key: pl.req.IdempotencyKey,
 		Operation: opRemember, RequestHash: pl.hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.now}
 	return pl.ws, out, nil
+}
+
+// keyState returns the state of a key, creating an empty one for a key nobody holds yet.
+func (pl *planner) keyState(k conflict.Key) *keyState {
+	ks, ok := pl.state[k]
+	if !ok {
+		pred, _ := relationship.MatchPredicate(k.PredicateKey, pl.preds)
+		ks = &keyState{key: k, pred: pred, supports: pl.supports}
+		pl.state[k] = ks
+	}
+	return ks
+}
+
+// owned returns the caller's relationships of a key.
+func (pl *planner) owned(k conflict.Key) []relationship.Relationship {
+	var out []relationship.Relationship
+	for _, r := range pl.keyState(k).rels {
+		if r.Owner == pl.p.ProfileID {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// checkReferences fails the call, before anything is planned, when a conflict response is stale or
+// not material to its case, or when corrects_relationship_id names a relationship outside the
+// proposal's conflict key.
+func (pl *planner) checkReferences() error {
+	var ps problems
+	for i, r := range pl.req.Proposal.Relationships {
+		path := fmt.Sprintf("proposal.relationships[%d]", i)
+		k, ok := pl.key(r)
+		if cr := r.ConflictResponse; cr != nil {
+			c := pl.cases[conflict.ID(cr.ConflictID)]
+			switch {
+			case c == nil:
+				ps.add(path+".conflict_response.conflict_id", "%s is not a conflict case of the caller's team", cr.ConflictID)
+			case !c.Status.Live() || c.Version != cr.ExpectedVersion:
+				return fmt.Errorf("%w: case %s is %s at version %d, the response expected version %d",
+					ErrStaleConflictVersion, c.ID, c.Status, c.Version, cr.ExpectedVersion)
+			case !ok || k != c.Key:
+				return fmt.Errorf("%w: proposal %q is not about the case's subject, predicate and scope",
+					ErrNotMaterialToConflict, r.ProposalID)
+			}
+		}
+		if id := r.CorrectsRelationshipID; id != "" {
+			found := false
+			if ok {
+				for _, x := range pl.keyState(k).rels {
+					found = found || x.ID == id
+				}
+			}
+			if !found {
+				ps.add(path+".corrects_relationship_id", "%s is not a relationship of the proposal's subject, predicate and scope", id)
+			}
+		}
+	}
+	return ps.err()
+}
+
+// maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
+// resulting case on the outcomes of the key's relationships.
+func (pl *planner) maintainCases(out *Placement) {
+	keeper := &caseKeeper{c: pl.c, team: pl.p.TeamID, actor: pl.p.ProfileID, ingestID: pl.ingestID, now: pl.now,
+		policy: pl.policy, ws: &pl.ws}
+	refs := map[relationship.ID]*ConflictRef{}
+	keys := make([]conflict.Key, 0, len(pl.state))
+	for k, ks := range pl.state {
+		if ks.touched {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b conflict.Key) int {
+		return strings.Compare(string(a.Subject)+"\x00"+a.PredicateKey+"\x00"+a.Scope, string(b.Subject)+"\x00"+b.PredicateKey+"\x00"+b.Scope)
+	})
+	for _, k := range keys {
+		ks := pl.state[k]
+		ref := keeper.maintain(ks)
+		if ref == nil {
+			continue
+		}
+		for _, r := range ks.rels {
+			refs[r.ID] = ref
+		}
+	}
+	for i := range out.RelationshipOutcomes {
+		if ref, ok := refs[out.RelationshipOutcomes[i].RelationshipID]; ok && out.RelationshipOutcomes[i].RelationshipID != "" {
+			out.RelationshipOutcomes[i].Conflict = ref
+		}
+	}
+}
+
+// crossReferences compares a relationship of the caller that just became active with the other
+// owners' active relationships of its key and writes corrects, challenges or confirms links.
+func (pl *planner) crossReferences(ks *keyState, rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
+	verID string) []CrossReferenceOutcome {
+	var out []CrossReferenceOutcome
+	for _, o := range ks.rels {
+		if o.Owner == rel.Owner || o.Status != relationship.StatusActive {
+			continue
+		}
+		kind := ""
+		switch {
+		case relationship.Incompatible(ks.pred, rel.Object, rel.Polarity, rel.Validity, o.Object, o.Polarity, o.Validity):
+			kind = "challenges"
+			if o.ID == corrects || (confirmed && rel.Validity.From != nil &&
+				(o.Validity.From == nil || rel.Validity.From.After(*o.Validity.From))) {
+				kind = "corrects"
+			}
+		case rel.Object == o.Object && rel.Polarity == o.Polarity && rel.Validity.Overlaps(o.Validity):
+			kind = "confirms"
+		default:
+			continue
+		}
+		x := store.CrossReferenceRow{Team: pl.p.TeamID, ID: pl.c.newID("xref", pl.now), Kind: kind, From: rel.ID,
+			FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: pl.p.ProfileID, VerificationID: verID,
+			IngestID: pl.ingestID, CreatedAt: pl.now}
+		pl.ws.CrossRefs = append(pl.ws.CrossRefs, x)
+		out = append(out, CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: kind, ToRelationshipID: o.ID})
+	}
+	return out
 }
 
 func (pl *planner) support(group, hash string, auth evidence.Authority, author identity.ProfileID) evidence.Support {
@@ -268,11 +403,12 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	// Accepted: the current-state decision of the owner's relationships of this key.
 	prop := relationship.Proposed{Object: object, Polarity: pol, Validity: rel.Validity,
 		ValidFromConfirmed: r.ValidFrom != nil && verdict.ConfirmedValidFrom != nil && verdict.ConfirmedValidFrom.Equal(*r.ValidFrom)}
-	owned := make([]relationship.Relationship, 0, len(pl.owned[k]))
-	for _, x := range pl.owned[k] {
-		owned = append(owned, *x)
+	if r.CorrectsRelationshipID != "" {
+		prop.Corrects = r.CorrectsRelationshipID
 	}
-	d := relationship.Decide(pred, prop, owned)
+	ks := pl.keyState(k)
+	ks.touched = true
+	d := relationship.Decide(pred, prop, pl.owned(k))
 	newSupports := pl.supportLinks(r, obsID, verID)
 
 	if d.Action == relationship.ActionSupport {
@@ -297,6 +433,9 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 				out.Category, out.Related = CategorySupersededPrior, d.Priors
 				out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
 			}
+			confirmed := target.Validity.From != nil && prop.ValidFromConfirmed && prop.Validity.From != nil &&
+				target.Validity.From.Equal(*prop.Validity.From)
+			out.CrossReferences = pl.crossReferences(ks, target, confirmed, r.CorrectsRelationshipID, verID)
 		}
 		out.Status, out.Tier = target.Status, target.Tier
 		return out
@@ -313,12 +452,17 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 		rel.Status = relationship.StatusActive
 		pl.create(k, &rel, obsID, "accepted")
 		out.Category, out.Reason = CategoryAccepted, "accepted as a current relationship"
+		out.CrossReferences = pl.crossReferences(ks, &rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
 	case relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive
 		pl.create(k, &rel, obsID, "accepted")
 		pl.supersede(k, &rel, d.Priors)
 		out.Category, out.Related = CategorySupersededPrior, d.Priors
 		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
+		if !prop.ValidFromConfirmed {
+			out.Reason = "explicit correction of your prior relationship; the prior is superseded"
+		}
+		out.CrossReferences = pl.crossReferences(ks, &rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
 	case relationship.ActionHold:
 		rel.Status = relationship.StatusNeedsReview
 		pl.create(k, &rel, obsID, "held_for_review")
@@ -453,7 +597,7 @@ func (pl *planner) attach(id relationship.ID, links []store.SupportLinkRow) {
 }
 
 func (pl *planner) find(k conflict.Key, id relationship.ID) *relationship.Relationship {
-	for _, r := range pl.owned[k] {
+	for _, r := range pl.keyState(k).rels {
 		if r.ID == id {
 			return r
 		}
@@ -466,7 +610,9 @@ func (pl *planner) create(k conflict.Key, rel *relationship.Relationship, obsID,
 	pl.ws.Relationships = append(pl.ws.Relationships, store.RelationshipRow{Team: pl.p.TeamID, Relationship: *rel,
 		ObservationID: obsID, IngestID: pl.ingestID, CreatedAt: pl.now})
 	pl.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
-	pl.owned[k] = append(pl.owned[k], rel)
+	ks := pl.keyState(k)
+	ks.rels = append(ks.rels, rel)
+	ks.touched = true
 }
 
 // update changes an owned relationship's current state with a transition, fenced on its version.
@@ -478,11 +624,19 @@ func (pl *planner) update(rel *relationship.Relationship, status relationship.St
 	rel.Status, rel.Tier, rel.Validity.To, rel.Version = status, tier, validTo, rel.Version+1
 }
 
-// supersede closes the owner's incompatible priors at the new relationship's valid_from.
+// supersede closes the owner's incompatible priors at the new relationship's valid_from (an explicit
+// correction without one closes them now), never before a prior's own valid_from.
 func (pl *planner) supersede(k conflict.Key, next *relationship.Relationship, priors []relationship.ID) {
 	for _, id := range priors {
 		prior := pl.find(k, id)
-		pl.update(prior, relationship.StatusSuperseded, prior.Tier, next.Validity.From, "superseded", next.ID)
+		end := pl.now
+		if next.Validity.From != nil {
+			end = *next.Validity.From
+		}
+		if prior.Validity.From != nil && end.Before(*prior.Validity.From) {
+			end = *prior.Validity.From
+		}
+		pl.update(prior, relationship.StatusSuperseded, prior.Tier, &end, "superseded", next.ID)
 	}
 }
 

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 
 	"fmt"
+	"slices"
 	"strings"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -86,10 +88,10 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		pl.resolve(locked.Candidates, locked.Known)
 		// Keys whose subject this call creates need no lock: no other transaction can see the new
 		// entity before commit, and its name lock already serialises its creators.
-		keys := pl.keys(false)
+		keys, cases := pl.keys(false), in.responses()
 		var kl store.KeysLocked
-		if len(keys) > 0 {
-			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Owner: p.ProfileID, Keys: keys}); err != nil {
+		if len(keys) > 0 || len(cases) > 0 {
+			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases}); err != nil {
 				return err
 			}
 		}
@@ -182,6 +184,17 @@ func newIntake(req *RememberRequest) *intake {
 		}
 	}
 	return in
+}
+
+// responses returns the conflict cases the request responds to.
+func (in *intake) responses() []conflict.ID {
+	var out []conflict.ID
+	for _, r := range in.req.Proposal.Relationships {
+		if r.ConflictResponse != nil && !slices.Contains(out, conflict.ID(r.ConflictResponse.ConflictID)) {
+			out = append(out, conflict.ID(r.ConflictResponse.ConflictID))
+		}
+	}
+	return out
 }
 
 // checkKnown fails the call when a known_entity_id is not an entity of the caller's team of that kind.

@@ -133,6 +133,19 @@ type ProposedRelationship struct {
 	ValidFrom *time.Time `json:"valid_from,omitempty"`
 	ValidTo   *time.Time `json:"valid_to,omitempty"`
 	Evidence  []Citation `json:"evidence"`
+	// CorrectsRelationshipID names a relationship of the same conflict key this proposal corrects:
+	// another profile's (written as a corrects cross-reference) or the caller's own (superseded).
+	CorrectsRelationshipID RelationshipID `json:"corrects_relationship_id,omitempty"`
+	// ConflictResponse answers a team conflict case at the version the caller last read.
+	ConflictResponse *ConflictResponse `json:"conflict_response,omitempty"`
+}
+
+// ConflictResponse ties a proposal to a team conflict case read through Recall or Trace. A stale
+// version fails the whole call with ErrStaleConflictVersion; a proposal outside the case's key fails
+// it with ErrNotMaterialToConflict.
+type ConflictResponse struct {
+	ConflictID      string `json:"conflict_id"`
+	ExpectedVersion int    `json:"expected_version"`
 }
 
 // Category is the outcome category of one proposal relationship.

@@ -139,6 +139,13 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			ps.add(p+".modality", "unknown modality %q", r.Modality)
 		}
 		checkText(&ps, p+".scope", r.Scope, false, l.MaxTextBytes)
+		checkText(&ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
+		if cr := r.ConflictResponse; cr != nil {
+			checkText(&ps, p+".conflict_response.conflict_id", cr.ConflictID, true, l.MaxTextBytes)
+			if cr.ExpectedVersion < 1 {
+				ps.add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
+			}
+		}
 		checkTime(&ps, p+".valid_from", r.ValidFrom)
 		checkTime(&ps, p+".valid_to", r.ValidTo)
 		if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {

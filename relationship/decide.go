@@ -10,6 +10,9 @@ type Proposed struct {
 	Validity Interval
 	// ValidFromConfirmed is true when the verifier confirmed Validity.From in the cited text.
 	ValidFromConfirmed bool
+	// Corrects names the owner's relationship this proposal explicitly corrects; when it is the one
+	// incompatible prior, the proposal supersedes it even without a later confirmed valid_from.
+	Corrects ID
 }
 
 // Action is what an accepted observation does to the owner's current state.
@@ -119,7 +122,7 @@ func place(p Predicate, prop Proposed, owned []Relationship) Decision {
 			replaces = false
 		}
 	}
-	if replaces {
+	if replaces || (prop.Corrects != "" && len(ids) == 1 && ids[0] == prop.Corrects) {
 		return Decision{Action: ActionSupersede, Priors: ids}
 	}
 	return Decision{Action: ActionHold, Priors: ids}

@@ -174,8 +174,8 @@ func NormalizeScope(s string) string { return strings.ToLower(strings.TrimSpace(
 
 // Object is a relationship's object: an entity or a literal value, never both.
 type Object struct {
-	EntityID identity.EntityID
-	ValueID  string
+	EntityID identity.EntityID `json:"entity_id,omitempty"`
+	ValueID  string            `json:"value_id,omitempty"`
 }
 
 // Interval is a validity interval [From, To); nil From means since always, nil To until further notice.

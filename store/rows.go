@@ -23,6 +23,13 @@ type WriteSet struct {
 	Updates       []RelationshipUpdate
 	Supports      []SupportLinkRow
 	Transitions   []TransitionRow
+	CrossRefs     []CrossReferenceRow
+	CaseInserts   []CaseRow
+	Positions     []PositionRow
+	CaseUpdates   []CaseUpdate
+	MemberEnds    []MemberRemoval
+	MemberAdds    []MemberRow
+	CaseEvents    []CaseEventRow
 	ReviewItems   []ReviewItemRow
 	Refreshes     []RefreshRow
 	Idempotency   *IdempotencyRow

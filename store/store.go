@@ -61,8 +61,9 @@ type Tx interface {
 	// IntakeLock takes the idempotency lock and the entity-name locks (sorted), then re-reads the
 	// idempotency record, the caller's profile (held FOR SHARE) and the entities of the named names.
 	IntakeLock(ctx context.Context, p IntakeLockParams) (IntakeLocked, error)
-	// KeysLock takes the conflict-key locks (sorted), then locks and returns the owner's
-	// relationships of those keys (rows locked FOR UPDATE in ID order) with their supports.
+	// KeysLock takes the conflict-key locks (sorted), then locks and returns every owner's
+	// relationships of those keys (FOR UPDATE in ID order) with their supports, then locks and
+	// returns the keys' live cases and the named cases (FOR UPDATE in ID order).
 	KeysLock(ctx context.Context, p KeysLockParams) (KeysLocked, error)
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
@@ -198,9 +199,10 @@ type IntakeLocked struct {
 
 // KeysLockParams names the conflict keys one call touches.
 type KeysLockParams struct {
-	Team  identity.TeamID
-	Owner identity.ProfileID
-	Keys  []conflict.Key
+	Team identity.TeamID
+	Keys []conflict.Key
+	// Cases names conflict cases the call responds to; they are returned whatever their key or status.
+	Cases []conflict.ID
 }
 
 // SupportRow is one stored support link as the counting rules need it.
@@ -212,10 +214,12 @@ type SupportRow struct {
 	Author         identity.ProfileID
 }
 
-// KeysLocked is what KeysLock read.
+// KeysLocked is what KeysLock read: every owner's relationships of the keys with their supports,
+// the keys' live cases and the named cases, each with positions and current membership.
 type KeysLocked struct {
 	Relationships []relationship.Relationship
 	Supports      []SupportRow
 	// ObjectNames holds each relationship's object name (entity canonical name or literal text).
 	ObjectNames map[relationship.ID]string
+	Cases       []CaseRow
 }

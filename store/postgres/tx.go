@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/failpoint"
@@ -84,18 +85,18 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 	return out, nil
 }
 
-// keyFilter selects a team's relationships of a set of conflict keys ($3, $4, $5: parallel arrays of
+// keyFilter selects a team's relationships of a set of conflict keys ($2, $3, $4: parallel arrays of
 // subject, predicate and scope). The ANY conditions let a generic plan use relationships_conflict_key.
 const keyFilter = `r.team_id = $1
-  AND r.subject_entity_id = ANY($3::text[]) AND r.predicate_key = ANY($4::text[]) AND r.scope = ANY($5::text[])
-  AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))`
+  AND r.subject_entity_id = ANY($2::text[]) AND r.predicate_key = ANY($3::text[]) AND r.scope = ANY($4::text[])
+  AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))`
 
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
 SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
 FROM relationships r
 LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
 LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
-WHERE ` + keyFilter + ` AND r.owner_profile_id = $2
+WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
@@ -103,15 +104,45 @@ const keySupportsSQL = `-- name: KeySupports
 SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id
 FROM relationships r
 JOIN support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-WHERE ` + keyFilter + ` AND r.owner_profile_id = $2
+WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
-// KeysLock takes the conflict-key locks, then locks and reads the owner's relationships of the keys.
+// caseFilter selects the live cases of the keys and the cases named in $2.
+const caseFilter = `c.team_id = $1 AND (c.conflict_id = ANY($2::text[]) OR (c.status IN ('open', 'overdue')
+  AND c.subject_entity_id = ANY($3::text[]) AND c.predicate_key = ANY($4::text[]) AND c.scope = ANY($5::text[])
+  AND (c.subject_entity_id, c.predicate_key, c.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))))`
+
+const keyCasesSQL = `-- name: KeyCasesLock
+SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
+       c.review_due_at, c.next_review_at, c.policy_version, c.opened_by_profile_id, c.resolved_at, c.effective_at,
+       COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, '')
+FROM conflict_cases c WHERE ` + caseFilter + `
+ORDER BY c.conflict_id
+FOR UPDATE`
+
+const keyCasePositionsSQL = `-- name: KeyCasePositions
+SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
+FROM conflict_cases c JOIN conflict_positions p ON p.team_id = c.team_id AND p.conflict_id = c.conflict_id
+WHERE ` + caseFilter + `
+ORDER BY p.conflict_id, p.position_id`
+
+const keyCaseMembersSQL = `-- name: KeyCaseMembers
+SELECT m.conflict_id, m.position_id, m.relationship_id, m.relationship_version, m.owner_profile_id
+FROM conflict_cases c JOIN conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
+WHERE ` + caseFilter + ` AND m.removed_version IS NULL
+ORDER BY m.conflict_id, m.relationship_id`
+
+// KeysLock takes the conflict-key locks, then locks and reads every owner's relationships of the keys
+// and the keys' live cases (and the named ones).
 func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
 	var out store.KeysLocked
 	subjects, preds, scopes := make([]string, len(p.Keys)), make([]string, len(p.Keys)), make([]string, len(p.Keys))
 	for i, k := range p.Keys {
 		subjects[i], preds[i], scopes[i] = string(k.Subject), k.PredicateKey, k.Scope
+	}
+	caseIDs := make([]string, len(p.Cases))
+	for i, id := range p.Cases {
+		caseIDs[i] = string(id)
 	}
 	b, err := t.batch()
 	if err != nil {
@@ -119,7 +150,7 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	}
 	b.Queue(lockManySQL, keyLockIDs(p.Keys))
 	out.ObjectNames = map[relationship.ID]string{}
-	b.Queue(keyRelationshipsSQL, p.Team, p.Owner, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
+	b.Queue(keyRelationshipsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var r relationship.Relationship
 			var objEntity, objValue *string
@@ -140,7 +171,7 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		}
 		return rows.Err()
 	})
-	b.Queue(keySupportsSQL, p.Team, p.Owner, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
+	b.Queue(keySupportsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
 		sups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportRow, error) {
 			var s store.SupportRow
 			var auth string
@@ -150,6 +181,55 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		})
 		out.Supports = sups
 		return err
+	})
+	byID := map[conflict.ID]int{}
+	b.Queue(keyCasesSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			c := store.CaseRow{Team: p.Team, Positions: map[conflict.PositionKey]conflict.PositionID{}}
+			var kind, status string
+			if err := rows.Scan(&c.ID, &kind, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version,
+				&c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt, &c.PolicyVersion, &c.OpenedBy, &c.ResolvedAt, &c.EffectiveAt,
+				&c.TimeBasis, &c.Preferred); err != nil {
+				return err
+			}
+			c.Key.Team, c.Kind, c.Status = p.Team, conflict.Kind(kind), conflict.Status(status)
+			byID[c.ID] = len(out.Cases)
+			out.Cases = append(out.Cases, c)
+		}
+		return rows.Err()
+	})
+	positions := map[conflict.PositionID]conflict.PositionKey{}
+	b.Queue(keyCasePositionsSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var caseID conflict.ID
+			var id conflict.PositionID
+			var entity, value, pol string
+			if err := rows.Scan(&caseID, &id, &entity, &value, &pol); err != nil {
+				return err
+			}
+			k := conflict.PositionKey{Object: relationship.Object{EntityID: identity.EntityID(entity), ValueID: value},
+				Polarity: relationship.Polarity(pol)}
+			positions[id] = k
+			if i, ok := byID[caseID]; ok {
+				out.Cases[i].Positions[k] = id
+			}
+		}
+		return rows.Err()
+	})
+	b.Queue(keyCaseMembersSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var caseID conflict.ID
+			var pos conflict.PositionID
+			var m conflict.MemberRef
+			if err := rows.Scan(&caseID, &pos, &m.Relationship, &m.Version, &m.Owner); err != nil {
+				return err
+			}
+			m.Position = positions[pos]
+			if i, ok := byID[caseID]; ok {
+				out.Cases[i].Members = append(out.Cases[i].Members, m)
+			}
+		}
+		return rows.Err()
 	})
 	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
 		return store.KeysLocked{}, translate(err)
@@ -209,6 +289,34 @@ INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, f
     related_relationship_id, ingest_id, idempotency_key, created_at)
 VALUES ($1, $2, $3, NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8, $9, NULLIF($10, 0), $11, $12, $13, NULLIF($14, ''),
     NULLIF($15, ''), $16, $17, $18)`
+	crossRefInsertSQL = `-- name: CrossReferenceInsert
+INSERT INTO relationship_cross_references (team_id, xref_id, kind, from_relationship_id, from_version,
+    to_relationship_id, to_version, author_profile_id, verification_id, ingest_id, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11)`
+	caseInsertSQL = `-- name: CaseInsert
+INSERT INTO conflict_cases (team_id, conflict_id, kind, subject_entity_id, predicate_key, scope, status, version,
+    opened_at, review_due_at, next_review_at, policy_version, opened_by_profile_id, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $9)`
+	positionInsertSQL = `-- name: PositionInsert
+INSERT INTO conflict_positions (team_id, position_id, conflict_id, object_entity_id, object_value_id, polarity, created_at)
+VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), $6, $7)`
+	caseUpdateSQL = `-- name: CaseUpdate
+WITH u AS (
+    UPDATE conflict_cases SET status = $4, version = $5, updated_at = $6
+    WHERE team_id = $1 AND conflict_id = $2 AND version = $3
+    RETURNING 1)
+SELECT densemem_expect_rows(count(*), 1, 'conflict case ' || $2::text || ' at version ' || $3::text) FROM u`
+	memberEndSQL = `-- name: MemberEnd
+UPDATE conflict_position_members SET removed_version = $4
+WHERE team_id = $1 AND conflict_id = $2 AND relationship_id = $3 AND removed_version IS NULL`
+	memberInsertSQL = `-- name: MemberInsert
+INSERT INTO conflict_position_members (team_id, conflict_id, position_id, relationship_id, relationship_version,
+    owner_profile_id, added_version)
+VALUES ($1, $2, $3, $4, $5, $6, $7)`
+	caseEventInsertSQL = `-- name: CaseEventInsert
+INSERT INTO conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
+    actor_profile_id, reason_code, policy_version, time_basis, referenced, positions, ingest_id, created_at)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, $14, $15)`
 	reviewItemInsertSQL = `-- name: ReviewItemInsert
 INSERT INTO review_items (team_id, review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
     relationship_id, related_ids, choices, created_at)
@@ -294,6 +402,32 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 			tr.ActorProfile, tr.Related, tr.IngestID, tr.IdempotencyKey, tr.CreatedAt)
 	}
 	step("transitions", len(ws.Transitions))
+	for _, x := range ws.CrossRefs {
+		b.Queue(crossRefInsertSQL, x.Team, x.ID, x.Kind, x.From, x.FromVersion, x.To, x.ToVersion, x.Author,
+			x.VerificationID, x.IngestID, x.CreatedAt)
+	}
+	step("cross_references", len(ws.CrossRefs))
+	for _, c := range ws.CaseInserts {
+		b.Queue(caseInsertSQL, c.Team, c.ID, c.Kind, c.Key.Subject, c.Key.PredicateKey, c.Key.Scope, c.Status, c.Version,
+			c.OpenedAt, c.ReviewDueAt, c.NextReviewAt, c.PolicyVersion, c.OpenedBy)
+	}
+	for _, p := range ws.Positions {
+		b.Queue(positionInsertSQL, p.Team, p.ID, p.CaseID, p.Key.Object.EntityID, p.Key.Object.ValueID, p.Key.Polarity, p.CreatedAt)
+	}
+	for _, u := range ws.CaseUpdates {
+		b.Queue(caseUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Version, u.UpdatedAt)
+	}
+	for _, m := range ws.MemberEnds {
+		b.Queue(memberEndSQL, m.Team, m.CaseID, m.Relationship, m.RemovedVersion)
+	}
+	for _, m := range ws.MemberAdds {
+		b.Queue(memberInsertSQL, m.Team, m.CaseID, m.Position, m.Relationship, m.Version, m.Owner, m.AddedVersion)
+	}
+	for _, e := range ws.CaseEvents {
+		b.Queue(caseEventInsertSQL, e.Team, e.ID, e.CaseID, e.CaseVersion, e.PriorStatus, e.ResultingStatus, e.ActorKind,
+			e.ActorProfile, e.Reason, e.PolicyVersion, e.TimeBasis, []byte(e.Referenced), []byte(e.Positions), e.IngestID, e.CreatedAt)
+	}
+	step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
 	for _, r := range ws.ReviewItems {
 		related := r.Related
 		if related == nil {

@@ -1,0 +1,199 @@
+package conflict
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+)
+
+// ID identifies a conflict case.
+type ID string
+
+// PositionID identifies a position of a case.
+type PositionID string
+
+// Status is a case's workflow status.
+type Status string
+
+// Case statuses. Open and overdue cases are the live ones; at most one per key.
+const (
+	StatusOpen      Status = "open"
+	StatusOverdue   Status = "overdue"
+	StatusResolved  Status = "resolved"
+	StatusDismissed Status = "dismissed"
+)
+
+// Valid reports whether s is a known case status.
+func (s Status) Valid() bool {
+	switch s {
+	case StatusOpen, StatusOverdue, StatusResolved, StatusDismissed:
+		return true
+	}
+	return false
+}
+
+// Live reports whether a case in status s still awaits resolution.
+func (s Status) Live() bool { return s == StatusOpen || s == StatusOverdue }
+
+// Kind is what a case is about.
+type Kind string
+
+// Case kinds.
+const (
+	KindCrossProfileCurrentState Kind = "cross_profile_current_state"
+	KindIdentityCorrection       Kind = "identity_correction"
+)
+
+// Member is one relationship of a conflict key with the supports behind it.
+type Member struct {
+	Relationship relationship.Relationship
+	Supports     []evidence.Support
+}
+
+// PositionKey groups members: one object with one polarity.
+type PositionKey struct {
+	Object   relationship.Object
+	Polarity relationship.Polarity
+}
+
+// Position is one material alternative of a case.
+type Position struct {
+	Key     PositionKey
+	Members []Member
+	Owners  []identity.ProfileID
+	// Groups is the number of independent source groups counted for this position: groups that also
+	// support another position of the case count for neither.
+	Groups int
+	// Authority reports an allowed authoritative group among the counted ones.
+	Authority bool
+}
+
+// Material reports whether a relationship can be a member of a case at now: active, tier
+// validated_claim or fact, and valid until after now.
+func Material(r relationship.Relationship, now time.Time) bool {
+	return r.Status == relationship.StatusActive && r.Tier != relationship.TierCandidate &&
+		(r.Validity.To == nil || r.Validity.To.After(now))
+}
+
+// Positions groups the material members of one conflict key into positions and keeps the positions
+// that are incompatible with at least one other. The result is ordered deterministically (by the
+// earliest member relationship ID) and Groups/Authority are counted across the whole case.
+func Positions(pred relationship.Predicate, members []Member, now time.Time) []Position {
+	byKey := map[PositionKey]*Position{}
+	var order []PositionKey
+	for _, m := range members {
+		if !Material(m.Relationship, now) {
+			continue
+		}
+		k := PositionKey{Object: m.Relationship.Object, Polarity: m.Relationship.Polarity}
+		p, ok := byKey[k]
+		if !ok {
+			p = &Position{Key: k}
+			byKey[k] = p
+			order = append(order, k)
+		}
+		p.Members = append(p.Members, m)
+		if !slices.Contains(p.Owners, m.Relationship.Owner) {
+			p.Owners = append(p.Owners, m.Relationship.Owner)
+		}
+	}
+	var out []Position
+	for _, k := range order {
+		p := byKey[k]
+		for _, other := range order {
+			if other != k && incompatible(pred, k, other) {
+				out = append(out, *p)
+				break
+			}
+		}
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Members, func(a, b Member) int { return cmp.Compare(a.Relationship.ID, b.Relationship.ID) })
+		slices.Sort(out[i].Owners)
+	}
+	slices.SortFunc(out, func(a, b Position) int {
+		return cmp.Compare(a.Members[0].Relationship.ID, b.Members[0].Relationship.ID)
+	})
+	countGroups(out)
+	return out
+}
+
+func incompatible(pred relationship.Predicate, a, b PositionKey) bool {
+	if pred.Kind == relationship.KindEvent || pred.Cardinality != relationship.CardinalityOne {
+		return false
+	}
+	if a.Object != b.Object {
+		return a.Polarity == relationship.PolarityPositive && b.Polarity == relationship.PolarityPositive
+	}
+	return a.Polarity != b.Polarity
+}
+
+// countGroups counts each position's independent source groups across the case: labels and content
+// hashes are merged (copies count once), and a merged group that supports more than one position
+// counts for none of them.
+func countGroups(ps []Position) {
+	parent := map[string]string{}
+	find := func(x string) string {
+		for parent[x] != x {
+			parent[x] = parent[parent[x]]
+			x = parent[x]
+		}
+		return x
+	}
+	add := func(x string) {
+		if _, ok := parent[x]; !ok {
+			parent[x] = x
+		}
+	}
+	for _, p := range ps {
+		for _, m := range p.Members {
+			for _, s := range m.Supports {
+				if !s.Effective {
+					continue
+				}
+				g, h := "g:"+s.Group, "h:"+s.ContentHash
+				add(g)
+				add(h)
+				if rg, rh := find(g), find(h); rg != rh {
+					parent[rg] = rh
+				}
+			}
+		}
+	}
+	owners := map[string]map[int]bool{}
+	for i, p := range ps {
+		for _, m := range p.Members {
+			for _, s := range m.Supports {
+				if !s.Effective {
+					continue
+				}
+				root := find("g:" + s.Group)
+				if owners[root] == nil {
+					owners[root] = map[int]bool{}
+				}
+				owners[root][i] = true
+			}
+		}
+	}
+	for i := range ps {
+		counted := map[string]bool{}
+		for _, m := range ps[i].Members {
+			for _, s := range m.Supports {
+				if !s.Effective {
+					continue
+				}
+				root := find("g:" + s.Group)
+				if len(owners[root]) != 1 {
+					continue
+				}
+				counted[root] = true
+				ps[i].Authority = ps[i].Authority || s.AllowedAuthority
+			}
+		}
+		ps[i].Groups = len(counted)
+	}
+}

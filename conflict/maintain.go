@@ -1,0 +1,115 @@
+package conflict
+
+import (
+	"slices"
+	"time"
+
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+)
+
+// MemberRef is one membership row: a relationship at a version in a position.
+type MemberRef struct {
+	Position     PositionKey
+	Relationship relationship.ID
+	Version      int
+	Owner        identity.ProfileID
+}
+
+// Live is a live (open or overdue) case as stored, with its current membership.
+type Live struct {
+	ID            ID
+	Version       int
+	Status        Status
+	PolicyVersion int
+	OpenedAt      time.Time
+	ReviewDueAt   time.Time
+	// PositionIDs maps every position the case has ever had to its ID.
+	PositionIDs map[PositionKey]PositionID
+	// Members is the current membership (rows without a removed version).
+	Members []MemberRef
+}
+
+// Action is what one transaction does to a conflict key's case.
+type Action string
+
+// Case maintenance actions.
+const (
+	ActionNone    Action = ""
+	ActionOpen    Action = "open"
+	ActionUpdate  Action = "update"
+	ActionDismiss Action = "dismiss"
+)
+
+// Change is the outcome of Maintain.
+type Change struct {
+	Action Action
+	// Positions are the material positions after the change (empty for a dismissal).
+	Positions []Position
+	// Add and Remove are the membership rows to add and to end at the new version.
+	Add    []MemberRef
+	Remove []MemberRef
+}
+
+// Disagreement reports whether positions form a material cross-profile disagreement: at least two
+// material positions held by at least two different profiles.
+func Disagreement(ps []Position) bool {
+	if len(ps) < 2 {
+		return false
+	}
+	var owners []identity.ProfileID
+	for _, p := range ps {
+		for _, o := range p.Owners {
+			if !slices.Contains(owners, o) {
+				owners = append(owners, o)
+			}
+		}
+	}
+	return len(owners) >= 2
+}
+
+// Maintain decides what committed state does to a conflict key's case: open one when a material
+// cross-profile disagreement has no live case, repair the membership of a live case, or dismiss a
+// live case left without a disagreement. members are every relationship of the key (any owner, any
+// status) as they stand at the end of the transaction. It never resolves a case.
+func Maintain(pred relationship.Predicate, live *Live, members []Member, now time.Time) Change {
+	ps := Positions(pred, members, now)
+	disagree := Disagreement(ps)
+	if live == nil {
+		if !disagree {
+			return Change{}
+		}
+		return Change{Action: ActionOpen, Positions: ps, Add: refs(ps)}
+	}
+	if !disagree {
+		return Change{Action: ActionDismiss, Remove: slices.Clone(live.Members)}
+	}
+	want := refs(ps)
+	var ch Change
+	for _, w := range want {
+		if !slices.Contains(live.Members, w) {
+			ch.Add = append(ch.Add, w)
+		}
+	}
+	for _, m := range live.Members {
+		if !slices.Contains(want, m) {
+			ch.Remove = append(ch.Remove, m)
+		}
+	}
+	if len(ch.Add) == 0 && len(ch.Remove) == 0 {
+		return Change{Positions: ps}
+	}
+	ch.Action, ch.Positions = ActionUpdate, ps
+	return ch
+}
+
+func refs(ps []Position) []MemberRef {
+	var out []MemberRef
+	for _, p := range ps {
+		for _, m := range p.Members {
+			out = append(out, MemberRef{Position: p.Key, Relationship: m.Relationship.ID,
+				Version: m.Relationship.Version, Owner: m.Relationship.Owner})
+		}
+	}
+	return out
+}
