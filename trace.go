@@ -34,7 +34,11 @@ type TraceResult struct {
 	IdentityResolutions []IdentityResolution `json:"identity_resolutions"`
 	// ReviewItems are the review items about this relationship or naming it as a conflicting prior,
 	// with their server-supplied choices.
-	ReviewItems         []TraceReviewItem     `json:"review_items"`
+	ReviewItems []TraceReviewItem `json:"review_items"`
+	// CrossReferences are the cross-references from this relationship (outgoing) and to it (incoming).
+	CrossReferences []TraceCrossReference `json:"cross_references"`
+	// Conflicts are the team conflict cases this relationship belongs or belonged to, with events.
+	Conflicts           []TraceConflict       `json:"conflicts"`
 	Neighbours          []RelationshipSummary `json:"neighbours"`
 	NeighboursTruncated bool                  `json:"neighbours_truncated,omitempty"`
 }
@@ -180,6 +184,62 @@ type TraceReviewItem struct {
 	CreatedAt             time.Time        `json:"created_at"`
 }
 
+// TraceCrossReference is one cross-reference of the traced relationship.
+type TraceCrossReference struct {
+	CrossReferenceID   string         `json:"cross_reference_id"`
+	Kind               string         `json:"kind"`
+	Direction          string         `json:"direction"` // outgoing or incoming
+	FromRelationshipID RelationshipID `json:"from_relationship_id"`
+	FromVersion        int            `json:"from_version"`
+	ToRelationshipID   RelationshipID `json:"to_relationship_id"`
+	ToVersion          int            `json:"to_version"`
+	AuthorProfileID    ProfileID      `json:"author_profile_id"`
+	VerificationID     string         `json:"verification_id,omitempty"`
+	CreatedAt          time.Time      `json:"created_at"`
+}
+
+// TraceConflict is a conflict case with its current positions and every event.
+type TraceConflict struct {
+	ConflictID          string               `json:"conflict_id"`
+	Status              string               `json:"status"`
+	Version             int                  `json:"version"`
+	OpenedAt            time.Time            `json:"opened_at"`
+	ReviewDueAt         time.Time            `json:"review_due_at"`
+	ResolvedAt          *time.Time           `json:"resolved_at,omitempty"`
+	PreferredPositionID string               `json:"preferred_position_id,omitempty"`
+	Positions           []TraceCasePosition  `json:"positions"`
+	Events              []TraceConflictEvent `json:"events"`
+}
+
+// TraceCasePosition is one position of a case as its latest event records it.
+type TraceCasePosition struct {
+	PositionID string              `json:"position_id"`
+	Object     relationship.Object `json:"object"`
+	Polarity   Polarity            `json:"polarity"`
+	Members    []TraceCaseMember   `json:"members"`
+}
+
+// TraceCaseMember is one member relationship version of a position.
+type TraceCaseMember struct {
+	RelationshipID RelationshipID `json:"relationship_id"`
+	Version        int            `json:"version"`
+	OwnerProfileID ProfileID      `json:"owner_profile_id"`
+}
+
+// TraceConflictEvent is one append-only case event.
+type TraceConflictEvent struct {
+	EventID         string    `json:"event_id"`
+	CaseVersion     int       `json:"case_version"`
+	PriorStatus     string    `json:"prior_status,omitempty"`
+	ResultingStatus string    `json:"resulting_status"`
+	ActorKind       string    `json:"actor_kind"`
+	ActorProfileID  ProfileID `json:"actor_profile_id,omitempty"`
+	Reason          string    `json:"reason"`
+	PolicyVersion   int       `json:"policy_version"`
+	TimeBasis       string    `json:"time_basis,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+}
+
 // Trace returns the history of one relationship of the caller's team, whoever owns it: current
 // state, evidence with spans (and content when asked), observations, verification events,
 // transitions, identity resolution history and neighbouring active relationships.
@@ -206,7 +266,8 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
 	}
 	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
-		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
+		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{},
+		CrossReferences: []TraceCrossReference{}, Conflicts: []TraceConflict{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
 	frags := map[FragmentID]store.FragmentRow{}
 	for _, f := range d.Fragments {
 		frags[f.ID] = f
@@ -263,6 +324,35 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 			item.Prompt = &prompt
 		}
 		out.ReviewItems = append(out.ReviewItems, item)
+	}
+	for _, x := range d.CrossReferences {
+		dir := "outgoing"
+		if x.To == req.RelationshipID {
+			dir = "incoming"
+		}
+		out.CrossReferences = append(out.CrossReferences, TraceCrossReference{CrossReferenceID: x.ID, Kind: x.Kind,
+			Direction: dir, FromRelationshipID: x.From, FromVersion: x.FromVersion, ToRelationshipID: x.To,
+			ToVersion: x.ToVersion, AuthorProfileID: x.Author, VerificationID: x.VerificationID, CreatedAt: x.CreatedAt})
+	}
+	for _, tc := range d.Cases {
+		cs := tc.Case
+		tcv := TraceConflict{ConflictID: string(cs.ID), Status: string(cs.Status), Version: cs.Version, OpenedAt: cs.OpenedAt,
+			ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
+			Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
+		for _, pos := range cs.Positions {
+			tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: pos.Object, Polarity: pos.Polarity}
+			for _, m := range pos.Members {
+				tp.Members = append(tp.Members, TraceCaseMember{RelationshipID: m.RelationshipID, Version: m.Version, OwnerProfileID: m.Owner})
+			}
+			tcv.Positions = append(tcv.Positions, tp)
+		}
+		for _, e := range tc.Events {
+			tcv.Events = append(tcv.Events, TraceConflictEvent{EventID: e.ID, CaseVersion: e.CaseVersion,
+				PriorStatus: string(e.PriorStatus), ResultingStatus: string(e.ResultingStatus), ActorKind: e.ActorKind,
+				ActorProfileID: e.ActorProfile, Reason: e.Reason, PolicyVersion: e.PolicyVersion, TimeBasis: e.TimeBasis,
+				CreatedAt: e.CreatedAt})
+		}
+		out.Conflicts = append(out.Conflicts, tcv)
 	}
 	for _, n := range d.Neighbours {
 		out.Neighbours = append(out.Neighbours, summary(n))

@@ -118,7 +118,7 @@ func Positions(pred relationship.Predicate, members []Member, now time.Time) []P
 	slices.SortFunc(out, func(a, b Position) int {
 		return cmp.Compare(a.Members[0].Relationship.ID, b.Members[0].Relationship.ID)
 	})
-	countGroups(out)
+	Tally(out)
 	return out
 }
 
@@ -132,10 +132,10 @@ func incompatible(pred relationship.Predicate, a, b PositionKey) bool {
 	return a.Polarity != b.Polarity
 }
 
-// countGroups counts each position's independent source groups across the case: labels and content
-// hashes are merged (copies count once), and a merged group that supports more than one position
-// counts for none of them.
-func countGroups(ps []Position) {
+// Tally sets each position's Groups and Authority across the case: labels and content hashes are
+// merged (copies count once), and a merged group that supports more than one position counts for
+// none of them.
+func Tally(ps []Position) {
 	parent := map[string]string{}
 	find := func(x string) string {
 		for parent[x] != x {

@@ -44,6 +44,10 @@ type Store interface {
 	RelationshipGet(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error)
 	// TraceLoad returns everything Trace shows about one relationship. ErrNotFound when absent.
 	TraceLoad(ctx context.Context, p TraceLoadParams) (TraceData, error)
+	// RecallSearch runs the ranked candidate branches of a recall in one round trip.
+	RecallSearch(ctx context.Context, p RecallSearchParams) (RecallSearch, error)
+	// RecallDetails reads names, effective evidence and conflict cases of relationships in one round trip.
+	RecallDetails(ctx context.Context, p RecallDetailsParams) (RecallDetails, error)
 	// IdempotencyGet returns a stored idempotency record, or nil.
 	IdempotencyGet(ctx context.Context, team identity.TeamID, profile identity.ProfileID, key string) (*IdempotencyRecord, error)
 

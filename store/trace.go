@@ -42,7 +42,11 @@ type TraceData struct {
 	Transitions   []TransitionRow
 	Resolutions   []ResolutionRow
 	ReviewItems   []ReviewItemView
-	Neighbours    []RelationshipView
+	// CrossReferences are the cross-references from and to the relationship.
+	CrossReferences []CrossReferenceRow
+	// Cases are the conflict cases the relationship ever belonged to, with every event.
+	Cases      []TraceCase
+	Neighbours []RelationshipView
 	// NeighboursTruncated reports that MaxEdges cut the neighbour list.
 	NeighboursTruncated bool
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -134,6 +135,21 @@ SELECT review_id, ingest_id, placement_item_id, kind, status, profile_id, observ
 FROM review_items WHERE team_id = $1 AND (relationship_id = $2 OR $2 = ANY(related_ids))
 ORDER BY created_at, review_id`
 
+const traceCrossRefsSQL = `-- name: TraceCrossReferences
+SELECT xref_id, kind, from_relationship_id, from_version, to_relationship_id, to_version, author_profile_id,
+       COALESCE(verification_id, ''), ingest_id, created_at
+FROM relationship_cross_references
+WHERE team_id = $1 AND (from_relationship_id = $2 OR to_relationship_id = $2)
+ORDER BY created_at, xref_id`
+
+const traceCaseEventsSQL = `-- name: TraceCaseEvents
+SELECT event_id, conflict_id, case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
+       COALESCE(actor_profile_id, ''), reason_code, policy_version, COALESCE(time_basis, ''), referenced, positions,
+       ingest_id, created_at
+FROM conflict_events
+WHERE team_id = $1 AND conflict_id IN (SELECT conflict_id FROM conflict_position_members WHERE team_id = $1 AND relationship_id = $2)
+ORDER BY conflict_id, case_version`
+
 // TraceLoad returns the stored history of one relationship. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
 	var out store.TraceData
@@ -227,8 +243,48 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 		})
 		return err
 	})
+	b.Queue(traceCrossRefsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		out.CrossReferences, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CrossReferenceRow, error) {
+			var x store.CrossReferenceRow
+			err := row.Scan(&x.ID, &x.Kind, &x.From, &x.FromVersion, &x.To, &x.ToVersion, &x.Author, &x.VerificationID,
+				&x.IngestID, &x.CreatedAt)
+			x.Team = p.Team
+			return x, err
+		})
+		return err
+	})
+	var cases []store.RecallCase
+	b.Queue(recallCasesSQL, p.Team, []string{string(p.RelationshipID)}, nil).Query(func(rows pgx.Rows) error {
+		cases, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallCase, error) {
+			return scanRecallCase(row, p.Team)
+		})
+		return err
+	})
+	var events []store.CaseEventRow
+	b.Queue(traceCaseEventsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseEventRow, error) {
+			var e store.CaseEventRow
+			var prior, resulting string
+			var ref, pos []byte
+			err := row.Scan(&e.ID, &e.CaseID, &e.CaseVersion, &prior, &resulting, &e.ActorKind, &e.ActorProfile, &e.Reason,
+				&e.PolicyVersion, &e.TimeBasis, &ref, &pos, &e.IngestID, &e.CreatedAt)
+			e.Team, e.PriorStatus, e.ResultingStatus = p.Team, conflict.Status(prior), conflict.Status(resulting)
+			e.Referenced, e.Positions = json.RawMessage(ref), json.RawMessage(pos)
+			return e, err
+		})
+		return err
+	})
 	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
 		return out, translate(err)
+	}
+	for _, c := range cases {
+		tc := store.TraceCase{Case: c}
+		for _, e := range events {
+			if e.CaseID == c.ID {
+				tc.Events = append(tc.Events, e)
+			}
+		}
+		out.Cases = append(out.Cases, tc)
 	}
 	if err := s.loadNeighbours(ctx, p, &out, entities); err != nil {
 		return out, err

@@ -1,0 +1,434 @@
+package densemem
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Recall defaults and bounds.
+const (
+	DefaultRecallLimit = 10
+	MaxRecallLimit     = 50
+	// RRFK is the reciprocal-rank-fusion constant: a branch's rank r contributes 1/(RRFK+r).
+	RRFK = 60
+)
+
+// Ranking branches a Recall may run.
+const (
+	BranchFullText   = "fulltext"
+	BranchEntityName = "entity_name"
+)
+
+// RecallRequest asks what the team knows. Query and/or ExpandFromEntityIDs select; ValidAt and
+// KnownAt move the view in world time and in recorded time, and combine.
+type RecallRequest struct {
+	// Query is free text (up to 512 characters) for full-text search over evidence, entity names
+	// and predicate phrases, and for exact entity-name matches.
+	Query string `json:"query,omitempty"`
+	// ExpandFromEntityIDs adds the relationships of these entities.
+	ExpandFromEntityIDs []EntityID `json:"expand_from_entity_ids,omitempty"`
+	// ValidAt returns what was true in the world at that instant (active or superseded relationships
+	// whose validity contains it).
+	ValidAt *time.Time `json:"valid_at,omitempty"`
+	// KnownAt returns what the system had recorded at that instant; nothing recorded later leaks.
+	KnownAt *time.Time `json:"known_at,omitempty"`
+	// Limit bounds the results (default 10, at most 50).
+	Limit int `json:"limit,omitempty"`
+	// Predicate restricts results to one predicate (key or alias).
+	Predicate string `json:"predicate,omitempty"`
+}
+
+// RecallResponse is what Recall found.
+type RecallResponse struct {
+	Results []RecallResult `json:"results"`
+	// Conflicts lists, once each, the live team conflict cases of the results, with every material
+	// position and the question to ask.
+	Conflicts []RecallConflict `json:"conflicts"`
+	// Branches names the ranking branches that ran.
+	Branches []string   `json:"branches"`
+	ValidAt  *time.Time `json:"valid_at,omitempty"`
+	KnownAt  *time.Time `json:"known_at,omitempty"`
+}
+
+// RecallResult is one relationship with the evidence that supports it in the requested window.
+type RecallResult struct {
+	Relationship RelationshipSummary `json:"relationship"`
+	Score        float64             `json:"score"`
+	Evidence     []EvidenceExcerpt   `json:"evidence"`
+	// ConflictID names the live case this relationship is a member of.
+	ConflictID string `json:"conflict_id,omitempty"`
+	// ResolvedConflict is set when a resolved case preferred this relationship's position.
+	ResolvedConflict *ResolvedConflictRef `json:"resolved_conflict,omitempty"`
+}
+
+// EvidenceExcerpt is one cited span of a supporting fragment (at most 600 bytes of it).
+type EvidenceExcerpt struct {
+	FragmentID      FragmentID          `json:"fragment_id"`
+	Start           int                 `json:"start"`
+	End             int                 `json:"end"`
+	Excerpt         string              `json:"excerpt"`
+	SourceType      evidence.SourceType `json:"source_type"`
+	Authority       evidence.Authority  `json:"authority"`
+	SourceGroup     string              `json:"source_group"`
+	AuthorProfileID ProfileID           `json:"author_profile_id"`
+}
+
+// RecallConflict is a team conflict case as a reader must see it.
+type RecallConflict struct {
+	ConflictID  string           `json:"conflict_id"`
+	Version     int              `json:"version"`
+	Status      string           `json:"status"`
+	ReviewDueAt time.Time        `json:"review_due_at"`
+	Subject     EntityRefView    `json:"subject"`
+	Predicate   string           `json:"predicate"`
+	Scope       string           `json:"scope"`
+	Positions   []RecallPosition `json:"positions"`
+	// Question names the subject, predicate, scope and alternatives, and how to answer.
+	Question string `json:"question"`
+}
+
+// RecallPosition is one material alternative of a case.
+type RecallPosition struct {
+	PositionID          string            `json:"position_id"`
+	Object              ObjectView        `json:"object"`
+	Polarity            Polarity          `json:"polarity"`
+	RelationshipIDs     []RelationshipID  `json:"relationship_ids"`
+	OwnerProfileIDs     []ProfileID       `json:"owner_profile_ids"`
+	CountedSourceGroups int               `json:"counted_source_groups"`
+	Evidence            []EvidenceExcerpt `json:"evidence"`
+}
+
+// ResolvedConflictRef is the compact reference to a resolved case on a preferred result.
+type ResolvedConflictRef struct {
+	ConflictID          string     `json:"conflict_id"`
+	Version             int        `json:"version"`
+	ResolvedAt          *time.Time `json:"resolved_at,omitempty"`
+	EffectiveAt         *time.Time `json:"effective_at,omitempty"`
+	EffectiveTimeBasis  string     `json:"effective_time_basis,omitempty"`
+	PreferredPositionID string     `json:"preferred_position_id"`
+}
+
+// Recall returns the team's relationships matching the request, ranked by reciprocal rank fusion of
+// a full-text branch and an entity-name branch, with their evidence and the team conflict cases they
+// belong to. Filters (team, time, status) apply inside each branch before its limit.
+//
+// Errors: *ValidationError, ErrForbidden (read scope).
+func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*RecallResponse, error) {
+	var ps problems
+	checkText(&ps, "query", req.Query, false, 4*512)
+	if utf8.RuneCountInString(req.Query) > 512 {
+		ps.add("query", "is longer than 512 characters")
+	}
+	if strings.TrimSpace(req.Query) == "" && len(req.ExpandFromEntityIDs) == 0 {
+		ps.add("query", "a query or expand_from_entity_ids is required")
+	}
+	if len(req.ExpandFromEntityIDs) > 50 {
+		ps.add("expand_from_entity_ids", "has more than 50 entities")
+	}
+	for i, id := range req.ExpandFromEntityIDs {
+		checkText(&ps, fmt.Sprintf("expand_from_entity_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
+	}
+	checkTime(&ps, "valid_at", req.ValidAt)
+	checkTime(&ps, "known_at", req.KnownAt)
+	checkText(&ps, "predicate", req.Predicate, false, c.cfg.Limits.MaxTextBytes)
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultRecallLimit
+	case limit < 1 || limit > MaxRecallLimit:
+		ps.add("limit", "must be within 1..%d", MaxRecallLimit)
+	}
+	if err := ps.err(); err != nil {
+		return nil, err
+	}
+	pr, err := c.authorize(ctx, p, identity.ScopeRead)
+	if err != nil {
+		return nil, err
+	}
+	validAt, knownAt := storedPtr(req.ValidAt), storedPtr(req.KnownAt)
+	at := c.now()
+	if knownAt != nil {
+		at = *knownAt
+	}
+	predKey := ""
+	if req.Predicate != "" {
+		predKey = relationship.NormalizePhrase(req.Predicate)
+		if preds, err := c.store.PredicateList(ctx, p.TeamID); err != nil {
+			return nil, err
+		} else if pd, ok := relationship.MatchPredicate(req.Predicate, preds); ok {
+			predKey = pd.Key
+		}
+	}
+	names := queryNames(req.Query)
+	out := &RecallResponse{Results: []RecallResult{}, Conflicts: []RecallConflict{}, Branches: []string{},
+		ValidAt: validAt, KnownAt: knownAt}
+	if strings.TrimSpace(req.Query) != "" {
+		out.Branches = append(out.Branches, BranchFullText)
+	}
+	if len(names) > 0 || len(req.ExpandFromEntityIDs) > 0 {
+		out.Branches = append(out.Branches, BranchEntityName)
+	}
+
+	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: req.Query, Names: names,
+		ExpandFrom: req.ExpandFromEntityIDs, At: at, ValidAt: validAt, KnownAt: knownAt, PredicateKey: predKey,
+		PerBranch: min(3*limit, 150)})
+	if err != nil {
+		return nil, err
+	}
+
+	// Reciprocal rank fusion of the branches.
+	fused := map[relationship.ID]float64{}
+	state := map[relationship.ID]store.RankedRelationship{}
+	for _, branch := range [][]store.RankedRelationship{found.FullText, found.EntityName} {
+		for i, r := range branch {
+			fused[r.ID] += 1 / float64(RRFK+i+1)
+			state[r.ID] = r
+		}
+	}
+	ids := make([]relationship.ID, 0, len(fused))
+	for id := range fused {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: ids,
+		KnownAt: knownAt, Cases: true})
+	if err != nil {
+		return nil, err
+	}
+	views := map[relationship.ID]store.RelationshipView{}
+	for _, v := range details.Views {
+		views[v.Relationship.ID] = v
+	}
+	ev := groupEvidence(details.Evidence)
+
+	// Deterministic boosts, then ties by earlier creation, then ID.
+	type scored struct {
+		id    relationship.ID
+		score float64
+	}
+	ranked := make([]scored, 0, len(ids))
+	for _, id := range ids {
+		if _, ok := views[id]; !ok {
+			continue
+		}
+		boost := 1.0
+		if state[id].Tier == relationship.TierFact {
+			boost += 0.1
+		}
+		for _, e := range ev[id] {
+			if e.Authority == evidence.AuthorityAuthoritative && slices.Contains(pr.Policy.AuthoritativeProfiles, e.Author) {
+				boost += 0.05
+				break
+			}
+		}
+		ranked = append(ranked, scored{id, fused[id] * boost})
+	}
+	slices.SortFunc(ranked, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := views[a.id].CreatedAt.Compare(views[b.id].CreatedAt); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.id, b.id)
+	})
+	if len(ranked) > limit {
+		ranked = ranked[:limit]
+	}
+
+	cases := casesOf(details.Cases)
+	for _, r := range ranked {
+		v := views[r.id]
+		st := state[r.id]
+		v.Relationship.Status, v.Relationship.Tier, v.Relationship.Validity.To, v.Relationship.Version = st.Status, st.Tier, st.ValidTo, st.Version
+		res := RecallResult{Relationship: summary(v), Score: r.score, Evidence: excerpts(ev[r.id])}
+		for _, cs := range cases[r.id] {
+			switch {
+			case cs.Status.Live():
+				res.ConflictID = string(cs.ID)
+			case cs.Status == conflict.StatusResolved && inPosition(cs, cs.Preferred, r.id):
+				res.ResolvedConflict = &ResolvedConflictRef{ConflictID: string(cs.ID), Version: cs.Version,
+					ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
+					PreferredPositionID: string(cs.Preferred)}
+			}
+		}
+		out.Results = append(out.Results, res)
+	}
+	if err := c.recallConflicts(ctx, p, out, details.Cases, knownAt, views, ev); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// recallConflicts fills out.Conflicts with the live cases of the results, as of knownAt.
+func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallResponse, all []store.RecallCase,
+	knownAt *time.Time, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) error {
+	var live []store.RecallCase
+	for _, r := range out.Results {
+		for _, cs := range all {
+			if r.ConflictID == string(cs.ID) && !slices.ContainsFunc(live, func(x store.RecallCase) bool { return x.ID == cs.ID }) {
+				live = append(live, cs)
+			}
+		}
+	}
+	if len(live) == 0 {
+		return nil
+	}
+	var missing []relationship.ID
+	for _, cs := range live {
+		for _, pos := range cs.Positions {
+			for _, m := range pos.Members {
+				if _, ok := views[m.RelationshipID]; !ok && !slices.Contains(missing, m.RelationshipID) {
+					missing = append(missing, m.RelationshipID)
+				}
+			}
+		}
+	}
+	if len(missing) > 0 {
+		more, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: missing, KnownAt: knownAt})
+		if err != nil {
+			return err
+		}
+		for _, v := range more.Views {
+			views[v.Relationship.ID] = v
+		}
+		for id, e := range groupEvidence(more.Evidence) {
+			ev[id] = e
+		}
+	}
+	for _, cs := range live {
+		out.Conflicts = append(out.Conflicts, conflictView(cs, views, ev))
+	}
+	return nil
+}
+
+// conflictView builds a case's reader view: positions with owners, counted groups and excerpts, and
+// the explicit question.
+func conflictView(cs store.RecallCase, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) RecallConflict {
+	rc := RecallConflict{ConflictID: string(cs.ID), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
+		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
+	tally := make([]conflict.Position, len(cs.Positions))
+	for i, pos := range cs.Positions {
+		tally[i].Key = conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}
+		for _, m := range pos.Members {
+			var sups []evidence.Support
+			for _, e := range ev[m.RelationshipID] {
+				sups = append(sups, evidence.Support{Group: e.SourceGroup, ContentHash: e.ContentHash, Effective: true})
+			}
+			tally[i].Members = append(tally[i].Members, conflict.Member{Supports: sups})
+		}
+	}
+	conflict.Tally(tally)
+	var alternatives []string
+	for i, pos := range cs.Positions {
+		rp := RecallPosition{PositionID: string(pos.PositionID), Polarity: pos.Polarity, CountedSourceGroups: tally[i].Groups,
+			RelationshipIDs: []RelationshipID{}, OwnerProfileIDs: []ProfileID{}, Evidence: []EvidenceExcerpt{}}
+		for _, m := range pos.Members {
+			rp.RelationshipIDs = append(rp.RelationshipIDs, m.RelationshipID)
+			if !slices.Contains(rp.OwnerProfileIDs, m.Owner) {
+				rp.OwnerProfileIDs = append(rp.OwnerProfileIDs, m.Owner)
+			}
+			if v, ok := views[m.RelationshipID]; ok {
+				s := summary(v)
+				rp.Object = s.Object
+				if rc.Subject.EntityID == "" {
+					rc.Subject = s.Subject
+				}
+			}
+			rp.Evidence = append(rp.Evidence, excerpts(ev[m.RelationshipID])...)
+		}
+		name := fmt.Sprintf("%q", rp.Object.Name)
+		if pos.Polarity == relationship.PolarityNegative {
+			name = "not " + name
+		}
+		alternatives = append(alternatives, fmt.Sprintf("%s (%d profile(s), %d independent source group(s))",
+			name, len(rp.OwnerProfileIDs), rp.CountedSourceGroups))
+		rc.Positions = append(rc.Positions, rp)
+	}
+	scope := ""
+	if rc.Scope != "" {
+		scope = fmt.Sprintf(" in scope %q", rc.Scope)
+	}
+	rc.Question = fmt.Sprintf("Team members disagree on %q %s%s: which is current, %s? Answer by remembering exact "+
+		"evidence with conflict_response {conflict_id: %q, expected_version: %d}; the nightly review decides.",
+		rc.Subject.Name, rc.Predicate, scope, strings.Join(alternatives, " or "), rc.ConflictID, rc.Version)
+	return rc
+}
+
+func casesOf(cases []store.RecallCase) map[relationship.ID][]store.RecallCase {
+	out := map[relationship.ID][]store.RecallCase{}
+	for _, cs := range cases {
+		for _, pos := range cs.Positions {
+			for _, m := range pos.Members {
+				out[m.RelationshipID] = append(out[m.RelationshipID], cs)
+			}
+		}
+	}
+	return out
+}
+
+func inPosition(cs store.RecallCase, id conflict.PositionID, rel relationship.ID) bool {
+	for _, pos := range cs.Positions {
+		if pos.PositionID == id {
+			return slices.ContainsFunc(pos.Members, func(m store.EventMember) bool { return m.RelationshipID == rel })
+		}
+	}
+	return false
+}
+
+func groupEvidence(es []store.RecallEvidence) map[relationship.ID][]store.RecallEvidence {
+	out := map[relationship.ID][]store.RecallEvidence{}
+	for _, e := range es {
+		out[e.RelationshipID] = append(out[e.RelationshipID], e)
+	}
+	return out
+}
+
+func excerpts(es []store.RecallEvidence) []EvidenceExcerpt {
+	out := make([]EvidenceExcerpt, 0, len(es))
+	for _, e := range es {
+		out = append(out, EvidenceExcerpt{FragmentID: e.FragmentID, Start: e.Start, End: e.End, Excerpt: e.Excerpt,
+			SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
+	}
+	return out
+}
+
+func storedPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	s := storedTime(*t)
+	return &s
+}
+
+// queryNames returns the normalised word n-grams (up to four words, at most 64) of a query, the
+// candidates of the exact entity-name branch.
+func queryNames(q string) []string {
+	words := strings.FieldsFunc(strings.ToLower(q), unicode.IsSpace)
+	for i, w := range words {
+		words[i] = strings.TrimFunc(w, func(r rune) bool { return unicode.IsPunct(r) && r != '-' && r != '_' })
+	}
+	words = slices.DeleteFunc(words, func(w string) bool { return w == "" })
+	var out []string
+	for n := 1; n <= 4; n++ {
+		for i := 0; i+n <= len(words); i++ {
+			g := identity.NormalizeName(strings.Join(words[i:i+n], " "))
+			if !slices.Contains(out, g) && len(out) < 64 {
+				out = append(out, g)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,208 @@
+package postgres
+
+import (
+	"context"
+	"encoding/json"
+
+	sq "github.com/Masterminds/squirrel"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
+// $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
+// entity IDs.
+//
+// recallState is a relationship's state at known_at (or now): its last transition recorded then.
+const recallState = `JOIN LATERAL (
+    SELECT t.to_status AS status, t.to_tier AS tier, t.to_valid_to AS valid_to, t.to_version AS version
+    FROM relationship_transitions t
+    WHERE t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+      AND ($5::timestamptz IS NULL OR t.created_at <= $5::timestamptz)
+    ORDER BY t.to_version DESC LIMIT 1) st ON true`
+
+// recallFilter keeps what the requested view shows: without valid_at, relationships active at the
+// view's instant; with valid_at, active or superseded ones whose validity contains it.
+const recallFilter = `r.team_id = $1
+  AND ($5::timestamptz IS NULL OR r.created_at <= $5::timestamptz)
+  AND ($7::text = '' OR r.predicate_key = $7::text)
+  AND CASE WHEN $4::timestamptz IS NULL
+      THEN st.status = 'active' AND (st.valid_to IS NULL OR st.valid_to > $3::timestamptz)
+      ELSE st.status IN ('active', 'superseded') AND (r.valid_from IS NULL OR r.valid_from <= $4::timestamptz)
+           AND (st.valid_to IS NULL OR st.valid_to > $4::timestamptz)
+  END`
+
+const recallSearchSQL = `-- name: RecallSearch
+WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
+hits AS (
+    SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq) AS score
+    FROM q
+    JOIN fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
+    JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
+    WHERE $5::timestamptz IS NULL OR s.created_at <= $5::timestamptz
+  UNION ALL
+    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)
+    FROM q
+    JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
+    JOIN relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
+    WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
+  UNION ALL
+    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)
+    FROM q
+    JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
+    JOIN relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
+    WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
+),
+fulltext AS (
+    SELECT r.relationship_id AS id,
+           h.score + ts_rank_cd(to_tsvector('english', replace(r.predicate_key, '_', ' ') || ' ' ||
+               array_to_string(pd.aliases, ' ')), q.tsq) AS score,
+           st.status, st.tier, st.valid_to, st.version, r.created_at
+    FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
+    CROSS JOIN q
+    JOIN relationships r ON r.team_id = $1 AND r.relationship_id = h.id
+    JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
+    ` + recallState + `
+    WHERE ` + recallFilter + `
+    ORDER BY score DESC, r.created_at, r.relationship_id
+    LIMIT $6
+),
+named AS (
+    SELECT DISTINCT n.entity_id FROM entity_names n
+    WHERE n.team_id = $1 AND n.normalized_name = ANY($8::text[]) AND ($5::timestamptz IS NULL OR n.created_at <= $5::timestamptz)
+  UNION
+    SELECT unnest($9::text[])
+),
+entity_hits AS (
+    SELECT r.relationship_id AS id, count(*) AS matched
+    FROM (SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
+          UNION ALL
+          SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id) r
+    GROUP BY r.relationship_id
+),
+entity_name AS (
+    SELECT r.relationship_id AS id, e.matched::float8 AS score, st.status, st.tier, st.valid_to, st.version, r.created_at
+    FROM entity_hits e
+    JOIN relationships r ON r.team_id = $1 AND r.relationship_id = e.id
+    ` + recallState + `
+    WHERE ` + recallFilter + `
+    ORDER BY score DESC, r.created_at, r.relationship_id
+    LIMIT $6
+)
+SELECT 'fulltext', id, score, status, tier, valid_to, version FROM fulltext
+UNION ALL
+SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name`
+
+// RecallSearch runs both ranking branches in one statement and returns each branch in rank order.
+func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (store.RecallSearch, error) {
+	var out store.RecallSearch
+	expand := entityStrings(p.ExpandFrom)
+	names := p.Names
+	if names == nil {
+		names = []string{}
+	}
+	rows, err := s.pool.Query(ctx, recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch,
+		p.PredicateKey, names, expand)
+	if err != nil {
+		return out, translate(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var branch, status, tier string
+		var r store.RankedRelationship
+		if err := rows.Scan(&branch, &r.ID, &r.Score, &status, &tier, &r.ValidTo, &r.Version); err != nil {
+			return out, translate(err)
+		}
+		r.Status, r.Tier = relationship.Status(status), relationship.Tier(tier)
+		if branch == "fulltext" {
+			out.FullText = append(out.FullText, r)
+		} else {
+			out.EntityName = append(out.EntityName, r)
+		}
+	}
+	return out, translate(rows.Err())
+}
+
+const recallEvidenceSQL = `-- name: RecallEvidence
+SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
+       convert_from(substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, 600)), 'UTF8'),
+       f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at
+FROM support_links s
+JOIN evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
+JOIN fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
+WHERE s.team_id = $1 AND s.relationship_id = ANY($2::text[]) AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
+ORDER BY s.relationship_id, s.created_at, s.support_id`
+
+const recallCasesSQL = `-- name: RecallCases
+SELECT DISTINCT ON (e.conflict_id) e.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting_status,
+       e.case_version, c.opened_at, c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
+       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions
+FROM conflict_events e
+JOIN conflict_cases c ON c.team_id = e.team_id AND c.conflict_id = e.conflict_id
+WHERE e.team_id = $1
+  AND e.conflict_id IN (SELECT m.conflict_id FROM conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = ANY($2::text[]))
+  AND ($3::timestamptz IS NULL OR e.created_at <= $3::timestamptz)
+ORDER BY e.conflict_id, e.case_version DESC`
+
+// RecallDetails reads, in one round trip, the names, effective evidence and (optionally) the conflict
+// cases of relationships, as recorded at KnownAt when it is set.
+func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) (store.RecallDetails, error) {
+	var out store.RecallDetails
+	if len(p.Relationships) == 0 {
+		return out, nil
+	}
+	ids := make([]string, len(p.Relationships))
+	for i, id := range p.Relationships {
+		ids[i] = string(id)
+	}
+	sql, args, err := relationshipViewQuery(p.Team).Where(sq.Eq{"r.relationship_id": ids}).OrderBy("r.relationship_id").ToSql()
+	if err != nil {
+		return out, err
+	}
+	b := &pgx.Batch{}
+	b.Queue("-- name: RecallViews\n"+sql, args...).Query(func(rows pgx.Rows) error {
+		out.Views, err = pgx.CollectRows(rows, scanRelationshipView)
+		return err
+	})
+	b.Queue(recallEvidenceSQL, p.Team, ids, p.KnownAt).Query(func(rows pgx.Rows) error {
+		out.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallEvidence, error) {
+			var e store.RecallEvidence
+			var st, auth string
+			err := row.Scan(&e.RelationshipID, &e.SupportID, &e.FragmentID, &e.Start, &e.End, &e.Excerpt, &st, &auth,
+				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt)
+			e.SourceType, e.Authority = evidence.SourceType(st), evidence.Authority(auth)
+			return e, err
+		})
+		return err
+	})
+	if p.Cases {
+		b.Queue(recallCasesSQL, p.Team, ids, p.KnownAt).Query(func(rows pgx.Rows) error {
+			out.Cases, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallCase, error) {
+				return scanRecallCase(row, p.Team)
+			})
+			return err
+		})
+	}
+	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
+		return out, translate(err)
+	}
+	return out, nil
+}
+
+func scanRecallCase(row pgx.CollectableRow, team identity.TeamID) (store.RecallCase, error) {
+	var c store.RecallCase
+	var status string
+	var positions []byte
+	err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version, &c.OpenedAt,
+		&c.ReviewDueAt, &c.ResolvedAt, &c.EffectiveAt, &c.TimeBasis, &c.Preferred, &c.PolicyVersion, &positions)
+	if err != nil {
+		return c, err
+	}
+	c.Key.Team, c.Status = team, conflict.Status(status)
+	return c, json.Unmarshal(positions, &c.Positions)
+}

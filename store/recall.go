@@ -1,0 +1,102 @@
+package store
+
+import (
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+)
+
+// RecallSearchParams describes one ranked candidate search. Every filter applies inside the
+// branches, before their limits.
+type RecallSearchParams struct {
+	Team identity.TeamID
+	// Query is the user's text for the full-text branch; Names are the normalised word n-grams of
+	// the query for the entity-name branch.
+	Query string
+	Names []string
+	// ExpandFrom adds the relationships of these entities to the entity-name branch.
+	ExpandFrom []identity.EntityID
+	// At is the instant the current view is evaluated at (now, or KnownAt).
+	At time.Time
+	// ValidAt selects relationships true in the world at that instant (active or superseded).
+	ValidAt *time.Time
+	// KnownAt reconstructs what was recorded at or before that instant.
+	KnownAt *time.Time
+	// PredicateKey filters by predicate when set.
+	PredicateKey string
+	// PerBranch bounds each branch's candidates.
+	PerBranch int
+}
+
+// RankedRelationship is one branch candidate in rank order, with its state at the requested instant.
+type RankedRelationship struct {
+	ID      relationship.ID
+	Score   float64
+	Status  relationship.Status
+	Tier    relationship.Tier
+	ValidTo *time.Time
+	Version int
+}
+
+// RecallSearch is the output of the candidate search.
+type RecallSearch struct {
+	FullText   []RankedRelationship
+	EntityName []RankedRelationship
+}
+
+// RecallDetailsParams names the relationships whose names, evidence and cases a recall shows.
+type RecallDetailsParams struct {
+	Team          identity.TeamID
+	Relationships []relationship.ID
+	KnownAt       *time.Time
+	// Cases asks for the conflict cases the relationships belong to (as of KnownAt).
+	Cases bool
+}
+
+// RecallEvidence is one effective support path with its excerpt.
+type RecallEvidence struct {
+	RelationshipID relationship.ID
+	SupportID      string
+	FragmentID     evidence.FragmentID
+	Start, End     int
+	Excerpt        string
+	SourceType     evidence.SourceType
+	Authority      evidence.Authority
+	SourceGroup    string
+	ContentHash    string
+	Author         identity.ProfileID
+	CreatedAt      time.Time
+}
+
+// RecallCase is a conflict case as of an instant: the case row's identity and deadlines, and the
+// status, version and membership of its last event at or before that instant.
+type RecallCase struct {
+	ID            conflict.ID
+	Key           conflict.Key
+	Status        conflict.Status
+	Version       int
+	OpenedAt      time.Time
+	ReviewDueAt   time.Time
+	ResolvedAt    *time.Time
+	EffectiveAt   *time.Time
+	TimeBasis     string
+	Preferred     conflict.PositionID
+	PolicyVersion int
+	Positions     []EventPosition
+}
+
+// RecallDetails is what RecallDetails read.
+type RecallDetails struct {
+	Views    []RelationshipView
+	Evidence []RecallEvidence
+	Cases    []RecallCase
+}
+
+// TraceCase is a conflict case a traced relationship belongs or belonged to, with every event.
+type TraceCase struct {
+	Case   RecallCase
+	Events []CaseEventRow
+}
