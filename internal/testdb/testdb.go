@@ -305,10 +305,12 @@ func buildTemplate(ctx context.Context, conn *pgx.Conn, admin, tpl string) error
 	return nil
 }
 
-// dropStaleTemplates drops templates built from other migrations. Errors are ignored: a stale
-// template that cannot be dropped costs disk space, not correctness.
+// dropStaleTemplates drops templates built from other migrations, keeping the three newest: another
+// checkout or a test binary built a moment earlier may still be cloning one of those. Errors are
+// ignored: a stale template that cannot be dropped costs disk space, not correctness.
 func dropStaleTemplates(ctx context.Context, conn *pgx.Conn, keep string) {
-	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'densemem\_tpl\_%' AND datname <> $1`, keep)
+	rows, err := conn.Query(ctx, `SELECT datname FROM pg_database WHERE datname LIKE 'densemem\_tpl\_%' AND datname <> $1
+		ORDER BY oid DESC OFFSET 3`, keep)
 	if err != nil {
 		return
 	}
