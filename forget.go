@@ -10,6 +10,7 @@ import (
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
 
@@ -91,11 +92,11 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 		if err != nil {
 			return err
 		}
-		ks := &keyState{key: key, supports: map[relationship.ID][]evidence.Support{}}
+		ks := &review.KeyState{Key: key, Supports: map[relationship.ID][]evidence.Support{}}
 		var cur *relationship.Relationship
 		for i := range kl.Relationships {
 			r := &kl.Relationships[i]
-			ks.rels = append(ks.rels, r)
+			ks.Rels = append(ks.Rels, r)
 			if r.ID == rel.ID {
 				cur = r
 			}
@@ -104,16 +105,16 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 			return fmt.Errorf("relationship %s: %w", rel.ID, ErrNotFound)
 		}
 		for _, s := range kl.Supports {
-			ks.supports[s.RelationshipID] = append(ks.supports[s.RelationshipID], evidence.Support{Group: s.Group,
+			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], evidence.Support{Group: s.Group,
 				ContentHash: s.ContentHash, Effective: true, AllowedAuthority: s.Authority == evidence.AuthorityAuthoritative &&
 					slices.Contains(pr.Policy.AuthoritativeProfiles, s.Author)})
 		}
 		for i := range kl.Cases {
 			if kl.Cases[i].Status.Live() && kl.Cases[i].Key == key {
-				ks.live = &kl.Cases[i]
+				ks.Live = &kl.Cases[i]
 			}
 		}
-		ks.pred, _ = relationship.MatchPredicate(key.PredicateKey, preds)
+		ks.Pred, _ = relationship.MatchPredicate(key.PredicateKey, preds)
 		ingestID := c.newID("ing", now)
 		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
 		var ws store.WriteSet
@@ -135,9 +136,10 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 			ws.Refreshes = []store.RefreshRow{{Team: p.TeamID, RelationshipID: cur.ID, Reason: "retracted", CreatedAt: now}}
 			cur.Status, cur.Version = relationship.StatusRetracted, cur.Version+1
 			// §6.7: the retraction repairs the key's case in the same transaction.
-			keeper := &caseKeeper{c: c, team: p.TeamID, actor: p.ProfileID, ingestID: ingestID, now: now, policy: pr.Policy, ws: &ws}
-			if ref := keeper.maintain(ks); ref != nil {
-				res.Conflict = ref
+			keeper := &review.Keeper{Team: p.TeamID, ActorKind: store.ActorProfile, ActorProfile: p.ProfileID,
+				IngestID: ingestID, Now: now, Policy: pr.Policy, WS: &ws, NewID: func(prefix string) string { return c.newID(prefix, now) }}
+			if ref := keeper.Maintain(ks); ref != nil {
+				res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 			}
 		}
 		body, err := json.Marshal(res)

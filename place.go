@@ -13,6 +13,7 @@ import (
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
 
@@ -36,7 +37,7 @@ type planner struct {
 	ingestID string
 	ws       store.WriteSet
 	// state holds every owner's relationships of each key the call touches, and the live cases.
-	state     map[conflict.Key]*keyState
+	state     map[conflict.Key]*review.KeyState
 	cases     map[conflict.ID]*store.CaseRow
 	supports  map[relationship.ID][]evidence.Support
 	fragments []store.FragmentRow
@@ -95,18 +96,18 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	pl.ingestID = pl.c.newID("ing", pl.now)
 	pl.values = map[string]bool{}
 	pl.supports = map[relationship.ID][]evidence.Support{}
-	pl.state = map[conflict.Key]*keyState{}
+	pl.state = map[conflict.Key]*review.KeyState{}
 	pl.cases = map[conflict.ID]*store.CaseRow{}
 	for i := range kl.Relationships {
 		r := kl.Relationships[i]
 		ks := pl.keyState(conflict.Key{Team: pl.p.TeamID, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
-		ks.rels = append(ks.rels, &r)
+		ks.Rels = append(ks.Rels, &r)
 	}
 	for i := range kl.Cases {
 		c := &kl.Cases[i]
 		pl.cases[c.ID] = c
 		if c.Status.Live() {
-			pl.keyState(c.Key).live = c
+			pl.keyState(c.Key).Live = c
 		}
 	}
 	pl.objectNames = map[relationship.ID]string{}
@@ -136,12 +137,15 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	return pl.ws, out, nil
 }
 
+// newID allocates an ID at the call's time.
+func (pl *planner) newID(prefix string) string { return pl.c.newID(prefix, pl.now) }
+
 // keyState returns the state of a key, creating an empty one for a key nobody holds yet.
-func (pl *planner) keyState(k conflict.Key) *keyState {
+func (pl *planner) keyState(k conflict.Key) *review.KeyState {
 	ks, ok := pl.state[k]
 	if !ok {
 		pred, _ := relationship.MatchPredicate(k.PredicateKey, pl.preds)
-		ks = &keyState{key: k, pred: pred, supports: pl.supports}
+		ks = &review.KeyState{Key: k, Pred: pred, Supports: pl.supports}
 		pl.state[k] = ks
 	}
 	return ks
@@ -150,7 +154,7 @@ func (pl *planner) keyState(k conflict.Key) *keyState {
 // owned returns the caller's relationships of a key.
 func (pl *planner) owned(k conflict.Key) []relationship.Relationship {
 	var out []relationship.Relationship
-	for _, r := range pl.keyState(k).rels {
+	for _, r := range pl.keyState(k).Rels {
 		if r.Owner == pl.p.ProfileID {
 			out = append(out, *r)
 		}
@@ -182,7 +186,7 @@ func (pl *planner) checkReferences() error {
 		if id := r.CorrectsRelationshipID; id != "" {
 			found := false
 			if ok {
-				for _, x := range pl.keyState(k).rels {
+				for _, x := range pl.keyState(k).Rels {
 					found = found || x.ID == id
 				}
 			}
@@ -197,12 +201,12 @@ func (pl *planner) checkReferences() error {
 // maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
 // resulting case on the outcomes of the key's relationships.
 func (pl *planner) maintainCases(out *Placement) {
-	keeper := &caseKeeper{c: pl.c, team: pl.p.TeamID, actor: pl.p.ProfileID, ingestID: pl.ingestID, now: pl.now,
-		policy: pl.policy, ws: &pl.ws}
+	keeper := &review.Keeper{Team: pl.p.TeamID, ActorKind: store.ActorProfile, ActorProfile: pl.p.ProfileID,
+		IngestID: pl.ingestID, Now: pl.now, Policy: pl.policy, WS: &pl.ws, NewID: pl.newID}
 	refs := map[relationship.ID]*ConflictRef{}
 	keys := make([]conflict.Key, 0, len(pl.state))
 	for k, ks := range pl.state {
-		if ks.touched {
+		if ks.Touched {
 			keys = append(keys, k)
 		}
 	}
@@ -211,12 +215,12 @@ func (pl *planner) maintainCases(out *Placement) {
 	})
 	for _, k := range keys {
 		ks := pl.state[k]
-		ref := keeper.maintain(ks)
+		ref := keeper.Maintain(ks)
 		if ref == nil {
 			continue
 		}
-		for _, r := range ks.rels {
-			refs[r.ID] = ref
+		for _, r := range ks.Rels {
+			refs[r.ID] = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
 	}
 	for i := range out.RelationshipOutcomes {
@@ -228,16 +232,16 @@ func (pl *planner) maintainCases(out *Placement) {
 
 // crossReferences compares a relationship of the caller that just became active with the other
 // owners' active relationships of its key and writes corrects, challenges or confirms links.
-func (pl *planner) crossReferences(ks *keyState, rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
+func (pl *planner) crossReferences(ks *review.KeyState, rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
 	verID string) []CrossReferenceOutcome {
 	var out []CrossReferenceOutcome
-	for _, o := range ks.rels {
+	for _, o := range ks.Rels {
 		if o.Owner == rel.Owner || o.Status != relationship.StatusActive {
 			continue
 		}
 		kind := ""
 		switch {
-		case relationship.Incompatible(ks.pred, rel.Object, rel.Polarity, rel.Validity, o.Object, o.Polarity, o.Validity):
+		case relationship.Incompatible(ks.Pred, rel.Object, rel.Polarity, rel.Validity, o.Object, o.Polarity, o.Validity):
 			kind = "challenges"
 			if o.ID == corrects || (confirmed && rel.Validity.From != nil &&
 				(o.Validity.From == nil || rel.Validity.From.After(*o.Validity.From))) {
@@ -407,7 +411,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 		prop.Corrects = r.CorrectsRelationshipID
 	}
 	ks := pl.keyState(k)
-	ks.touched = true
+	ks.Touched = true
 	d := relationship.Decide(pred, prop, pl.owned(k))
 	newSupports := pl.supportLinks(r, obsID, verID)
 
@@ -597,7 +601,7 @@ func (pl *planner) attach(id relationship.ID, links []store.SupportLinkRow) {
 }
 
 func (pl *planner) find(k conflict.Key, id relationship.ID) *relationship.Relationship {
-	for _, r := range pl.keyState(k).rels {
+	for _, r := range pl.keyState(k).Rels {
 		if r.ID == id {
 			return r
 		}
@@ -611,8 +615,8 @@ func (pl *planner) create(k conflict.Key, rel *relationship.Relationship, obsID,
 		ObservationID: obsID, IngestID: pl.ingestID, CreatedAt: pl.now})
 	pl.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
 	ks := pl.keyState(k)
-	ks.rels = append(ks.rels, rel)
-	ks.touched = true
+	ks.Rels = append(ks.Rels, rel)
+	ks.Touched = true
 }
 
 // update changes an owned relationship's current state with a transition, fenced on its version.

@@ -1,0 +1,224 @@
+package conflict
+
+import (
+	"time"
+
+	"github.com/densemem/densemem/relationship"
+)
+
+// Outcome is what the nightly review does with a case.
+type Outcome string
+
+// Review outcomes.
+const (
+	OutcomeResolve  Outcome = "resolve"
+	OutcomeOverdue  Outcome = "overdue"
+	OutcomeKeepOpen Outcome = "keep_open"
+	OutcomeDismiss  Outcome = "dismiss"
+)
+
+// TimeBasis says where a resolution's cutoff came from.
+type TimeBasis string
+
+// Time bases of a cutoff.
+const (
+	BasisEvidenceTime     TimeBasis = "evidence_time"
+	BasisRecordedFallback TimeBasis = "recorded_fallback"
+)
+
+// Reason codes of policy decisions.
+const (
+	ReasonNoDisagreement       = "no_material_disagreement"
+	ReasonPreTTLFloor          = "pre_ttl_floor_met"
+	ReasonPostTTLAuthority     = "post_ttl_unique_authority"
+	ReasonPostTTLMajority      = "post_ttl_majority_floor_met"
+	ReasonStrongOverride       = "timed_strong_override"
+	ReasonNoQualifyingPosition = "no_qualifying_position"
+	ReasonSeveralQualify       = "several_positions_qualify"
+	ReasonEvidenceTimeRequired = "evidence_time_missing_or_conflicting"
+)
+
+// PolicyInput is the snapshot the resolution policy decides on. Positions must come from Positions
+// (material members only, groups tallied across the case).
+type PolicyInput struct {
+	Positions   []Position
+	Now         time.Time
+	OpenedAt    time.Time
+	ReviewDueAt time.Time
+	// ConfirmedFrom maps a member relationship to its verifier-confirmed valid_from, when one of its
+	// accepted supports confirmed it.
+	ConfirmedFrom map[relationship.ID]time.Time
+	PolicyVersion int
+}
+
+// Decision is the policy's verdict on one case.
+type Decision struct {
+	Outcome Outcome
+	// Winner indexes PolicyInput.Positions when Outcome is OutcomeResolve.
+	Winner int
+	// Cutoff and Basis are set when resolving.
+	Cutoff        time.Time
+	Basis         TimeBasis
+	Reason        string
+	PolicyVersion int
+}
+
+// Decide applies the deterministic resolution policy (DESIGN §8). It never invents a winner: with no
+// unique qualifying position the case is kept open before its deadline and overdue at or after it.
+func Decide(in PolicyInput) Decision {
+	d := Decision{Winner: -1, PolicyVersion: in.PolicyVersion}
+	if !Disagreement(in.Positions) {
+		d.Outcome, d.Reason = OutcomeDismiss, ReasonNoDisagreement
+		return d
+	}
+	total := 0
+	for _, p := range in.Positions {
+		total += p.Groups
+	}
+	postTTL := !in.Now.Before(in.ReviewDueAt)
+	share := func(p Position) float64 {
+		if total == 0 {
+			return 0
+		}
+		return float64(p.Groups) / float64(total)
+	}
+	strong := func(p Position) bool { return p.Groups >= 4 && share(p) > 0.75 }
+	authorities := 0
+	for _, p := range in.Positions {
+		if p.Authority {
+			authorities++
+		}
+	}
+
+	type candidate struct {
+		index    int
+		reason   string
+		override bool // qualified only through the timed strong override
+	}
+	var qualified []candidate
+	for i, p := range in.Positions {
+		opposed := false
+		for j, q := range in.Positions {
+			if j != i && q.Authority {
+				opposed = true
+			}
+		}
+		var reason string
+		switch {
+		case postTTL && p.Authority && authorities == 1:
+			reason = ReasonPostTTLAuthority
+		case !postTTL && strong(p):
+			reason = ReasonPreTTLFloor
+		case postTTL && p.Groups >= 2 && share(p) > 0.5:
+			reason = ReasonPostTTLMajority
+		default:
+			continue
+		}
+		if opposed && reason != ReasonPostTTLAuthority {
+			// Authoritative opposition blocks replacement, except by the timed strong override.
+			if !strong(p) || !overrides(in, p, i) {
+				continue
+			}
+			qualified = append(qualified, candidate{i, ReasonStrongOverride, true})
+			continue
+		}
+		qualified = append(qualified, candidate{i, reason, false})
+	}
+	switch len(qualified) {
+	case 1:
+	case 0:
+		d.Reason = ReasonNoQualifyingPosition
+		return pending(d, postTTL)
+	default:
+		d.Reason = ReasonSeveralQualify
+		return pending(d, postTTL)
+	}
+	w := qualified[0]
+	t, ok := evidenceTime(in, in.Positions[w.index])
+	switch {
+	case ok:
+		d.Cutoff, d.Basis = t, BasisEvidenceTime
+	case w.override:
+		// The override needs evidence time; recorded_fallback never overrides authority.
+		d.Reason = ReasonEvidenceTimeRequired
+		return pending(d, postTTL)
+	default:
+		d.Cutoff, d.Basis = in.OpenedAt, BasisRecordedFallback
+	}
+	d.Outcome, d.Winner, d.Reason = OutcomeResolve, w.index, w.reason
+	return d
+}
+
+func pending(d Decision, postTTL bool) Decision {
+	d.Outcome = OutcomeKeepOpen
+	if postTTL {
+		d.Outcome = OutcomeOverdue
+	}
+	return d
+}
+
+// evidenceTime is the confirmed valid_from shared by every member of p that has one: missing when
+// none has one, conflicting (false) when they differ.
+func evidenceTime(in PolicyInput, p Position) (time.Time, bool) {
+	var t time.Time
+	found := false
+	for _, m := range p.Members {
+		c, ok := in.ConfirmedFrom[m.Relationship.ID]
+		if !ok {
+			continue
+		}
+		if found && !c.Equal(t) {
+			return time.Time{}, false
+		}
+		t, found = c, true
+	}
+	return t, found
+}
+
+// overrides reports whether position p (index i) has verifier-confirmed evidence that it became
+// effective after every opposing authoritative position's time (the latest confirmed valid_from among
+// that position's authoritative members). An authoritative position without such a time cannot be
+// overridden.
+func overrides(in PolicyInput, p Position, i int) bool {
+	t, ok := evidenceTime(in, p)
+	if !ok {
+		return false
+	}
+	for j, q := range in.Positions {
+		if j == i || !q.Authority {
+			continue
+		}
+		var latest time.Time
+		has := false
+		for _, m := range q.Members {
+			if !memberHasAuthority(m) {
+				continue
+			}
+			if c, ok := in.ConfirmedFrom[m.Relationship.ID]; ok && (!has || c.After(latest)) {
+				latest, has = c, true
+			}
+		}
+		if !has || !t.After(latest) {
+			return false
+		}
+	}
+	return true
+}
+
+func memberHasAuthority(m Member) bool {
+	for _, s := range m.Supports {
+		if s.Effective && s.AllowedAuthority {
+			return true
+		}
+	}
+	return false
+}
+
+// LoserValidTo is a losing relationship's valid_to at a resolution: the cutoff, or its own
+// valid_from when it started after the cutoff (an empty interval: it was never true).
+func LoserValidTo(cutoff time.Time, loser relationship.Relationship) time.Time {
+	if loser.Validity.From != nil && loser.Validity.From.After(cutoff) {
+		return *loser.Validity.From
+	}
+	return cutoff
+}
