@@ -23,6 +23,8 @@ type Config struct {
 	AutoWriteThreshold float64
 	// ReviewTTL is the conflict review deadline of a new team's first policy. Default 7 days; bounds 1..30 days.
 	ReviewTTL time.Duration
+	// Nightly tunes RunNightlyReview.
+	Nightly NightlyConfig
 }
 
 // Limits bounds one request. Zero fields take the defaults shown.

@@ -1,6 +1,7 @@
-// Package review is the home of the nightly Conflict reviewer: daily run reservation, team-local
-// claims with leases, fenced per-case transactions and bounded retries. The reviewer is built on the
-// conflict-case model; until it lands this package only names its actor.
+// Package review owns the conflict-case workflow writes: the Keeper that opens, repairs and dismisses
+// cases for placements and lifecycle changes, and the nightly Conflict reviewer — daily run
+// reservation, team-local claims with leases, per-case transactions fenced by the claim token,
+// bounded retries — the only automatic resolver. It never calls a Verifier.
 package review
 
 // Actor is the ledger actor of every write the nightly reviewer makes.

@@ -30,6 +30,8 @@ type CaseRow struct {
 	Positions map[conflict.PositionKey]conflict.PositionID
 	// Members is the current membership.
 	Members []conflict.MemberRef
+	// ClaimToken is the nightly worker's claim ("" when unclaimed).
+	ClaimToken string
 }
 
 // CaseUpdate moves a case from ExpectVersion to Version with a new status; it fails with

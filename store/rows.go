@@ -27,6 +27,7 @@ type WriteSet struct {
 	CaseInserts   []CaseRow
 	Positions     []PositionRow
 	CaseUpdates   []CaseUpdate
+	CaseReviews   []CaseReviewUpdate
 	MemberEnds    []MemberRemoval
 	MemberAdds    []MemberRow
 	CaseEvents    []CaseEventRow

@@ -48,6 +48,22 @@ type Store interface {
 	RecallSearch(ctx context.Context, p RecallSearchParams) (RecallSearch, error)
 	// RecallDetails reads names, effective evidence and conflict cases of relationships in one round trip.
 	RecallDetails(ctx context.Context, p RecallDetailsParams) (RecallDetails, error)
+	// PolicyGet returns a team's policy in force. ErrNotFound when the team does not exist.
+	PolicyGet(ctx context.Context, team identity.TeamID) (Policy, error)
+	// TeamsWithDueCases lists the teams that have a live case due at now (a maintenance read across
+	// teams for the nightly scheduler; it returns team IDs only).
+	TeamsWithDueCases(ctx context.Context, now time.Time) ([]identity.TeamID, error)
+	// NightlyReserve reserves a team's run date; false when another worker reserved it first.
+	NightlyReserve(ctx context.Context, p NightlyReserveParams) (bool, error)
+	// CaseClaimDue claims up to Batch due cases whose lease is free or expired and whose attempts of
+	// the run date are not exhausted, in one statement (FOR UPDATE SKIP LOCKED), stamping the claim
+	// token, lease, attempts and last evaluation time. It never changes a case's version.
+	CaseClaimDue(ctx context.Context, p CaseClaimDueParams) ([]ClaimedCase, error)
+	// CaseEscalateExhausted gives each case whose attempts of the run date are exhausted one
+	// escalation event and schedules it for the next run date; it returns how many it escalated.
+	CaseEscalateExhausted(ctx context.Context, p CaseEscalateParams) (int, error)
+	// CaseReleaseClaim clears a worker's claim when it still holds it.
+	CaseReleaseClaim(ctx context.Context, p CaseReleaseParams) error
 	// IdempotencyGet returns a stored idempotency record, or nil.
 	IdempotencyGet(ctx context.Context, team identity.TeamID, profile identity.ProfileID, key string) (*IdempotencyRecord, error)
 
@@ -207,6 +223,9 @@ type KeysLockParams struct {
 	Keys []conflict.Key
 	// Cases names conflict cases the call responds to; they are returned whatever their key or status.
 	Cases []conflict.ID
+	// Actor, when set, is the transaction's densemem.actor (the nightly reviewer sets
+	// ActorSystemConflictReviewer, which database triggers fence).
+	Actor string
 }
 
 // SupportRow is one stored support link as the counting rules need it.
@@ -216,6 +235,8 @@ type SupportRow struct {
 	ContentHash    string
 	Authority      evidence.Authority
 	Author         identity.ProfileID
+	// ConfirmedFrom is the valid_from the support's verification event confirmed, if any.
+	ConfirmedFrom *time.Time
 }
 
 // KeysLocked is what KeysLock read: every owner's relationships of the keys with their supports,

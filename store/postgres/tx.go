@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -101,9 +102,10 @@ ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const keySupportsSQL = `-- name: KeySupports
-SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id
+SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
 FROM relationships r
 JOIN support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+JOIN verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
 WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
@@ -115,7 +117,7 @@ const caseFilter = `c.team_id = $1 AND (c.conflict_id = ANY($2::text[]) OR (c.st
 const keyCasesSQL = `-- name: KeyCasesLock
 SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
        c.review_due_at, c.next_review_at, c.policy_version, c.opened_by_profile_id, c.resolved_at, c.effective_at,
-       COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, '')
+       COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, ''), COALESCE(c.claim_token, '')
 FROM conflict_cases c WHERE ` + caseFilter + `
 ORDER BY c.conflict_id
 FOR UPDATE`
@@ -148,6 +150,9 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	if err != nil {
 		return out, err
 	}
+	if p.Actor != "" {
+		b.Queue("SELECT set_config('densemem.actor', $1, true)", p.Actor)
+	}
 	b.Queue(lockManySQL, keyLockIDs(p.Keys))
 	out.ObjectNames = map[relationship.ID]string{}
 	b.Queue(keyRelationshipsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
@@ -175,7 +180,7 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		sups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportRow, error) {
 			var s store.SupportRow
 			var auth string
-			err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author)
+			err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
 			s.Authority = evidence.Authority(auth)
 			return s, err
 		})
@@ -189,7 +194,7 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 			var kind, status string
 			if err := rows.Scan(&c.ID, &kind, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version,
 				&c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt, &c.PolicyVersion, &c.OpenedBy, &c.ResolvedAt, &c.EffectiveAt,
-				&c.TimeBasis, &c.Preferred); err != nil {
+				&c.TimeBasis, &c.Preferred, &c.ClaimToken); err != nil {
 				return err
 			}
 			c.Key.Team, c.Kind, c.Status = p.Team, conflict.Kind(kind), conflict.Status(status)
@@ -417,6 +422,10 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	for _, u := range ws.CaseUpdates {
 		b.Queue(caseUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Version, u.UpdatedAt)
 	}
+	for _, u := range ws.CaseReviews {
+		b.Queue(caseReviewSQL, u.Team, u.ID, u.Token, u.ExpectVersion, u.Status, u.Version, u.NextReviewAt, u.ResolvedAt,
+			u.EffectiveAt, u.TimeBasis, u.Preferred, dateOrNil(u.EscalatedDate), u.UpdatedAt)
+	}
 	for _, m := range ws.MemberEnds {
 		b.Queue(memberEndSQL, m.Team, m.CaseID, m.Relationship, m.RemovedVersion)
 	}
@@ -453,6 +462,13 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	}
 	t.done = commit
 	return nil
+}
+
+func dateOrNil(t *time.Time) any {
+	if t == nil {
+		return nil
+	}
+	return t.Format(time.DateOnly)
 }
 
 func nonNilMap(m map[string]string) map[string]string {
