@@ -1,0 +1,460 @@
+// Command teamconflict tells the specification's "Stale team knowledge" story against a real
+// PostgreSQL: alice records that production deploys from main; months later the business switches to
+// release, and bob submits dated evidence of it. bob's placement writes his own relationship, a
+// corrects cross-reference to alice's and an open team conflict case, and leaves alice's relationship
+// exactly as it was. carol recalls and sees both positions and the question to answer; she answers
+// with her own evidence, which confirms bob's position and moves the case to its next version. A
+// recall with known_at before bob's correction reconstructs the old view, one with valid_at before
+// the business change shows what was true then, and Trace shows alice's relationship with the
+// cross-references and the case events that concern it. Resolving the case is the nightly review's.
+//
+// The database comes from DENSEMEM_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres.
+// Every run creates a fresh team, so it can run again and again against the same database. The
+// client's clock is injected and moved by the story, so the output is the same on every run.
+//
+//	go run ./examples/teamconflict
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/migrations"
+	"github.com/densemem/densemem/store/postgres"
+)
+
+const (
+	// envDatabaseURL names the environment variable that points the story at a database.
+	envDatabaseURL = "DENSEMEM_DATABASE_URL"
+	// defaultDatabaseURL is used when envDatabaseURL is unset.
+	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	// connectTimeout bounds the first connection, so a missing server fails fast.
+	connectTimeout = 10 * time.Second
+	// query is what carol asks.
+	query = "production deploys from"
+)
+
+// The story's times: t0 alice's rule, t1 the business change nobody told Dense-Mem about, t2 bob's
+// correction.
+var (
+	t0 = time.Date(2025, 12, 1, 9, 0, 0, 0, time.UTC)
+	t1 = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
+	t2 = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	err := run(ctx, os.Stdout, databaseURL())
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+}
+
+// databaseURL returns DENSEMEM_DATABASE_URL, or the local default when it is unset.
+func databaseURL() string {
+	if u := strings.TrimSpace(os.Getenv(envDatabaseURL)); u != "" {
+		return u
+	}
+	return defaultDatabaseURL
+}
+
+// run tells the story against the database at dsn and writes it to w.
+func run(ctx context.Context, w io.Writer, dsn string) error {
+	openCtx, cancel := context.WithTimeout(ctx, connectTimeout)
+	st, err := postgres.Open(openCtx, dsn)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("teamconflict: cannot connect to PostgreSQL at %s: %v\n"+
+			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
+			"  %s='postgres://USER:PASSWORD@HOST:5432/DB?sslmode=disable' go run ./examples/teamconflict\n"+
+			"or run PostgreSQL on 127.0.0.1:5432 accepting user postgres without a password",
+			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
+	}
+	defer st.Close()
+	if err := migrations.Up(ctx, st.Pool()); err != nil {
+		return err
+	}
+
+	// The story's clock: every recorded time comes from it, and only the story moves it.
+	now := t0
+	clock := func() time.Time { return now }
+	client, err := densemem.New(st, &densemem.Config{Clock: clock}) // Verifier: the default SpanVerifier
+	if err != nil {
+		return err
+	}
+	s := &story{w: w, ctx: ctx, client: client, clock: clock,
+		profiles: map[densemem.ProfileID]string{}, rels: map[densemem.RelationshipID]string{}}
+	for _, step := range []struct {
+		at  time.Time
+		run func() error
+	}{
+		{t0, s.setUp},
+		{t0.Add(5 * time.Minute), s.record},
+		{t2, s.correct},
+		{t2.Add(25 * time.Hour), s.recallOpen},
+		{t2.Add(25*time.Hour + 10*time.Minute), s.confirm},
+		{t2.Add(48 * time.Hour), s.timeTravel},
+		{t2.Add(48*time.Hour + 10*time.Minute), s.trace},
+	} {
+		now = step.at
+		if err := step.run(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// story holds what the steps share. IDs are generated with random bits, so the story prints names:
+// profiles and rels map IDs to the names shown instead, and the one conflict case is <conflict>.
+type story struct {
+	w      io.Writer
+	ctx    context.Context
+	client *densemem.Client
+	clock  func() time.Time
+
+	team              densemem.TeamID
+	alice, bob, carol densemem.Principal
+	profiles          map[densemem.ProfileID]string
+	rels              map[densemem.RelationshipID]string
+	main, release     densemem.RelationshipID // alice's main, bob's release
+	caseID            string
+	caseVersionRead   int // the case version carol read
+}
+
+func (s *story) printf(format string, args ...any) { fmt.Fprintf(s.w, format, args...) }
+
+// setUp provisions a team with a vocabulary admin and three writers and registers deploys_from.
+func (s *story) setUp() error {
+	s.printf("Dense-Mem: stale team knowledge (t0 %s, t1 %s, t2 %s)\n\n", day(t0), day(t1), day(t2))
+	var err error
+	if s.team, err = s.client.CreateTeam(s.ctx, densemem.CreateTeamRequest{Name: "acme"}); err != nil {
+		return err
+	}
+	admin, err := s.profile("admin", "read", "vocabulary")
+	if err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		name string
+		to   *densemem.Principal
+	}{{"alice", &s.alice}, {"bob", &s.bob}, {"carol", &s.carol}} {
+		if *p.to, err = s.profile(p.name, "read", "write"); err != nil {
+			return err
+		}
+	}
+	def, err := s.client.RegisterPredicate(s.ctx, admin, densemem.PredicateDefinition{
+		Key: "deploys_from", RelationshipKind: "state", CurrentCardinality: "one", Aliases: []string{"deploys from"},
+		SubjectKinds: []string{"environment"}, ObjectKinds: []string{"git_branch"},
+		Description: "the git branch an environment deploys from",
+	})
+	if err != nil {
+		return err
+	}
+	s.printf("Team \"acme\": admin (read, vocabulary); alice, bob, carol (read, write)\n")
+	s.printf("admin registered %s v%d: %s, current_cardinality %s\n", def.Key, def.Version, def.RelationshipKind,
+		def.CurrentCardinality)
+	return nil
+}
+
+func (s *story) profile(name string, scopes ...densemem.Scope) (densemem.Principal, error) {
+	id, err := s.client.CreateProfile(s.ctx, s.team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
+	s.profiles[id] = name
+	return densemem.Principal{TeamID: s.team, ProfileID: id}, err
+}
+
+// remember remembers "<content>" for p as production deploys_from branch, optionally dated and
+// answering a conflict case, and prints the outcome.
+func (s *story) remember(p densemem.Principal, key, content, branch string, validFrom *time.Time,
+	response *densemem.ConflictResponse) (*densemem.RelationshipOutcome, error) {
+	who := s.profiles[p.ProfileID]
+	s.printf("[%s] %s remembers %q", stamp(s.clock()), who, content)
+	if validFrom != nil {
+		s.printf(" with valid_from %s", day(*validFrom))
+	}
+	if response != nil {
+		s.printf(",\n  answering %s at expected_version %d", s.caseName(response.ConflictID), response.ExpectedVersion)
+	}
+	s.printf("\n")
+	pl, err := s.client.Remember(s.ctx, p, deployment(key, content, branch, validFrom, response))
+	if err != nil {
+		return nil, err
+	}
+	out := pl.RelationshipOutcomes[0]
+	if out.RelationshipID != "" {
+		s.rels[out.RelationshipID] = fmt.Sprintf("«production deploys_from %s» owned by %s", branch, who)
+	}
+	s.printf("  %s: status %s, tier %s\n", out.Category, out.Status, out.Tier)
+	for _, x := range out.CrossReferences {
+		s.printf("  cross-reference: %s %s\n", x.Kind, s.name(x.ToRelationshipID))
+	}
+	return &out, nil
+}
+
+// 1. At t0 alice records an accurate business rule.
+func (s *story) record() error {
+	s.printf("\n1. t0: alice records the rule\n")
+	out, err := s.remember(s.alice, "alice-main", "Production deploys from main.", "main", nil, nil)
+	if err != nil {
+		return err
+	}
+	s.main = out.RelationshipID
+	s.printf("\n(t1 %s: the business switches production to release; nobody tells Dense-Mem)\n", day(t1))
+	return nil
+}
+
+// 2. At t2 bob submits dated evidence: his own relationship, a corrects cross-reference to alice's,
+// an open team case, and alice's relationship untouched.
+func (s *story) correct() error {
+	s.printf("\n2. t2: bob submits dated evidence of the change\n")
+	before, err := s.state(s.main)
+	if err != nil {
+		return err
+	}
+	from := t1
+	out, err := s.remember(s.bob, "bob-release", "Since 2026-05-01 production deploys from release.", "release", &from, nil)
+	if err != nil {
+		return err
+	}
+	s.release = out.RelationshipID
+	if out.Conflict == nil {
+		return fmt.Errorf("teamconflict: bob's correction opened no conflict case")
+	}
+	s.caseID = out.Conflict.ConflictID
+	tr, err := s.client.Trace(s.ctx, s.bob, densemem.TraceRequest{RelationshipID: s.release})
+	if err != nil {
+		return err
+	}
+	for _, c := range tr.Conflicts {
+		s.printf("  team conflict case %s: %s, version %d, review due %s, %d positions\n",
+			s.caseName(c.ConflictID), c.Status, c.Version, stamp(c.ReviewDueAt), len(c.Positions))
+	}
+	after, err := s.state(s.main)
+	if err != nil {
+		return err
+	}
+	s.printf("%s, untouched by bob's placement:\n  before: %s\n  after:  %s\n", s.name(s.main), before, after)
+	return nil
+}
+
+// state is a relationship's status, tier, version and validity, as Trace shows them.
+func (s *story) state(id densemem.RelationshipID) (string, error) {
+	tr, err := s.client.Trace(s.ctx, s.alice, densemem.TraceRequest{RelationshipID: id})
+	if err != nil {
+		return "", err
+	}
+	r := tr.Relationship
+	return fmt.Sprintf("status %s, tier %s, version %d, valid %s .. %s", r.Status, r.Tier, r.Version,
+		optDay(r.ValidFrom), optDay(r.ValidTo)), nil
+}
+
+// 3. While the case is open, carol sees both material positions and the question.
+func (s *story) recallOpen() error {
+	s.printf("\n3. carol recalls while the case is open\n")
+	res, err := s.recall("", densemem.RecallRequest{Query: query})
+	if err != nil {
+		return err
+	}
+	for _, c := range res.Conflicts {
+		s.printf("  case %s: %s, version %d, review due %s\n", s.caseName(c.ConflictID), c.Status, c.Version, stamp(c.ReviewDueAt))
+		for _, p := range c.Positions {
+			s.printf("    position %q: owners %s, %d counted source group(s)\n", p.Object.Name, s.owners(p.OwnerProfileIDs),
+				p.CountedSourceGroups)
+			for _, e := range p.Evidence {
+				s.printf("      %q by %s\n", e.Excerpt, s.profiles[e.AuthorProfileID])
+			}
+		}
+		s.printf("  question: %s\n", strings.ReplaceAll(c.Question, c.ConflictID, "<conflict>"))
+		if c.ConflictID == s.caseID {
+			s.caseVersionRead = c.Version
+		}
+	}
+	return nil
+}
+
+// 4. carol answers through normal remember with her own evidence: her relationship confirms bob's
+// and corrects alice's; the case gains a member and a version. An answer at the old version fails.
+func (s *story) confirm() error {
+	s.printf("\n4. carol answers with her own evidence\n")
+	from := t1
+	resp := &densemem.ConflictResponse{ConflictID: s.caseID, ExpectedVersion: s.caseVersionRead}
+	out, err := s.remember(s.carol, "carol-release",
+		"Checked the pipeline settings: since 2026-05-01 production deploys from release.", "release", &from, resp)
+	if err != nil {
+		return err
+	}
+	if c := out.Conflict; c != nil {
+		s.printf("  case %s: %s, version %d\n", s.caseName(c.ConflictID), c.Status, c.Version)
+	}
+	s.printf("[%s] alice answers \"Production deploys from main.\" still expecting version %d\n",
+		stamp(s.clock()), s.caseVersionRead)
+	stale := &densemem.ConflictResponse{ConflictID: s.caseID, ExpectedVersion: s.caseVersionRead}
+	_, err = s.client.Remember(s.ctx, s.alice, deployment("alice-answer", "Production deploys from main.", "main", nil, stale))
+	switch {
+	case errors.Is(err, densemem.ErrStaleConflictVersion):
+		s.printf("  refused, errors.Is(err, densemem.ErrStaleConflictVersion): nothing written; recall and retry\n")
+	case err == nil:
+		return fmt.Errorf("teamconflict: a stale conflict response was accepted; want ErrStaleConflictVersion")
+	default:
+		return fmt.Errorf("teamconflict: stale conflict response: want ErrStaleConflictVersion, got %w", err)
+	}
+	return nil
+}
+
+// 5. The current view, the view before bob's correction arrived, and the world before the change.
+func (s *story) timeTravel() error {
+	s.printf("\n5. Current view, recorded time and world time\n")
+	res, err := s.recall("now", densemem.RecallRequest{Query: query})
+	if err != nil {
+		return err
+	}
+	for _, c := range res.Conflicts {
+		var ps []string
+		for _, p := range c.Positions {
+			ps = append(ps, fmt.Sprintf("%q %d group(s) (%s)", p.Object.Name, p.CountedSourceGroups, s.owners(p.OwnerProfileIDs)))
+		}
+		s.printf("  case %s version %d: %s\n", s.caseName(c.ConflictID), c.Version, strings.Join(ps, ", "))
+	}
+	knownAt := t2.Add(-24 * time.Hour)
+	if _, err := s.recall("known_at "+stamp(knownAt)+", before bob's correction", densemem.RecallRequest{Query: query, KnownAt: &knownAt}); err != nil {
+		return err
+	}
+	validAt := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	_, err = s.recall("valid_at "+day(validAt)+", before the business change", densemem.RecallRequest{Query: query, ValidAt: &validAt})
+	return err
+}
+
+// recall runs carol's recall and prints its results with owners and conflict markers; view names
+// the time travel, if any.
+func (s *story) recall(view string, req densemem.RecallRequest) (*densemem.RecallResponse, error) {
+	res, err := s.client.Recall(s.ctx, s.carol, req)
+	if err != nil {
+		return nil, err
+	}
+	if view == "" {
+		s.printf("[%s] carol recalls %q (branches %s)\n", stamp(s.clock()), req.Query, strings.Join(res.Branches, ", "))
+	} else {
+		s.printf("[%s] carol recalls %q, %s\n", stamp(s.clock()), req.Query, view)
+	}
+	for _, r := range res.Results {
+		v := r.Relationship
+		s.printf("  - «%s %s %s» owned by %s: %s, %s, valid %s .. %s", v.Subject.Name, v.Predicate, v.Object.Name,
+			s.profiles[v.OwnerProfileID], v.Status, v.Tier, optDay(v.ValidFrom), optDay(v.ValidTo))
+		if r.ConflictID != "" {
+			s.printf(", in case %s", s.caseName(r.ConflictID))
+		}
+		s.printf("\n")
+	}
+	s.printf("  %d result(s), %d conflict case(s)\n", len(res.Results), len(res.Conflicts))
+	return res, nil
+}
+
+// 6. alice's relationship, traced: unchanged, with incoming cross-references and the case events.
+func (s *story) trace() error {
+	s.printf("\n6. Trace of alice's relationship\n")
+	tr, err := s.client.Trace(s.ctx, s.alice, densemem.TraceRequest{RelationshipID: s.main, IncludeTransitions: true})
+	if err != nil {
+		return err
+	}
+	r := tr.Relationship
+	s.printf("[%s] alice traces %s\n", stamp(s.clock()), s.name(s.main))
+	s.printf("  status %s, tier %s, version %d, valid %s .. %s, %d transition(s)\n", r.Status, r.Tier, r.Version,
+		optDay(r.ValidFrom), optDay(r.ValidTo), len(tr.Transitions))
+	for _, x := range tr.CrossReferences {
+		other := x.ToRelationshipID
+		if x.Direction == "incoming" {
+			other = x.FromRelationshipID
+		}
+		s.printf("  %s cross-reference: %s %s, by %s at %s\n", x.Direction, x.Kind, s.name(other),
+			s.profiles[x.AuthorProfileID], stamp(x.CreatedAt))
+	}
+	for _, c := range tr.Conflicts {
+		s.printf("  case %s: %s, version %d, opened %s, review due %s\n", s.caseName(c.ConflictID), c.Status, c.Version,
+			stamp(c.OpenedAt), stamp(c.ReviewDueAt))
+		for _, e := range c.Events {
+			from := e.PriorStatus
+			if from == "" {
+				from = "(new)"
+			}
+			actor := e.ActorKind
+			if name, ok := s.profiles[e.ActorProfileID]; ok {
+				actor = name
+			}
+			s.printf("    - v%d %s: %s -> %s, %q by %s\n", e.CaseVersion, stamp(e.CreatedAt), from, e.ResultingStatus, e.Reason, actor)
+		}
+	}
+	s.printf("The case stays open until the nightly review decides it.\n")
+	return nil
+}
+
+// deployment is the request that remembers content as production deploys_from branch, citing all of it.
+func deployment(key, content, branch string, validFrom *time.Time, response *densemem.ConflictResponse) densemem.RememberRequest {
+	return densemem.RememberRequest{
+		IdempotencyKey: key,
+		Evidence:       []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{
+				{Ref: "env", Name: "production", EntityKind: "environment"},
+				{Ref: "branch", Name: branch, EntityKind: "git_branch", IdentityContext: map[string]string{"repository": "Dense-Mem"}},
+			},
+			Relationships: []densemem.ProposedRelationship{{
+				ProposalID: "deploy", SubjectRef: "env", Predicate: "deploys from", ObjectRef: "branch", ValidFrom: validFrom,
+				Evidence:         []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}},
+				ConflictResponse: response,
+			}},
+		},
+	}
+}
+
+// name returns a relationship's readable name with its owner.
+func (s *story) name(id densemem.RelationshipID) string {
+	if n, ok := s.rels[id]; ok {
+		return n
+	}
+	return "an unknown relationship"
+}
+
+// caseName returns the placeholder the story prints for a conflict case ID.
+func (s *story) caseName(id string) string {
+	if id == s.caseID {
+		return "<conflict>"
+	}
+	return "<another conflict>"
+}
+
+func (s *story) owners(ids []densemem.ProfileID) string {
+	names := make([]string, len(ids))
+	for i, id := range ids {
+		names[i] = s.profiles[id]
+	}
+	return strings.Join(names, ", ")
+}
+
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") }
+
+func day(t time.Time) string { return t.UTC().Format(time.DateOnly) }
+
+func optDay(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return day(*t)
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "the configured database"
+	}
+	return u.Redacted()
+}
