@@ -11,6 +11,7 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -157,6 +158,10 @@ func runTeam(ctx context.Context, cfg Config, req Request, team identity.TeamID,
 		}
 		claimedTotal += len(claimed)
 		rep.Claimed += len(claimed)
+		// Test seam: a worker that dies right after claiming leaves its claims to expire.
+		if err := failpoint.Check(ctx, "review.after_claim"); err != nil {
+			return err
+		}
 		for _, c := range claimed {
 			outcome, err := reviewCase(ctx, cfg, pol, preds, c, token, now, next)
 			if err != nil {
