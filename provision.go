@@ -187,3 +187,17 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 }
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+// TeamPolicy returns the policy in force for the principal's team (read scope), so a host can change
+// one field with SetTeamPolicy without clearing the others.
+func (c *Client) TeamPolicy(ctx context.Context, p Principal) (TeamPolicy, error) {
+	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+		return TeamPolicy{}, err
+	}
+	pol, err := c.store.PolicyGet(ctx, p.TeamID)
+	if err != nil {
+		return TeamPolicy{}, err
+	}
+	return TeamPolicy{Version: pol.Version, ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
+		AuthoritativeProfileIDs: append([]ProfileID{}, pol.AuthoritativeProfiles...), TimeZone: pol.TimeZone}, nil
+}

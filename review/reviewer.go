@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"slices"
 	"time"
+	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -67,7 +68,8 @@ var errLost = errors.New("densemem review: claim lost")
 // Run reviews the due cases of the requested teams: it reserves each team's run date, escalates
 // cases whose attempts of the day are exhausted, then claims due cases in batches and reviews each
 // in its own transaction. A failed case stays due and unresolved; its lease expiry makes it
-// reclaimable. Run returns early with the context's error when ctx ends.
+// reclaimable. A team's error does not stop the other teams: Run returns the report of everything
+// it did together with the joined errors, and stops early when ctx ends.
 func Run(ctx context.Context, cfg Config, req Request) (Report, error) {
 	if cfg.Batch <= 0 {
 		cfg.Batch = DefaultBatch
@@ -92,13 +94,18 @@ func Run(ctx context.Context, cfg Config, req Request) (Report, error) {
 			return rep, err
 		}
 	}
+	// One team's failure does not starve the others: the run goes on and reports every error.
+	var errs []error
 	for _, team := range teams {
 		rep.Teams++
 		if err := runTeam(ctx, cfg, req, team, &rep); err != nil {
-			return rep, fmt.Errorf("team %s: %w", team, err)
+			errs = append(errs, fmt.Errorf("team %s: %w", team, err))
+			if ctx.Err() != nil {
+				break
+			}
 		}
 	}
-	return rep, nil
+	return rep, errors.Join(errs...)
 }
 
 // runDates returns the run date of now in the team's time zone (as a UTC midnight date) and the
@@ -106,7 +113,7 @@ func Run(ctx context.Context, cfg Config, req Request) (Report, error) {
 func runDates(now time.Time, tz string) (runDate, next time.Time) {
 	loc, err := time.LoadLocation(tz)
 	if err != nil {
-		loc = time.UTC
+		loc = time.UTC // unreachable: SetTeamPolicy validates the zone and tzdata is embedded
 	}
 	l := now.In(loc)
 	runDate = time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)
@@ -169,10 +176,10 @@ func runTeam(ctx context.Context, cfg Config, req Request, team identity.TeamID,
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
+				// The claim is kept until its lease expires: the case stays due and unresolved, and a later
+				// run retries it (the lease is the backoff), within the day's attempts.
 				cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case failed", "team", team, "conflict_id", c.ID,
 					"attempt", c.Attempts, "error", err)
-				// Give the claim back so a later batch (or worker) can retry within the day's attempts.
-				_ = cfg.Store.CaseReleaseClaim(ctx, store.CaseReleaseParams{Team: team, ID: c.ID, Token: token})
 				continue
 			}
 			switch outcome {
