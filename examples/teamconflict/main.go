@@ -6,7 +6,17 @@
 // with her own evidence, which confirms bob's position and moves the case to its next version. A
 // recall with known_at before bob's correction reconstructs the old view, one with valid_at before
 // the business change shows what was true then, and Trace shows alice's relationship with the
-// cross-references and the case events that concern it. Resolving the case is the nightly review's.
+// cross-references and the case events that concern it.
+//
+// Resolving the case is the nightly review's, and the story goes on through it. The host runs
+// RunNightlyReview before the deadline: bob's side has 2 of 3 independent source groups, short of the
+// pre-deadline floor (at least 4 groups and more than 75%), so the case stays open. After
+// review_due_at (the team policy's 7 days) the lower floor applies (at least 2 groups and more than
+// 50%): the next run resolves the case for release, supersedes alice's relationship with valid_to at
+// the evidence-supported cutoff (2026-05-01), and records it all as system_conflict_reviewer. Then the
+// three views again: the current one (release, with a resolved_conflict reference; main is gone),
+// valid_at before the cutoff (main, which was true then) and known_at before bob's correction (main,
+// no conflict), and Trace of alice's relationship with its whole lineage.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres.
 // Every run creates a fresh team, so it can run again and again against the same database. The
@@ -48,6 +58,13 @@ var (
 	t0 = time.Date(2025, 12, 1, 9, 0, 0, 0, time.UTC)
 	t1 = time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	t2 = time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
+)
+
+// The host's nightly review runs at 02:00 in the team's time zone (the default, UTC): once three days
+// after bob's correction, before the case's review_due_at (t2 + 7 days), and once after it.
+var (
+	firstNightly  = time.Date(2026, 6, 4, 2, 0, 0, 0, time.UTC)
+	secondNightly = time.Date(2026, 6, 9, 2, 0, 0, 0, time.UTC)
 )
 
 func main() {
@@ -93,7 +110,8 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 		return err
 	}
 	s := &story{w: w, ctx: ctx, client: client, clock: clock,
-		profiles: map[densemem.ProfileID]string{}, rels: map[densemem.RelationshipID]string{}}
+		profiles: map[densemem.ProfileID]string{}, rels: map[densemem.RelationshipID]string{},
+		objects: map[densemem.RelationshipID]string{}}
 	for _, step := range []struct {
 		at  time.Time
 		run func() error
@@ -105,6 +123,11 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 		{t2.Add(25*time.Hour + 10*time.Minute), s.confirm},
 		{t2.Add(48 * time.Hour), s.timeTravel},
 		{t2.Add(48*time.Hour + 10*time.Minute), s.trace},
+		{firstNightly, s.nightlyBeforeDeadline},
+		{firstNightly.Add(5 * time.Minute), s.nightlyAgain},
+		{secondNightly, s.nightlyAfterDeadline},
+		{secondNightly.Add(8 * time.Hour), s.viewsAfterResolution},
+		{secondNightly.Add(8*time.Hour + 10*time.Minute), s.traceAfterResolution},
 	} {
 		now = step.at
 		if err := step.run(); err != nil {
@@ -115,7 +138,8 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 }
 
 // story holds what the steps share. IDs are generated with random bits, so the story prints names:
-// profiles and rels map IDs to the names shown instead, and the one conflict case is <conflict>.
+// profiles and rels map IDs to the names shown instead (objects to the branch each relationship
+// names), and the one conflict case is <conflict>.
 type story struct {
 	w      io.Writer
 	ctx    context.Context
@@ -126,6 +150,7 @@ type story struct {
 	alice, bob, carol densemem.Principal
 	profiles          map[densemem.ProfileID]string
 	rels              map[densemem.RelationshipID]string
+	objects           map[densemem.RelationshipID]string
 	main, release     densemem.RelationshipID // alice's main, bob's release
 	caseID            string
 	caseVersionRead   int // the case version carol read
@@ -192,6 +217,7 @@ func (s *story) remember(p densemem.Principal, key, content, branch string, vali
 	out := pl.RelationshipOutcomes[0]
 	if out.RelationshipID != "" {
 		s.rels[out.RelationshipID] = fmt.Sprintf("«production deploys_from %s» owned by %s", branch, who)
+		s.objects[out.RelationshipID] = branch
 	}
 	s.printf("  %s: status %s, tier %s\n", out.Category, out.Status, out.Tier)
 	for _, x := range out.CrossReferences {
@@ -352,6 +378,10 @@ func (s *story) recall(view string, req densemem.RecallRequest) (*densemem.Recal
 		if r.ConflictID != "" {
 			s.printf(", in case %s", s.caseName(r.ConflictID))
 		}
+		if rc := r.ResolvedConflict; rc != nil {
+			s.printf(",\n      resolved_conflict %s v%d: preferred, effective_at %s (%s)", s.caseName(rc.ConflictID), rc.Version,
+				optDay(rc.EffectiveAt), rc.EffectiveTimeBasis)
+		}
 		s.printf("\n")
 	}
 	s.printf("  %d result(s), %d conflict case(s)\n", len(res.Results), len(res.Conflicts))
@@ -361,14 +391,36 @@ func (s *story) recall(view string, req densemem.RecallRequest) (*densemem.Recal
 // 6. alice's relationship, traced: unchanged, with incoming cross-references and the case events.
 func (s *story) trace() error {
 	s.printf("\n6. Trace of alice's relationship\n")
-	tr, err := s.client.Trace(s.ctx, s.alice, densemem.TraceRequest{RelationshipID: s.main, IncludeTransitions: true})
+	if err := s.printTrace(s.main); err != nil {
+		return err
+	}
+	s.printf("The case stays open until the nightly review decides it.\n")
+	return nil
+}
+
+// printTrace traces a relationship as alice and prints its state, transitions, cross-references and
+// the conflict cases it belongs to with their events.
+func (s *story) printTrace(id densemem.RelationshipID) error {
+	tr, err := s.client.Trace(s.ctx, s.alice, densemem.TraceRequest{RelationshipID: id, IncludeTransitions: true})
 	if err != nil {
 		return err
 	}
 	r := tr.Relationship
-	s.printf("[%s] alice traces %s\n", stamp(s.clock()), s.name(s.main))
+	s.printf("[%s] alice traces %s\n", stamp(s.clock()), s.name(id))
 	s.printf("  status %s, tier %s, version %d, valid %s .. %s, %d transition(s)\n", r.Status, r.Tier, r.Version,
 		optDay(r.ValidFrom), optDay(r.ValidTo), len(tr.Transitions))
+	for _, t := range tr.Transitions {
+		from := string(t.FromStatus)
+		if from == "" {
+			from = "(new)"
+		}
+		actor := t.ActorKind
+		if name, ok := s.profiles[t.ActorProfileID]; ok {
+			actor = name
+		}
+		s.printf("    - v%d %s: %s -> %s, tier %s, valid_to %s, %q by %s\n", t.ToVersion, stamp(t.CreatedAt), from, t.ToStatus,
+			t.ToTier, optDay(t.ToValidTo), s.redact(t.Reason), actor)
+	}
 	for _, x := range tr.CrossReferences {
 		other := x.ToRelationshipID
 		if x.Direction == "incoming" {
@@ -378,8 +430,12 @@ func (s *story) trace() error {
 			s.profiles[x.AuthorProfileID], stamp(x.CreatedAt))
 	}
 	for _, c := range tr.Conflicts {
-		s.printf("  case %s: %s, version %d, opened %s, review due %s\n", s.caseName(c.ConflictID), c.Status, c.Version,
+		s.printf("  case %s: %s, version %d, opened %s, review due %s", s.caseName(c.ConflictID), c.Status, c.Version,
 			stamp(c.OpenedAt), stamp(c.ReviewDueAt))
+		if c.ResolvedAt != nil {
+			s.printf(", resolved %s", stamp(*c.ResolvedAt))
+		}
+		s.printf("\n")
 		for _, e := range c.Events {
 			from := e.PriorStatus
 			if from == "" {
@@ -389,11 +445,230 @@ func (s *story) trace() error {
 			if name, ok := s.profiles[e.ActorProfileID]; ok {
 				actor = name
 			}
-			s.printf("    - v%d %s: %s -> %s, %q by %s\n", e.CaseVersion, stamp(e.CreatedAt), from, e.ResultingStatus, e.Reason, actor)
+			s.printf("    - v%d %s: %s -> %s, %q by %s", e.CaseVersion, stamp(e.CreatedAt), from, e.ResultingStatus, e.Reason, actor)
+			if e.TimeBasis != "" {
+				s.printf(", time basis %s", e.TimeBasis)
+			}
+			s.printf("\n")
 		}
 	}
-	s.printf("The case stays open until the nightly review decides it.\n")
 	return nil
+}
+
+// 7. The host's scheduler runs the nightly review before review_due_at. Only the pre-deadline floor
+// applies: a position needs at least 4 independent source groups and more than 75% of the counted
+// support. bob and carol are 2 groups of 3, so the case stays open; had they been 4 of 5, this run
+// would already have resolved it.
+func (s *story) nightlyBeforeDeadline() error {
+	s.printf("\n7. The nightly review before the deadline\n")
+	open, err := s.openCase()
+	if err != nil {
+		return err
+	}
+	rep, err := s.nightly("the host's scheduler")
+	if err != nil {
+		return err
+	}
+	s.printf("  before review_due_at %s a position qualifies only with at least 4 independent source group(s)\n"+
+		"  and more than 75%% of the counted support:\n", stamp(open.ReviewDueAt))
+	s.shares(open, func(groups int, share float64) bool { return groups >= 4 && share > 0.75 })
+	switch {
+	case rep.Resolved == 1:
+		s.printf("  the pre-deadline floor is met: the case is resolved early\n")
+	case rep.KeptOpen == 1:
+		after, err := s.openCase()
+		if err != nil {
+			return err
+		}
+		s.printf("  no position qualifies, so the case stays %s at version %d (keeping it open appends no event);\n"+
+			"  it is due again at the start of the next run date, and its deadline does not move\n", after.Status, after.Version)
+	default:
+		return fmt.Errorf("teamconflict: the first nightly run neither kept the case open nor resolved it: %+v", *rep)
+	}
+	return nil
+}
+
+// 7b. The same run date again (a second replica, or a scheduler that fired twice): the date is
+// already reserved and the case is not due before the next run date, so nothing happens.
+func (s *story) nightlyAgain() error {
+	rep, err := s.nightly("a second replica")
+	if err != nil {
+		return err
+	}
+	if rep.Reserved == 0 && rep.Claimed == 0 {
+		s.printf("  the run date was reserved already and the case is not due before the next run date: nothing to do\n")
+	}
+	return nil
+}
+
+// 8. After review_due_at the lower floor applies: at least 2 independent source groups and more than
+// 50%, or being the only position with allowed authoritative evidence (this team lists no
+// authoritative profiles). bob and carol's release qualifies; the run resolves the case, supersedes
+// alice's relationship at the cutoff, and records both as system_conflict_reviewer.
+func (s *story) nightlyAfterDeadline() error {
+	s.printf("\n8. The nightly review after review_due_at\n")
+	open, err := s.openCase()
+	if err != nil {
+		return err
+	}
+	rep, err := s.nightly("the host's scheduler")
+	if err != nil {
+		return err
+	}
+	s.printf("  at or after review_due_at %s a position qualifies with at least 2 independent source group(s)\n"+
+		"  and more than 50%% of the counted support:\n", stamp(open.ReviewDueAt))
+	s.shares(open, func(groups int, share float64) bool { return groups >= 2 && share > 0.5 })
+	if rep.Resolved != 1 {
+		return fmt.Errorf("teamconflict: the nightly run after the deadline did not resolve the case: %+v", *rep)
+	}
+	tr, err := s.client.Trace(s.ctx, s.carol, densemem.TraceRequest{RelationshipID: s.release})
+	if err != nil {
+		return err
+	}
+	for _, c := range tr.Conflicts {
+		if c.ConflictID != s.caseID {
+			continue
+		}
+		s.printf("  case %s: %s, version %d, resolved %s\n", s.caseName(c.ConflictID), c.Status, c.Version, optStamp(c.ResolvedAt))
+		for _, p := range c.Positions {
+			if p.PositionID != c.PreferredPositionID {
+				continue
+			}
+			var object string
+			var owners []densemem.ProfileID
+			for _, m := range p.Members {
+				object = s.objects[m.RelationshipID]
+				owners = append(owners, m.OwnerProfileID)
+			}
+			s.printf("  preferred position: %q (%s)\n", object, s.owners(owners))
+		}
+	}
+	// Trace's case view has no effective_at: the compact resolved_conflict reference of recall has it.
+	ref, err := s.resolvedRef()
+	if err != nil {
+		return err
+	}
+	s.printf("  effective_at %s, basis %s", optDay(ref.EffectiveAt), ref.EffectiveTimeBasis)
+	switch ref.EffectiveTimeBasis {
+	case "evidence_time":
+		s.printf(": the verifier confirmed that valid_from in the winners' cited evidence\n")
+	case "recorded_fallback":
+		s.printf(": no confirmed evidence time, so the first contradictory placement\n")
+	default:
+		s.printf("\n")
+	}
+	loser, err := s.state(s.main)
+	if err != nil {
+		return err
+	}
+	s.printf("  %s: %s\n", s.name(s.main), loser)
+	return nil
+}
+
+// 9. The three views after resolution: now (release, with the resolved case; main is gone from
+// current results), valid_at before the cutoff (main was true then) and known_at before bob's
+// correction (main, and no conflict: nothing recorded later leaks).
+func (s *story) viewsAfterResolution() error {
+	s.printf("\n9. The three views after resolution\n")
+	res, err := s.recall("now", densemem.RecallRequest{Query: query})
+	if err != nil {
+		return err
+	}
+	present := false
+	for _, r := range res.Results {
+		present = present || r.Relationship.RelationshipID == s.main
+	}
+	if !present {
+		s.printf("  %s is not among the current results; Trace still reaches it\n", s.name(s.main))
+	}
+	validAt := time.Date(2026, 4, 1, 0, 0, 0, 0, time.UTC)
+	if _, err := s.recall("valid_at "+day(validAt)+", before the cutoff", densemem.RecallRequest{Query: query, ValidAt: &validAt}); err != nil {
+		return err
+	}
+	knownAt := t2.Add(-24 * time.Hour)
+	_, err = s.recall("known_at "+stamp(knownAt)+", before bob's correction", densemem.RecallRequest{Query: query, KnownAt: &knownAt})
+	return err
+}
+
+// 10. alice's relationship after resolution: superseded at the cutoff by the system reviewer, with
+// its evidence, cross-references and the case's whole history still there.
+func (s *story) traceAfterResolution() error {
+	s.printf("\n10. Trace of alice's relationship after resolution\n")
+	return s.printTrace(s.main)
+}
+
+// nightly runs the nightly review for the story's team, as the host's scheduler would, and prints
+// the report. TeamIDs names the team: without it a run reviews every team of the database with due
+// cases, and the story must not touch other runs' teams.
+func (s *story) nightly(who string) (*densemem.NightlyReviewReport, error) {
+	rep, err := s.client.RunNightlyReview(s.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{s.team},
+		WorkerID: "nightly"})
+	if err != nil {
+		return nil, err
+	}
+	s.printf("[%s] %s runs the nightly review: run date %s (the team's time zone is UTC)\n", stamp(s.clock()), who,
+		day(s.clock()))
+	s.printf("  report: reserved %d, claimed %d, resolved %d, overdue %d, dismissed %d, kept open %d, failed %d, escalated %d\n",
+		rep.Reserved, rep.Claimed, rep.Resolved, rep.Overdue, rep.Dismissed, rep.KeptOpen, rep.Failed, rep.Escalated)
+	return rep, nil
+}
+
+// openCase returns the story's case as carol's current recall shows it while it is open or overdue.
+func (s *story) openCase() (*densemem.RecallConflict, error) {
+	res, err := s.client.Recall(s.ctx, s.carol, densemem.RecallRequest{Query: query})
+	if err != nil {
+		return nil, err
+	}
+	for i := range res.Conflicts {
+		if res.Conflicts[i].ConflictID == s.caseID {
+			return &res.Conflicts[i], nil
+		}
+	}
+	return nil, fmt.Errorf("teamconflict: current recall does not show the case")
+}
+
+// resolvedRef returns the resolved_conflict reference carol's current recall attaches to the
+// preferred position's results.
+func (s *story) resolvedRef() (*densemem.ResolvedConflictRef, error) {
+	res, err := s.client.Recall(s.ctx, s.carol, densemem.RecallRequest{Query: query})
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range res.Results {
+		if r.ResolvedConflict != nil && r.ResolvedConflict.ConflictID == s.caseID {
+			return r.ResolvedConflict, nil
+		}
+	}
+	return nil, fmt.Errorf("teamconflict: current recall has no resolved_conflict reference")
+}
+
+// shares prints every position's counted source groups and share of the case, and whether it meets
+// the floor qualifies describes.
+func (s *story) shares(c *densemem.RecallConflict, qualifies func(groups int, share float64) bool) {
+	total := 0
+	for _, p := range c.Positions {
+		total += p.CountedSourceGroups
+	}
+	for _, p := range c.Positions {
+		share := 0.0
+		if total > 0 {
+			share = float64(p.CountedSourceGroups) / float64(total)
+		}
+		verdict := "does not qualify"
+		if qualifies(p.CountedSourceGroups, share) {
+			verdict = "qualifies"
+		}
+		s.printf("    %q (%s): %d of %d group(s), %.0f%%: %s\n", p.Object.Name, s.owners(p.OwnerProfileIDs),
+			p.CountedSourceGroups, total, 100*share, verdict)
+	}
+}
+
+// redact replaces the conflict case's ID in text (a transition reason names it) with its placeholder.
+func (s *story) redact(text string) string {
+	if s.caseID == "" {
+		return text
+	}
+	return strings.ReplaceAll(text, s.caseID, "<conflict>")
 }
 
 // deployment is the request that remembers content as production deploys_from branch, citing all of it.
@@ -448,6 +723,13 @@ func optDay(t *time.Time) string {
 		return "-"
 	}
 	return day(*t)
+}
+
+func optStamp(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	return stamp(*t)
 }
 
 // redactURL hides the password of a database URL.
