@@ -14,6 +14,10 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
+// Scores are double precision from the first hit on: ts_rank_cd returns single precision, whose sums
+// depend on the order rows reach the aggregate, and equal scores must stay equal so the documented
+// tie-break (earlier creation, then ID) decides.
+//
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
 // entity IDs.
@@ -40,19 +44,19 @@ const recallFilter = `r.team_id = $1
 const recallSearchSQL = `-- name: RecallSearch
 WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
 hits AS (
-    SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq) AS score
+    SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq)::float8 AS score
     FROM q
     JOIN fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
     JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
     WHERE $5::timestamptz IS NULL OR s.created_at <= $5::timestamptz
   UNION ALL
-    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)
+    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)::float8
     FROM q
     JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
     JOIN relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
     WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
   UNION ALL
-    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)
+    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)::float8
     FROM q
     JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
     JOIN relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
@@ -61,7 +65,7 @@ hits AS (
 fulltext AS (
     SELECT r.relationship_id AS id,
            h.score + ts_rank_cd(to_tsvector('english', replace(r.predicate_key, '_', ' ') || ' ' ||
-               array_to_string(pd.aliases, ' ')), q.tsq) AS score,
+               array_to_string(pd.aliases, ' ')), q.tsq)::float8 AS score,
            st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
     CROSS JOIN q

@@ -1,0 +1,933 @@
+package densemem_test
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/densemem/densemem"
+)
+
+// I-26 as a property: a seeded random history of remember (undated, dated same-owner supersession,
+// negative, evidence-less pending and its later support, restatements), forget, conflict responses
+// (fresh and stale) and the nightly review by three profiles on a few conflict keys, on a strictly
+// increasing clock (one minute per step; a nightly step also skips one to nine days). After every
+// step the current view is recorded and checked against the stored rows; at the end Recall with
+// known_at = each step's time (and just before the next step) must return exactly what was recorded
+// then, results and conflicts alike, and valid_at combined with known_at must return exactly the
+// active or superseded relationships of that moment whose validity contains valid_at. Responses to
+// the full-text query are also checked against the ranking rule "ties broken by earlier creation".
+//
+// Seeds: DENSEMEM_KNOWNAT_SEEDS=1,2,3 (comma separated) replaces the default seeds;
+// DENSEMEM_KNOWNAT_STEPS replaces the number of steps per seed. A failing seed prints its step log,
+// with short aliases (rel3, cf1, frg7) for the IDs in the diffs.
+
+const kpStepGap = time.Minute
+
+// kpQueries match every relationship of the test: the first only through the entity-name branch
+// (websearch_to_tsquery ANDs its words, so full text finds nothing), the second through both.
+var kpQueries = []string{"production staging qa deploys", "production or staging or qa or deploys"}
+
+func TestKnownAtReplaysEveryRecordedStep(t *testing.T) {
+	t.Parallel()
+	seeds := []uint64{20260601, 7, 4242}
+	if s := os.Getenv("DENSEMEM_KNOWNAT_SEEDS"); s != "" {
+		seeds = nil
+		for _, f := range strings.Split(s, ",") {
+			n, err := strconv.ParseUint(strings.TrimSpace(f), 10, 64)
+			if err != nil {
+				t.Fatalf("DENSEMEM_KNOWNAT_SEEDS: %v", err)
+			}
+			seeds = append(seeds, n)
+		}
+	}
+	steps := 40
+	if s := os.Getenv("DENSEMEM_KNOWNAT_STEPS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("DENSEMEM_KNOWNAT_STEPS: %q", s)
+		}
+		steps = n
+	}
+	for _, seed := range seeds {
+		t.Run(fmt.Sprintf("seed=%d", seed), func(t *testing.T) {
+			t.Parallel()
+			t.Logf("seed %d, %d steps; reproduce with DENSEMEM_KNOWNAT_SEEDS=%d go test -race -count=1 -run 'KnownAtReplays/seed=%d$' -v .",
+				seed, steps, seed, seed)
+			w := kpNewWorld(t, seed)
+			defer w.dumpOnFailure()
+			w.record("initial state (setup only)", nil)
+			for i := 1; i <= steps; i++ {
+				w.e.clock.Advance(kpStepGap)
+				w.step(i)
+			}
+			w.summary()
+			w.replayKnownAt()
+			w.replayValidAt()
+		})
+	}
+}
+
+// kpRel is one relationship row as stored after a step.
+type kpRel struct {
+	ID        densemem.RelationshipID
+	Owner     densemem.ProfileID
+	Subject   string
+	Object    string
+	Polarity  densemem.Polarity
+	Status    densemem.Status
+	Tier      densemem.Tier
+	ValidFrom *time.Time
+	ValidTo   *time.Time
+	Version   int
+	CreatedAt time.Time
+}
+
+// kpCase is one conflict case row as stored after a step.
+type kpCase struct {
+	ID      string
+	Status  string
+	Version int
+}
+
+// kpSnapshot is the stored state after a step: the truth at that step's time.
+type kpSnapshot struct {
+	rels     map[densemem.RelationshipID]kpRel
+	cases    map[string]kpCase
+	supports map[densemem.RelationshipID][]densemem.FragmentID // in created_at, support_id order
+}
+
+// kpStep is one recorded step: its time, what it did, the Recall responses and the stored state.
+type kpStep struct {
+	n      int
+	at     time.Time
+	desc   string
+	err    error
+	recall []*densemem.RecallResponse // one per kpQueries entry
+	snap   kpSnapshot
+}
+
+type kpProfile struct {
+	name string
+	p    densemem.Principal
+}
+
+type kpWorld struct {
+	t        *testing.T
+	e        *env
+	seed     uint64
+	rng      *rand.Rand
+	envs     []string
+	branches []string
+	profiles []kpProfile
+	nextDate time.Time
+	steps    []kpStep
+	alias    map[string]string
+	aliasSeq map[string]int
+	stats    map[string]int
+	dumped   bool
+}
+
+func kpNewWorld(t *testing.T, seed uint64) *kpWorld {
+	e := newEnv(t)
+	w := &kpWorld{t: t, e: e, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x6b6e6f776e5f6174)),
+		branches: []string{"main", "release", "hotfix"}, nextDate: date("2026-01-05"),
+		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}}
+	w.profiles = []kpProfile{{"A", e.A}, {"B", e.B}, {"C", e.C}}
+	w.envs = []string{"production", "staging", "qa"}[:2+w.rng.IntN(2)]
+	for _, p := range w.profiles {
+		w.name(string(p.p.ProfileID), p.name)
+	}
+	t.Logf("environments %v, branches %v", w.envs, w.branches)
+	return w
+}
+
+// name gives a long ID a short alias for the step log.
+func (w *kpWorld) name(id, short string) string {
+	if id == "" {
+		return "-"
+	}
+	if a, ok := w.alias[id]; ok {
+		return a
+	}
+	if short == "" {
+		prefix, _, _ := strings.Cut(id, "_")
+		w.aliasSeq[prefix]++
+		short = fmt.Sprintf("%s%d", prefix, w.aliasSeq[prefix])
+	}
+	w.alias[id] = short
+	return short
+}
+
+func (w *kpWorld) profileName(id densemem.ProfileID) string { return w.name(string(id), "") }
+
+func (w *kpWorld) last() *kpStep { return &w.steps[len(w.steps)-1] }
+
+// step performs one random operation at the current clock time and records the result.
+func (w *kpWorld) step(n int) {
+	w.t.Helper()
+	switch r := w.rng.IntN(100); {
+	case r < 15 && w.forget(n):
+	case r >= 15 && r < 23 && w.supportPending(n):
+	case r >= 23 && r < 29 && w.nightly(n):
+	case r >= 70 && w.respond(n):
+	default:
+		w.remember(n)
+	}
+}
+
+// kpContent builds evidence naming env and branch. Negative statements carry a negation cue; a
+// pending statement names no branch, so the SpanVerifier finds it insufficient.
+func (w *kpWorld) kpContent(env, branch string, negative, pending bool, validFrom *time.Time) string {
+	since := ""
+	if validFrom != nil {
+		since = "Since " + validFrom.Format(time.DateOnly) + " "
+	}
+	switch {
+	case pending:
+		return fmt.Sprintf("%sthe %s environment deploys from some branch.", since, env)
+	case negative:
+		return fmt.Sprintf([]string{"%sthe %s environment no longer deploys from the %s branch.",
+			"%sthe %s environment does not deploy from the %s branch."}[w.rng.IntN(2)], since, env, branch)
+	}
+	return fmt.Sprintf([]string{"%sthe %s environment deploys from the %s branch.",
+		"%s%s deploys from %s, per the runbook.",
+		"Checked: %sthe %s environment deploys from the %s branch."}[w.rng.IntN(3)], since, env, branch)
+}
+
+// proposal builds a random single-relationship Remember about env and branch.
+func (w *kpWorld) proposal(env, branch string) (densemem.RememberRequest, string) {
+	negative := w.rng.IntN(100) < 15
+	pending := !negative && w.rng.IntN(100) < 8
+	var validFrom *time.Time
+	if w.rng.IntN(100) < 40 {
+		d := w.nextDate
+		w.nextDate = w.nextDate.AddDate(0, 0, 1+w.rng.IntN(3))
+		validFrom = &d
+	}
+	pol := densemem.Polarity("+")
+	if negative {
+		pol = "-"
+	}
+	f := fact{subject: env, subjectKind: "environment", predicate: "deploys_from", object: branch, objectKind: "git_branch",
+		content: w.kpContent(env, branch, negative, pending, validFrom), validFrom: validFrom, polarity: pol,
+		sourceGroup: []string{"", "", "runbook", "chat", "ticket"}[w.rng.IntN(5)]}
+	desc := fmt.Sprintf("%s deploys_from %s (%s)", env, branch, pol)
+	if validFrom != nil {
+		desc += " since " + validFrom.Format(time.DateOnly)
+	}
+	if pending {
+		desc += " [evidence omits the branch]"
+	}
+	if f.sourceGroup != "" {
+		desc += " group=" + f.sourceGroup
+	}
+	return f.request(nextKey()), desc
+}
+
+func (w *kpWorld) remember(n int) {
+	w.t.Helper()
+	who := w.profiles[w.rng.IntN(len(w.profiles))]
+	env, branch := w.envs[w.rng.IntN(len(w.envs))], w.branches[w.rng.IntN(len(w.branches))]
+	// Often restate one of the caller's current relationships, so relationships gather several
+	// support links over time (and full-text scores tie between equally supported ones).
+	if w.rng.IntN(100) < 35 {
+		var own []kpRel
+		for _, r := range kpSorted(w.last().snap.rels) {
+			if r.Owner == who.p.ProfileID && r.Status == "active" && r.Polarity == "+" {
+				own = append(own, r)
+			}
+		}
+		if len(own) > 0 {
+			r := own[w.rng.IntN(len(own))]
+			env, branch = r.Subject, r.Object
+		}
+	}
+	req, desc := w.proposal(env, branch)
+	pl, err := w.e.client.Remember(w.e.ctx, who.p, req)
+	if err != nil {
+		w.fatalf("step %d: %s remember %s: %v", n, who.name, desc, err)
+	}
+	w.count("remember: " + w.category(pl))
+	w.record(fmt.Sprintf("%s remember %s -> %s", who.name, desc, w.outcome(pl)), nil)
+}
+
+// supportPending gives one of a profile's pending_evidence relationships the evidence it lacked
+// (same subject, object and polarity, sometimes dated), so an old row changes state at a later time.
+// It reports false when no profile has a pending relationship.
+func (w *kpWorld) supportPending(n int) bool {
+	w.t.Helper()
+	var pending []kpRel
+	for _, r := range kpSorted(w.last().snap.rels) {
+		if r.Status == "pending_evidence" {
+			pending = append(pending, r)
+		}
+	}
+	if len(pending) == 0 {
+		return false
+	}
+	target := pending[w.rng.IntN(len(pending))]
+	var who kpProfile
+	for _, p := range w.profiles {
+		if p.p.ProfileID == target.Owner {
+			who = p
+		}
+	}
+	var validFrom *time.Time
+	if w.rng.IntN(100) < 40 {
+		d := w.nextDate
+		w.nextDate = w.nextDate.AddDate(0, 0, 1+w.rng.IntN(3))
+		validFrom = &d
+	}
+	f := fact{subject: target.Subject, subjectKind: "environment", predicate: "deploys_from", object: target.Object,
+		objectKind: "git_branch", content: w.kpContent(target.Subject, target.Object, target.Polarity == "-", false, validFrom),
+		validFrom: validFrom, polarity: target.Polarity}
+	desc := fmt.Sprintf("%s support pending %s: %s deploys_from %s (%s)", who.name, w.name(string(target.ID), ""),
+		target.Subject, target.Object, target.Polarity)
+	if validFrom != nil {
+		desc += " since " + validFrom.Format(time.DateOnly)
+	}
+	pl, err := w.e.client.Remember(w.e.ctx, who.p, f.request(nextKey()))
+	if err != nil {
+		w.fatalf("step %d: %s: %v", n, desc, err)
+	}
+	w.count("support pending: " + w.category(pl))
+	w.record(desc+" -> "+w.outcome(pl), nil)
+	return true
+}
+
+// nightly moves the clock on by one to nine days and runs the nightly Conflict review, which may
+// resolve (superseding losers as the system reviewer), mark overdue, dismiss or keep cases open. It
+// reports false when no case is live.
+func (w *kpWorld) nightly(n int) bool {
+	w.t.Helper()
+	live := false
+	for _, c := range w.last().snap.cases {
+		live = live || c.Status == "open" || c.Status == "overdue"
+	}
+	if !live {
+		return false
+	}
+	days := 1 + w.rng.IntN(9)
+	w.e.clock.Advance(time.Duration(days) * 24 * time.Hour)
+	rep, err := w.e.client.RunNightlyReview(w.e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{w.e.team},
+		WorkerID: "kp"})
+	if err != nil {
+		w.fatalf("step %d: nightly review after %d day(s): %v", n, days, err)
+	}
+	w.count(fmt.Sprintf("nightly: %d resolved, %d overdue, %d dismissed, %d kept open", rep.Resolved, rep.Overdue,
+		rep.Dismissed, rep.KeptOpen))
+	w.record(fmt.Sprintf("nightly review after +%dd: claimed %d, resolved %d, overdue %d, dismissed %d, kept open %d, failed %d",
+		days, rep.Claimed, rep.Resolved, rep.Overdue, rep.Dismissed, rep.KeptOpen, rep.Failed), nil)
+	if rep.Failed > 0 {
+		w.t.Errorf("step %d: nightly review failed %d case(s)", n, rep.Failed)
+	}
+	return true
+}
+
+// category names a placement's outcome category for the coverage summary.
+func (w *kpWorld) category(pl *densemem.Placement) string {
+	if len(pl.RelationshipOutcomes) != 1 {
+		return "?"
+	}
+	o := pl.RelationshipOutcomes[0]
+	c := strings.TrimPrefix(string(o.Category), "relationship_")
+	if o.Conflict != nil {
+		c += " (case " + o.Conflict.Status + ")"
+	}
+	return c
+}
+
+func (w *kpWorld) count(what string) { w.stats[what]++ }
+
+// summary logs how often each kind of step happened, so a reader can see what the seed covered.
+func (w *kpWorld) summary() {
+	keys := slices.Sorted(maps.Keys(w.stats))
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s: %d", k, w.stats[k]))
+	}
+	snap := w.last().snap
+	byStatus := map[string]int{}
+	for _, r := range snap.rels {
+		byStatus[string(r.Status)]++
+	}
+	for _, c := range snap.cases {
+		byStatus["case "+c.Status]++
+	}
+	var st []string
+	for _, k := range slices.Sorted(maps.Keys(byStatus)) {
+		st = append(st, fmt.Sprintf("%s: %d", k, byStatus[k]))
+	}
+	w.t.Logf("coverage: %s\nstored at the end: %s", strings.Join(parts, ", "), strings.Join(st, ", "))
+}
+
+// forget retracts one of a random profile's own relationships (usually an active one). It reports
+// false when no profile has one.
+func (w *kpWorld) forget(n int) bool {
+	w.t.Helper()
+	snap := w.last().snap
+	who := w.profiles[w.rng.IntN(len(w.profiles))]
+	anyStatus := w.rng.IntN(100) < 15
+	var own []kpRel
+	for _, r := range snap.rels {
+		if r.Owner == who.p.ProfileID && (r.Status == "active" || (anyStatus && r.Status != "retracted")) {
+			own = append(own, r)
+		}
+	}
+	if len(own) == 0 {
+		return false
+	}
+	own = kpSorted(own)
+	target := own[w.rng.IntN(len(own))]
+	res, err := w.e.client.Forget(w.e.ctx, who.p, densemem.ForgetRequest{RelationshipID: target.ID, Reason: "property test",
+		IdempotencyKey: nextKey()})
+	if err != nil {
+		w.fatalf("step %d: %s forget %s: %v", n, who.name, w.name(string(target.ID), ""), err)
+	}
+	w.count("forget " + string(target.Status))
+	desc := fmt.Sprintf("%s forget %s (%s %s, was %s v%d) -> %s v%d", who.name, w.name(string(target.ID), ""), target.Subject,
+		target.Object, target.Status, target.Version, res.Status, res.Version)
+	if res.Conflict != nil {
+		desc += fmt.Sprintf(" case %s %s v%d", w.name(res.Conflict.ConflictID, ""), res.Conflict.Status, res.Conflict.Version)
+	}
+	w.record(desc, nil)
+	return true
+}
+
+// respond answers a live case with a proposal carrying conflict_response. Usually the case comes
+// from the latest Recall (its version must be current); sometimes from an older step's Recall, whose
+// version may be stale. It reports false when no recorded Recall listed a case.
+func (w *kpWorld) respond(n int) bool {
+	w.t.Helper()
+	from := len(w.steps) - 1
+	if w.rng.IntN(100) < 30 {
+		var older []int
+		for i, s := range w.steps[:len(w.steps)-1] {
+			if len(s.recall[0].Conflicts) > 0 {
+				older = append(older, i)
+			}
+		}
+		if len(older) > 0 {
+			from = older[w.rng.IntN(len(older))]
+		}
+	}
+	cfs := w.steps[from].recall[0].Conflicts
+	if len(cfs) == 0 {
+		return false
+	}
+	cf := cfs[w.rng.IntN(len(cfs))]
+	objects := slices.Clone(w.branches)
+	for _, p := range cf.Positions {
+		objects = append(objects, p.Object.Name, p.Object.Name) // favour the case's alternatives
+	}
+	who := w.profiles[w.rng.IntN(len(w.profiles))]
+	req, desc := w.proposal(cf.Subject.Name, objects[w.rng.IntN(len(objects))])
+	req.Proposal.Relationships[0].ConflictResponse = &densemem.ConflictResponse{ConflictID: cf.ConflictID, ExpectedVersion: cf.Version}
+	cur, inSnap := w.last().snap.cases[cf.ConflictID]
+	fresh := inSnap && cur.Version == cf.Version && (cur.Status == "open" || cur.Status == "overdue")
+	desc = fmt.Sprintf("%s respond to %s v%d (read at step %d; stored %s v%d) with %s", who.name, w.name(cf.ConflictID, ""),
+		cf.Version, w.steps[from].n, cur.Status, cur.Version, desc)
+
+	before := w.counts()
+	pl, err := w.e.client.Remember(w.e.ctx, who.p, req)
+	if err != nil {
+		if d := cmp.Diff(before, w.counts()); d != "" {
+			w.t.Errorf("step %d: %s failed with %v but wrote rows (-before +after):\n%s", n, desc, err, d)
+		}
+	}
+	switch {
+	case err == nil && fresh:
+		w.count("respond: " + w.category(pl))
+		w.record(desc+" -> "+w.outcome(pl), nil)
+	case err == nil:
+		w.t.Errorf("step %d: %s: a response at version %d was accepted although the case is stored at %s v%d; "+
+			"want ErrStaleConflictVersion", n, desc, cf.Version, cur.Status, cur.Version)
+		w.record(desc+" -> "+w.outcome(pl), nil)
+	case errors.Is(err, densemem.ErrStaleConflictVersion) && !fresh:
+		w.count("respond: stale version refused")
+		w.record(desc+" -> ErrStaleConflictVersion (expected)", err)
+	case errors.Is(err, densemem.ErrStaleConflictVersion):
+		w.t.Errorf("step %d: %s: ErrStaleConflictVersion although Recall at this instant listed the case at version %d "+
+			"and it is stored at %s v%d: %v", n, desc, cf.Version, cur.Status, cur.Version, err)
+		w.record(desc+" -> unexpected "+err.Error(), err)
+	default:
+		w.fatalf("step %d: %s: %v", n, desc, err)
+	}
+	return true
+}
+
+// outcome describes a placement's only relationship outcome for the step log.
+func (w *kpWorld) outcome(pl *densemem.Placement) string {
+	if len(pl.RelationshipOutcomes) != 1 {
+		return fmt.Sprintf("%d outcomes", len(pl.RelationshipOutcomes))
+	}
+	o := pl.RelationshipOutcomes[0]
+	s := fmt.Sprintf("%s %s %s/%s", strings.TrimPrefix(string(o.Category), "relationship_"), w.name(string(o.RelationshipID), ""),
+		o.Status, o.Tier)
+	for _, id := range o.Related {
+		s += " related=" + w.name(string(id), "")
+	}
+	for _, x := range o.CrossReferences {
+		s += fmt.Sprintf(" %s->%s", x.Kind, w.name(string(x.ToRelationshipID), ""))
+	}
+	if o.Conflict != nil {
+		s += fmt.Sprintf(" case %s %s v%d", w.name(o.Conflict.ConflictID, ""), o.Conflict.Status, o.Conflict.Version)
+	}
+	return s
+}
+
+// record stores the step: its time, a snapshot of the stored rows and the current-view Recall of
+// every query, and checks that view against the snapshot.
+func (w *kpWorld) record(desc string, stepErr error) {
+	w.t.Helper()
+	s := kpStep{n: len(w.steps), at: w.e.clock.Now(), desc: desc, err: stepErr, snap: w.snapshot()}
+	for _, q := range kpQueries {
+		resp, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: q, Limit: densemem.MaxRecallLimit})
+		if err != nil {
+			w.fatalf("step %d: recall %q: %v", s.n, q, err)
+		}
+		s.recall = append(s.recall, resp)
+	}
+	w.steps = append(w.steps, s)
+	cur := w.last()
+	for _, r := range kpSorted(cur.snap.rels) {
+		w.name(string(r.ID), "")
+	}
+	for qi, resp := range cur.recall {
+		w.checkView(fmt.Sprintf("step %d current view, query %q", cur.n, kpQueries[qi]), resp, cur.snap, cur.at, nil)
+	}
+	w.checkTies(fmt.Sprintf("step %d current view, query %q", cur.n, kpQueries[1]), cur.recall[1], cur.snap)
+	if stepErr != nil && len(w.steps) > 1 {
+		prev := &w.steps[len(w.steps)-2]
+		for qi := range kpQueries {
+			if d := kpDiff(prev.recall[qi], cur.recall[qi]); d != "" {
+				w.t.Errorf("step %d failed with %v but Recall %q changed (-before +after):\n%s", cur.n, stepErr, kpQueries[qi], d)
+			}
+		}
+	}
+}
+
+// kpCountTables are counted around each conflict response, to prove a refused one wrote nothing.
+var kpCountTables = []string{"relationships", "relationship_transitions", "support_links", "evidence_fragments",
+	"observations", "verification_events", "conflict_cases", "conflict_events", "conflict_position_members",
+	"relationship_cross_references", "idempotency_records", "review_items", "entities", "entity_names"}
+
+// counts returns the row counts of kpCountTables.
+func (w *kpWorld) counts() map[string]int {
+	out := map[string]int{}
+	for _, table := range kpCountTables {
+		out[table] = w.e.count(table)
+	}
+	return out
+}
+
+// snapshot reads the stored relationships, cases and support links of the team.
+func (w *kpWorld) snapshot() kpSnapshot {
+	w.t.Helper()
+	e := w.e
+	snap := kpSnapshot{rels: map[densemem.RelationshipID]kpRel{}, cases: map[string]kpCase{},
+		supports: map[densemem.RelationshipID][]densemem.FragmentID{}}
+	rows, err := e.pool.Query(e.ctx, `
+		SELECT r.relationship_id, r.owner_profile_id, sn.name, onm.name, r.polarity, r.status, r.tier,
+		       r.valid_from, r.valid_to, r.version, r.created_at
+		FROM relationships r
+		JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
+		              ORDER BY n.created_at LIMIT 1) sn ON true
+		JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.object_entity_id
+		              ORDER BY n.created_at LIMIT 1) onm ON true
+		WHERE r.team_id = $1`, e.team)
+	if err != nil {
+		w.fatalf("snapshot relationships: %v", err)
+	}
+	for rows.Next() {
+		var r kpRel
+		var pol, status, tier string
+		if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.Object, &pol, &status, &tier, &r.ValidFrom, &r.ValidTo,
+			&r.Version, &r.CreatedAt); err != nil {
+			w.fatalf("snapshot relationships: %v", err)
+		}
+		r.Polarity, r.Status, r.Tier = densemem.Polarity(pol), densemem.Status(status), densemem.Tier(tier)
+		snap.rels[r.ID] = r
+	}
+	if rows.Close(); rows.Err() != nil {
+		w.fatalf("snapshot relationships: %v", rows.Err())
+	}
+	rows, err = e.pool.Query(e.ctx, `SELECT conflict_id, status, version FROM conflict_cases WHERE team_id = $1`, e.team)
+	if err != nil {
+		w.fatalf("snapshot cases: %v", err)
+	}
+	for rows.Next() {
+		var c kpCase
+		if err := rows.Scan(&c.ID, &c.Status, &c.Version); err != nil {
+			w.fatalf("snapshot cases: %v", err)
+		}
+		snap.cases[c.ID] = c
+	}
+	if rows.Close(); rows.Err() != nil {
+		w.fatalf("snapshot cases: %v", rows.Err())
+	}
+	rows, err = e.pool.Query(e.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
+		ORDER BY relationship_id, created_at, support_id`, e.team)
+	if err != nil {
+		w.fatalf("snapshot supports: %v", err)
+	}
+	for rows.Next() {
+		var rel densemem.RelationshipID
+		var frag densemem.FragmentID
+		if err := rows.Scan(&rel, &frag); err != nil {
+			w.fatalf("snapshot supports: %v", err)
+		}
+		snap.supports[rel] = append(snap.supports[rel], frag)
+	}
+	if rows.Close(); rows.Err() != nil {
+		w.fatalf("snapshot supports: %v", rows.Err())
+	}
+	return snap
+}
+
+// checkView checks one Recall response against the stored state of its instant: the results are
+// exactly the relationships the view must show (every relationship matches the queries), each with
+// its stored status, tier, validity and version and all its support links as evidence; every
+// conflict listed is live at its stored version, and every result's conflict_id is listed.
+func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpSnapshot, at time.Time, validAt *time.Time) {
+	w.t.Helper()
+	var want []string
+	for _, r := range snap.rels {
+		var visible bool
+		if validAt == nil {
+			visible = r.Status == "active" && (r.ValidTo == nil || r.ValidTo.After(at))
+		} else {
+			visible = (r.Status == "active" || r.Status == "superseded") &&
+				(r.ValidFrom == nil || !r.ValidFrom.After(*validAt)) && (r.ValidTo == nil || r.ValidTo.After(*validAt))
+		}
+		if visible {
+			want = append(want, string(r.ID))
+		}
+	}
+	var got []string
+	var problems []string
+	listed := map[string]bool{}
+	for _, c := range resp.Conflicts {
+		listed[c.ConflictID] = true
+		sc, ok := snap.cases[c.ConflictID]
+		switch {
+		case !ok:
+			problems = append(problems, fmt.Sprintf("conflict %s did not exist yet", w.name(c.ConflictID, "")))
+		case c.Status != sc.Status || c.Version != sc.Version:
+			problems = append(problems, fmt.Sprintf("conflict %s is listed %s v%d, stored %s v%d",
+				w.name(c.ConflictID, ""), c.Status, c.Version, sc.Status, sc.Version))
+		case sc.Status != "open" && sc.Status != "overdue":
+			problems = append(problems, fmt.Sprintf("conflict %s is listed but is %s", w.name(c.ConflictID, ""), sc.Status))
+		}
+	}
+	for _, res := range resp.Results {
+		s := res.Relationship
+		got = append(got, string(s.RelationshipID))
+		r, ok := snap.rels[s.RelationshipID]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("%s did not exist yet", w.name(string(s.RelationshipID), "")))
+			continue
+		}
+		if s.Status != r.Status || s.Tier != r.Tier || s.Version != r.Version || !kpSameTime(s.ValidTo, r.ValidTo) ||
+			!kpSameTime(s.ValidFrom, r.ValidFrom) {
+			problems = append(problems, fmt.Sprintf("%s is %s/%s v%d valid [%s, %s), stored %s/%s v%d valid [%s, %s)",
+				w.name(string(s.RelationshipID), ""), s.Status, s.Tier, s.Version, kpTime(s.ValidFrom), kpTime(s.ValidTo),
+				r.Status, r.Tier, r.Version, kpTime(r.ValidFrom), kpTime(r.ValidTo)))
+		}
+		var frags []densemem.FragmentID
+		for _, ex := range res.Evidence {
+			frags = append(frags, ex.FragmentID)
+		}
+		if !slices.Equal(frags, snap.supports[s.RelationshipID]) {
+			problems = append(problems, fmt.Sprintf("%s shows evidence %v, its support links then were %v",
+				w.name(string(s.RelationshipID), ""), w.names(frags), w.names(snap.supports[s.RelationshipID])))
+		}
+		if rc := res.ResolvedConflict; rc != nil {
+			if sc, ok := snap.cases[rc.ConflictID]; !ok || sc.Status != "resolved" || sc.Version != rc.Version {
+				problems = append(problems, fmt.Sprintf("%s names resolved conflict %s v%d, stored %s v%d",
+					w.name(string(s.RelationshipID), ""), w.name(rc.ConflictID, ""), rc.Version, sc.Status, sc.Version))
+			}
+		}
+		if res.ConflictID != "" && !listed[res.ConflictID] {
+			problems = append(problems, fmt.Sprintf("%s names conflict %s which conflicts[] does not list",
+				w.name(string(s.RelationshipID), ""), w.name(res.ConflictID, "")))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		problems = append(problems, fmt.Sprintf("results %v, want %v (missing %v, unexpected %v)",
+			w.names(got), w.names(want), w.names(kpMinus(want, got)), w.names(kpMinus(got, want))))
+	}
+	if len(problems) > 0 {
+		w.t.Errorf("%s:\n  %s", what, strings.Join(problems, "\n  "))
+	}
+}
+
+// checkTies checks the ranking rule "ties broken by earlier creation then ID" (DESIGN §11) on a
+// response to kpQueries[1]. Every fragment this test writes names exactly one environment and
+// "deploys" once, so for that OR query each fragment ranks the same, and so does each subject
+// name; two relationships with the same number of support links therefore tie in the full-text
+// branch, they tie in the entity-name branch (one subject name each), and with the same tier they
+// get the same boost. The one created first must then rank first, with a strictly higher score.
+func (w *kpWorld) checkTies(what string, resp *densemem.RecallResponse, snap kpSnapshot) {
+	w.t.Helper()
+	var problems []string
+	for i, a := range resp.Results {
+		ra := snap.rels[a.Relationship.RelationshipID]
+		for _, b := range resp.Results[i+1:] {
+			rb := snap.rels[b.Relationship.RelationshipID]
+			if len(snap.supports[ra.ID]) != len(snap.supports[rb.ID]) || ra.Tier != rb.Tier {
+				continue
+			}
+			earlier := ra.CreatedAt.Before(rb.CreatedAt) || (ra.CreatedAt.Equal(rb.CreatedAt) && ra.ID < rb.ID)
+			if !earlier || a.Score <= b.Score {
+				problems = append(problems, fmt.Sprintf("%s (created %s, score %.17g) ranks ahead of %s (created %s, score %.17g); "+
+					"both have %d support link(s) and tier %s, so they tie and the earlier one must rank first with a higher score",
+					w.name(string(ra.ID), ""), ra.CreatedAt.UTC().Format("01-02 15:04"), a.Score, w.name(string(rb.ID), ""),
+					rb.CreatedAt.UTC().Format("01-02 15:04"), b.Score, len(snap.supports[ra.ID]), ra.Tier))
+			}
+		}
+	}
+	if len(problems) > 0 {
+		w.t.Errorf("%s: the tie-break rule is broken:\n  %s", what, strings.Join(problems, "\n  "))
+	}
+}
+
+// replayKnownAt asks, for every recorded step, what was known at its time (and just before the next
+// step), and compares with what Recall returned then.
+func (w *kpWorld) replayKnownAt() {
+	w.t.Helper()
+	mismatches := 0
+	for i, s := range w.steps {
+		instants := []time.Time{s.at}
+		if i+1 < len(w.steps) {
+			instants = append(instants, w.steps[i+1].at.Add(-time.Microsecond))
+		}
+		for _, at := range instants {
+			for qi, q := range kpQueries {
+				got, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: q, Limit: densemem.MaxRecallLimit, KnownAt: &at})
+				if err != nil {
+					w.fatalf("replay step %d known_at %s: %v", s.n, at.Format(time.RFC3339Nano), err)
+				}
+				if got.KnownAt == nil || !got.KnownAt.Equal(at) {
+					w.t.Errorf("replay step %d: response known_at %s, want %s", s.n, kpTime(got.KnownAt), at.Format(time.RFC3339Nano))
+				}
+				if d := kpDiff(s.recall[qi], got); d != "" {
+					mismatches++
+					kind := "the content differs"
+					if kpDiffContent(s.recall[qi], got) == "" {
+						kind = "the same relationships, evidence and conflicts, but ranked differently (scores or order)"
+					}
+					if mismatches <= 6 {
+						w.t.Errorf("step %d (%s): Recall %q with known_at=%s differs from what Recall returned at that "+
+							"instant: %s (-recorded +replayed):\n%s", s.n, s.desc, q, at.Format(time.RFC3339Nano), kind, w.readable(d))
+					} else {
+						w.t.Errorf("step %d: Recall %q with known_at=%s differs from the recording: %s",
+							s.n, q, at.Format(time.RFC3339Nano), kind)
+					}
+				}
+				// The replay must also be right on its own terms, whatever was recorded.
+				what := fmt.Sprintf("step %d replay known_at=%s, query %q", s.n, at.Format(time.RFC3339Nano), q)
+				w.checkView(what, got, s.snap, at, nil)
+				if qi == 1 {
+					w.checkTies(what, got, s.snap)
+				}
+			}
+		}
+	}
+	if mismatches > 6 {
+		w.t.Errorf("%d known_at replays differed in all; the first 6 are shown with their diffs", mismatches)
+	}
+}
+
+// replayValidAt checks valid_at combined with known_at at a sample of steps, at instants around every
+// valid_from then stored: exactly the active or superseded relationships of that step whose validity
+// contains valid_at.
+func (w *kpWorld) replayValidAt() {
+	w.t.Helper()
+	lastIdx := len(w.steps) - 1
+	for i, s := range w.steps {
+		if i%4 != 0 && i != lastIdx {
+			continue
+		}
+		instants := []time.Time{date("2025-01-01"), s.at, date("2031-01-01")}
+		for _, r := range s.snap.rels {
+			if r.ValidFrom != nil {
+				instants = append(instants, *r.ValidFrom, r.ValidFrom.Add(-time.Microsecond))
+			}
+			if r.ValidTo != nil {
+				instants = append(instants, *r.ValidTo)
+			}
+		}
+		slices.SortFunc(instants, time.Time.Compare)
+		instants = slices.CompactFunc(instants, time.Time.Equal)
+		if len(instants) > 10 {
+			w.rng.Shuffle(len(instants), func(i, j int) { instants[i], instants[j] = instants[j], instants[i] })
+			instants = instants[:10]
+		}
+		for _, v := range instants {
+			known := s.at
+			got, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: kpQueries[0], Limit: densemem.MaxRecallLimit,
+				ValidAt: &v, KnownAt: &known})
+			if err != nil {
+				w.fatalf("step %d valid_at %s known_at %s: %v", s.n, v.Format(time.RFC3339Nano), known.Format(time.RFC3339Nano), err)
+			}
+			w.checkView(fmt.Sprintf("step %d valid_at=%s known_at=%s", s.n, v.Format(time.RFC3339Nano), known.Format(time.RFC3339Nano)),
+				got, s.snap, known, &v)
+			if i == lastIdx {
+				// known_at = now answers like no known_at at all.
+				now, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: kpQueries[0], Limit: densemem.MaxRecallLimit,
+					ValidAt: &v})
+				if err != nil {
+					w.fatalf("valid_at %s: %v", v.Format(time.RFC3339Nano), err)
+				}
+				if d := kpDiff(now, got); d != "" {
+					w.t.Errorf("valid_at=%s: known_at=now (%s) differs from no known_at (-no known_at +known_at now):\n%s",
+						v.Format(time.RFC3339Nano), known.Format(time.RFC3339Nano), w.readable(d))
+				}
+			}
+		}
+	}
+}
+
+// kpDiff compares two Recall responses exactly, except for the echoed known_at.
+func kpDiff(want, got *densemem.RecallResponse) string {
+	return cmp.Diff(want, got, cmpopts.IgnoreFields(densemem.RecallResponse{}, "KnownAt"))
+}
+
+// kpDiffContent compares two Recall responses ignoring ranking: scores and the order of results
+// and conflicts. It tells a ranking-only mismatch from a leak or a loss.
+func kpDiffContent(want, got *densemem.RecallResponse) string {
+	return cmp.Diff(want, got, cmpopts.IgnoreFields(densemem.RecallResponse{}, "KnownAt"),
+		cmpopts.IgnoreFields(densemem.RecallResult{}, "Score"),
+		cmpopts.SortSlices(func(a, b densemem.RecallResult) bool {
+			return a.Relationship.RelationshipID < b.Relationship.RelationshipID
+		}),
+		cmpopts.SortSlices(func(a, b densemem.RecallConflict) bool { return a.ConflictID < b.ConflictID }))
+}
+
+// readable appends the alias of every long ID found in a diff, so it can be matched to the step log.
+func (w *kpWorld) readable(d string) string {
+	var legend []string
+	for id, a := range w.alias {
+		if strings.Contains(d, id) {
+			legend = append(legend, a+"="+id)
+		}
+	}
+	slices.Sort(legend)
+	if len(legend) == 0 {
+		return d
+	}
+	return d + "  (ids: " + strings.Join(legend, ", ") + ")"
+}
+
+func (w *kpWorld) names(ids any) []string {
+	var out []string
+	switch ids := ids.(type) {
+	case []string:
+		for _, id := range ids {
+			out = append(out, w.name(id, ""))
+		}
+	case []densemem.FragmentID:
+		for _, id := range ids {
+			out = append(out, w.name(string(id), ""))
+		}
+	}
+	return out
+}
+
+// fatalf stops the test after printing the step log.
+func (w *kpWorld) fatalf(format string, args ...any) {
+	w.t.Helper()
+	w.dump()
+	w.t.Fatalf(format, args...)
+}
+
+func (w *kpWorld) dumpOnFailure() {
+	if w.t.Failed() {
+		w.dump()
+	}
+}
+
+// dump logs every step with its time and the relationships and cases stored after it.
+func (w *kpWorld) dump() {
+	if w.dumped {
+		return
+	}
+	w.dumped = true
+	var b strings.Builder
+	fmt.Fprintf(&b, "step log of seed %d (environments %v):\n", w.seed, w.envs)
+	for _, s := range w.steps {
+		fmt.Fprintf(&b, "  step %2d  %s  %s\n", s.n, s.at.Format("01-02 15:04"), s.desc)
+	}
+	if len(w.steps) > 0 {
+		fmt.Fprintf(&b, "relationships after the last step:\n")
+		snap := w.last().snap
+		for _, r := range kpSorted(snap.rels) {
+			fmt.Fprintf(&b, "  %-4s %s owner %s: %s deploys_from %s (%s) %s/%s v%d valid [%s, %s) created %s\n",
+				w.name(string(r.ID), ""), r.ID, w.profileName(r.Owner), r.Subject, r.Object, r.Polarity, r.Status, r.Tier,
+				r.Version, kpTime(r.ValidFrom), kpTime(r.ValidTo), r.CreatedAt.UTC().Format("01-02 15:04"))
+		}
+		cases := slices.Collect(maps.Values(snap.cases))
+		slices.SortFunc(cases, func(a, b kpCase) int { return strings.Compare(a.ID, b.ID) })
+		for _, c := range cases {
+			fmt.Fprintf(&b, "  case %s %s %s v%d\n", w.name(c.ID, ""), c.ID, c.Status, c.Version)
+		}
+	}
+	w.t.Log(b.String())
+}
+
+// kpSorted returns relationships in creation order (then ID), so random choices replay per seed.
+func kpSorted[C map[densemem.RelationshipID]kpRel | []kpRel](rels C) []kpRel {
+	var out []kpRel
+	switch rels := any(rels).(type) {
+	case map[densemem.RelationshipID]kpRel:
+		out = slices.Collect(maps.Values(rels))
+	case []kpRel:
+		out = slices.Clone(rels)
+	}
+	slices.SortFunc(out, func(a, b kpRel) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(string(a.ID), string(b.ID))
+	})
+	return out
+}
+
+func kpSameTime(a, b *time.Time) bool {
+	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
+}
+
+func kpTime(t *time.Time) string {
+	if t == nil {
+		return "-"
+	}
+	if t.Equal(t.Truncate(24 * time.Hour)) {
+		return t.UTC().Format(time.DateOnly)
+	}
+	return t.UTC().Format(time.RFC3339Nano)
+}
+
+// kpMinus returns the elements of a not in b.
+func kpMinus(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
