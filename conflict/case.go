@@ -105,7 +105,7 @@ func Positions(pred relationship.Predicate, members []Member, now time.Time) []P
 	for _, k := range order {
 		p := byKey[k]
 		for _, other := range order {
-			if other != k && incompatible(pred, k, other) {
+			if other != k && positionsIncompatible(pred, p, byKey[other]) {
 				out = append(out, *p)
 				break
 			}
@@ -122,78 +122,110 @@ func Positions(pred relationship.Predicate, members []Member, now time.Time) []P
 	return out
 }
 
-func incompatible(pred relationship.Predicate, a, b PositionKey) bool {
-	if pred.Kind == relationship.KindEvent || pred.Cardinality != relationship.CardinalityOne {
-		return false
+// positionsIncompatible reports whether some member of a is incompatible (§6.4: comparable in time
+// included) with some member of b.
+func positionsIncompatible(pred relationship.Predicate, a, b *Position) bool {
+	for _, x := range a.Members {
+		for _, y := range b.Members {
+			rx, ry := x.Relationship, y.Relationship
+			if relationship.Incompatible(pred, rx.Object, rx.Polarity, rx.Validity, ry.Object, ry.Polarity, ry.Validity) {
+				return true
+			}
+		}
 	}
-	if a.Object != b.Object {
-		return a.Polarity == relationship.PolarityPositive && b.Polarity == relationship.PolarityPositive
-	}
-	return a.Polarity != b.Polarity
+	return false
 }
 
 // Tally sets each position's Groups and Authority across the case: labels and content hashes are
 // merged (copies count once), and a merged group that supports more than one position counts for
 // none of them.
 func Tally(ps []Position) {
-	parent := map[string]string{}
-	find := func(x string) string {
-		for parent[x] != x {
-			parent[x] = parent[parent[x]]
-			x = parent[x]
+	counted := newCounter(ps)
+	for i := range ps {
+		groups := map[string]bool{}
+		ps[i].Authority = false
+		for _, m := range ps[i].Members {
+			for _, s := range m.Supports {
+				if root, ok := counted.counts(i, s); ok {
+					groups[root] = true
+					ps[i].Authority = ps[i].Authority || s.AllowedAuthority
+				}
+			}
 		}
-		return x
+		ps[i].Groups = len(groups)
 	}
-	add := func(x string) {
-		if _, ok := parent[x]; !ok {
-			parent[x] = x
-		}
-	}
+}
+
+// counter decides which supports of a case count: it merges labels and content hashes across every
+// position and knows which positions each merged group supports.
+type counter struct {
+	parent map[string]string
+	owners map[string]map[int]bool
+}
+
+func newCounter(ps []Position) *counter {
+	c := &counter{parent: map[string]string{}, owners: map[string]map[int]bool{}}
 	for _, p := range ps {
 		for _, m := range p.Members {
 			for _, s := range m.Supports {
-				if !s.Effective {
-					continue
-				}
-				g, h := "g:"+s.Group, "h:"+s.ContentHash
-				add(g)
-				add(h)
-				if rg, rh := find(g), find(h); rg != rh {
-					parent[rg] = rh
+				if s.Effective {
+					c.union("g:"+s.Group, "h:"+s.ContentHash)
 				}
 			}
 		}
 	}
-	owners := map[string]map[int]bool{}
 	for i, p := range ps {
 		for _, m := range p.Members {
 			for _, s := range m.Supports {
 				if !s.Effective {
 					continue
 				}
-				root := find("g:" + s.Group)
-				if owners[root] == nil {
-					owners[root] = map[int]bool{}
+				root := c.find("g:" + s.Group)
+				if c.owners[root] == nil {
+					c.owners[root] = map[int]bool{}
 				}
-				owners[root][i] = true
+				c.owners[root][i] = true
 			}
 		}
 	}
-	for i := range ps {
-		counted := map[string]bool{}
-		for _, m := range ps[i].Members {
-			for _, s := range m.Supports {
-				if !s.Effective {
-					continue
-				}
-				root := find("g:" + s.Group)
-				if len(owners[root]) != 1 {
-					continue
-				}
-				counted[root] = true
-				ps[i].Authority = ps[i].Authority || s.AllowedAuthority
-			}
-		}
-		ps[i].Groups = len(counted)
+	return c
+}
+
+func (c *counter) find(x string) string {
+	if _, ok := c.parent[x]; !ok {
+		c.parent[x] = x
 	}
+	for c.parent[x] != x {
+		c.parent[x] = c.parent[c.parent[x]]
+		x = c.parent[x]
+	}
+	return x
+}
+
+func (c *counter) union(a, b string) {
+	if ra, rb := c.find(a), c.find(b); ra != rb {
+		c.parent[ra] = rb
+	}
+}
+
+// counts reports whether support s of position i counts, with its merged group.
+func (c *counter) counts(i int, s evidence.Support) (string, bool) {
+	if !s.Effective {
+		return "", false
+	}
+	root := c.find("g:" + s.Group)
+	return root, len(c.owners[root]) == 1 && c.owners[root][i]
+}
+
+// CountedMember reports whether a member of position i has at least one counted support, and
+// whether one of its counted supports carries allowed authority.
+func CountedMember(ps []Position, i int, m Member) (counted, authority bool) {
+	c := newCounter(ps)
+	for _, s := range m.Supports {
+		if _, ok := c.counts(i, s); ok {
+			counted = true
+			authority = authority || s.AllowedAuthority
+		}
+	}
+	return counted, authority
 }

@@ -1,6 +1,7 @@
 package conflict
 
 import (
+	"slices"
 	"time"
 
 	"github.com/densemem/densemem/relationship"
@@ -124,6 +125,11 @@ func Decide(in PolicyInput) Decision {
 		}
 		qualified = append(qualified, candidate{i, reason, false})
 	}
+	// A timed strong override has beaten every opposing authority: the authority no longer qualifies
+	// as the unique authoritative position (reaching the deadline only lowers the majority floor).
+	if slices.ContainsFunc(qualified, func(c candidate) bool { return c.override }) {
+		qualified = slices.DeleteFunc(qualified, func(c candidate) bool { return c.reason == ReasonPostTTLAuthority })
+	}
 	switch len(qualified) {
 	case 1:
 	case 0:
@@ -134,7 +140,7 @@ func Decide(in PolicyInput) Decision {
 		return pending(d, postTTL)
 	}
 	w := qualified[0]
-	t, ok := evidenceTime(in, in.Positions[w.index])
+	t, ok := evidenceTime(in, w.index)
 	switch {
 	case ok:
 		d.Cutoff, d.Basis = t, BasisEvidenceTime
@@ -157,12 +163,15 @@ func pending(d Decision, postTTL bool) Decision {
 	return d
 }
 
-// evidenceTime is the confirmed valid_from shared by every member of p that has one: missing when
-// none has one, conflicting (false) when they differ.
-func evidenceTime(in PolicyInput, p Position) (time.Time, bool) {
+// evidenceTime is the confirmed valid_from shared by every counted member of position i that has
+// one: missing when none has one, conflicting (false) when they differ.
+func evidenceTime(in PolicyInput, i int) (time.Time, bool) {
 	var t time.Time
 	found := false
-	for _, m := range p.Members {
+	for _, m := range in.Positions[i].Members {
+		if counted, _ := CountedMember(in.Positions, i, m); !counted {
+			continue
+		}
 		c, ok := in.ConfirmedFrom[m.Relationship.ID]
 		if !ok {
 			continue
@@ -180,7 +189,7 @@ func evidenceTime(in PolicyInput, p Position) (time.Time, bool) {
 // that position's authoritative members). An authoritative position without such a time cannot be
 // overridden.
 func overrides(in PolicyInput, p Position, i int) bool {
-	t, ok := evidenceTime(in, p)
+	t, ok := evidenceTime(in, i)
 	if !ok {
 		return false
 	}
@@ -191,7 +200,7 @@ func overrides(in PolicyInput, p Position, i int) bool {
 		var latest time.Time
 		has := false
 		for _, m := range q.Members {
-			if !memberHasAuthority(m) {
+			if _, authority := CountedMember(in.Positions, j, m); !authority {
 				continue
 			}
 			if c, ok := in.ConfirmedFrom[m.Relationship.ID]; ok && (!has || c.After(latest)) {
@@ -205,20 +214,16 @@ func overrides(in PolicyInput, p Position, i int) bool {
 	return true
 }
 
-func memberHasAuthority(m Member) bool {
-	for _, s := range m.Supports {
-		if s.Effective && s.AllowedAuthority {
-			return true
-		}
-	}
-	return false
-}
-
 // LoserValidTo is a losing relationship's valid_to at a resolution: the cutoff, or its own
-// valid_from when it started after the cutoff (an empty interval: it was never true).
+// valid_from when it started after the cutoff (an empty interval: it was never true), and never
+// later than a valid_to it already had.
 func LoserValidTo(cutoff time.Time, loser relationship.Relationship) time.Time {
+	end := cutoff
 	if loser.Validity.From != nil && loser.Validity.From.After(cutoff) {
-		return *loser.Validity.From
+		end = *loser.Validity.From
 	}
-	return cutoff
+	if loser.Validity.To != nil && loser.Validity.To.Before(end) {
+		end = *loser.Validity.To
+	}
+	return end
 }

@@ -102,6 +102,7 @@ WITH x AS (
     SET version = version + 1, escalated_date = $3::date, next_review_at = $4, claim_token = NULL,
         lease_expires_at = NULL, updated_at = $2
     WHERE team_id = $1 AND status IN ('open', 'overdue') AND attempts_date = $3::date AND review_attempts >= $5
+      AND next_review_at <= $2 -- a successful review already moved it to the next run date
       AND escalated_date IS DISTINCT FROM $3::date AND (claim_token IS NULL OR lease_expires_at <= $2)
     RETURNING conflict_id, version, status, policy_version)
 INSERT INTO conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
