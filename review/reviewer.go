@@ -59,6 +59,8 @@ type Report struct {
 	Failed    int `json:"failed"`
 	// Escalated counts cases whose attempts of the run date were exhausted.
 	Escalated int `json:"escalated"`
+	// Lost counts claims that were no longer this worker's or no longer live when reviewed.
+	Lost int `json:"lost"`
 }
 
 // errLost reports that the worker no longer holds the case's claim (its lease expired and another
@@ -139,16 +141,16 @@ func runTeam(ctx context.Context, cfg Config, req Request, team identity.TeamID,
 	if reserved {
 		rep.Reserved++
 	}
+	token := cfg.NewID("clm", now)
 	escalate := func() error {
 		n, err := cfg.Store.CaseEscalateExhausted(ctx, store.CaseEscalateParams{Team: team, Now: now, RunDate: runDate,
-			NextReview: next, MaxAttempts: cfg.MaxAttempts})
+			NextReview: next, MaxAttempts: cfg.MaxAttempts, Token: token})
 		rep.Escalated += n
 		return err
 	}
 	if err := escalate(); err != nil {
 		return err
 	}
-	token := cfg.NewID("clm", now)
 	claimedTotal := 0
 	for req.MaxCases == 0 || claimedTotal < req.MaxCases {
 		batch := cfg.Batch
@@ -171,6 +173,11 @@ func runTeam(ctx context.Context, cfg Config, req Request, team identity.TeamID,
 		}
 		for _, c := range claimed {
 			outcome, err := reviewCase(ctx, cfg, pol, preds, c, token, now, next)
+			if errors.Is(err, errLost) {
+				// Another worker or a lifecycle change (a forget that dismissed the case) got there first.
+				rep.Lost++
+				continue
+			}
 			if err != nil {
 				rep.Failed++
 				if ctx.Err() != nil {

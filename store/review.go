@@ -40,6 +40,8 @@ type CaseEscalateParams struct {
 	RunDate     time.Time
 	NextReview  time.Time
 	MaxAttempts int
+	// Token is the calling worker's claim token: its own exhausted claims are escalated at once.
+	Token string
 }
 
 // CaseReleaseParams gives up a worker's claim on a case.

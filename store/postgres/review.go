@@ -103,7 +103,8 @@ WITH x AS (
         lease_expires_at = NULL, updated_at = $2
     WHERE team_id = $1 AND status IN ('open', 'overdue') AND attempts_date = $3::date AND review_attempts >= $5
       AND next_review_at <= $2 -- a successful review already moved it to the next run date
-      AND escalated_date IS DISTINCT FROM $3::date AND (claim_token IS NULL OR lease_expires_at <= $2)
+      AND escalated_date IS DISTINCT FROM $3::date
+      AND (claim_token IS NULL OR lease_expires_at <= $2 OR claim_token = NULLIF($6, ''))
     RETURNING conflict_id, version, status, policy_version)
 INSERT INTO conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
     actor_profile_id, reason_code, policy_version, time_basis, referenced, positions, ingest_id, created_at)
@@ -121,7 +122,7 @@ func (s *Store) CaseEscalateExhausted(ctx context.Context, p store.CaseEscalateP
 		if _, err := tx.Exec(ctx, reviewerActorSQL); err != nil {
 			return err
 		}
-		ct, err := tx.Exec(ctx, caseEscalateSQL, p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts)
+		ct, err := tx.Exec(ctx, caseEscalateSQL, p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts, p.Token)
 		n = int(ct.RowsAffected())
 		return err
 	})
