@@ -69,7 +69,7 @@ fulltext AS (
            st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
     CROSS JOIN q
-    JOIN relationships r ON r.team_id = $1 AND r.relationship_id = h.id
+    JOIN LATERAL (SELECT * FROM relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
     JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
     ` + recallState + `
     WHERE ` + recallFilter + `
@@ -92,7 +92,7 @@ entity_hits AS (
 entity_name AS (
     SELECT r.relationship_id AS id, e.matched::float8 AS score, st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM entity_hits e
-    JOIN relationships r ON r.team_id = $1 AND r.relationship_id = e.id
+    JOIN LATERAL (SELECT * FROM relationships r WHERE r.team_id = $1 AND r.relationship_id = e.id LIMIT 1) r ON true
     ` + recallState + `
     WHERE ` + recallFilter + `
     ORDER BY score DESC, r.created_at, r.relationship_id
@@ -110,26 +110,33 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	if names == nil {
 		names = []string{}
 	}
-	rows, err := s.pool.Query(ctx, recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch,
-		p.PredicateKey, names, expand)
-	if err != nil {
-		return out, translate(err)
+	// A read-only transaction in the one round trip, so the statement runs its generic plan: planning
+	// it per call cost more than running it, and the custom plan at small team sizes chose a scan.
+	b := &pgx.Batch{}
+	b.Queue("BEGIN READ ONLY")
+	b.Queue(genericPlansSQL)
+	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand).
+		Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var branch, status, tier string
+				var r store.RankedRelationship
+				if err := rows.Scan(&branch, &r.ID, &r.Score, &status, &tier, &r.ValidTo, &r.Version); err != nil {
+					return err
+				}
+				r.Status, r.Tier = relationship.Status(status), relationship.Tier(tier)
+				if branch == "fulltext" {
+					out.FullText = append(out.FullText, r)
+				} else {
+					out.EntityName = append(out.EntityName, r)
+				}
+			}
+			return rows.Err()
+		})
+	b.Queue("COMMIT")
+	if err := s.sendReadBatch(ctx, b); err != nil {
+		return store.RecallSearch{}, translate(err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var branch, status, tier string
-		var r store.RankedRelationship
-		if err := rows.Scan(&branch, &r.ID, &r.Score, &status, &tier, &r.ValidTo, &r.Version); err != nil {
-			return out, translate(err)
-		}
-		r.Status, r.Tier = relationship.Status(status), relationship.Tier(tier)
-		if branch == "fulltext" {
-			out.FullText = append(out.FullText, r)
-		} else {
-			out.EntityName = append(out.EntityName, r)
-		}
-	}
-	return out, translate(rows.Err())
+	return out, nil
 }
 
 const recallEvidenceSQL = `-- name: RecallEvidence
@@ -169,6 +176,8 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 		return out, err
 	}
 	b := &pgx.Batch{}
+	b.Queue("BEGIN READ ONLY")
+	b.Queue(genericPlansSQL)
 	b.Queue("-- name: RecallViews\n"+sql, args...).Query(func(rows pgx.Rows) error {
 		out.Views, err = pgx.CollectRows(rows, scanRelationshipView)
 		return err
@@ -192,8 +201,9 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 			return err
 		})
 	}
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return out, translate(err)
+	b.Queue("COMMIT")
+	if err := s.sendReadBatch(ctx, b); err != nil {
+		return store.RecallDetails{}, translate(err)
 	}
 	return out, nil
 }

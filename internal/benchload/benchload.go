@@ -1,0 +1,621 @@
+// Package benchload bulk-loads one team's knowledge with COPY, for recall benchmarks. It is not part
+// of the public API: it writes the library's tables directly, past the write pipeline, so that a
+// team with 100k relationships loads in seconds instead of the minutes 100k Remember calls take.
+//
+// Every row is one the write pipeline could have written: each relationship has its entities and
+// their canonical names, one evidence fragment with its content, one observation, one entailed
+// verification, the observation's entity resolution events, one support link and one creation
+// transition (to_version 1, matching its status, tier and valid_to); a superseded relationship also
+// has its supersession transition (to_version 2). Everything is copied in one transaction, so the
+// foreign keys and the deferred relationships_have_transition trigger check every row at commit.
+//
+// The team, the owner profile and the two predicates must exist first; create them through the
+// public client (CreateTeam, CreateProfile, RegisterPredicate) so that the bulk rows reference
+// what the library made.
+//
+// Two kinds of relationships are loaded:
+//
+//   - Filler: active, undated relationships between entities with unique generated names
+//     ("amber-falcon-river"), alternating the state predicate (environment → git_branch) and the
+//     many predicate (person → project), with evidence drawn from a word list, so that the GIN
+//     indexes over fragment content and entity names hold realistic posting lists. Filler never
+//     matches a query subject's name.
+//   - Query subjects: Params.Subjects entities named "qsubject-00", "qsubject-01", …, each with
+//     exactly PerSubject relationships whatever the team's size (see Params.Want for what each
+//     view finds).
+//
+// Recorded times (created_at) are spread over [Params.Start, Params.End()).
+package benchload
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+)
+
+// PerSubject is the number of relationships every query subject has, at every team size.
+const PerSubject = 5
+
+// activePerSubject is how many of a query subject's relationships are active now.
+const activePerSubject = 4
+
+// DefaultSubjects is the number of query subjects when Params.Subjects is zero.
+const DefaultSubjects = 20
+
+// Default predicates: those of the test vocabulary (helpers_test.go).
+const (
+	DefaultStatePredicate = "deploys_from"
+	DefaultManyPredicate  = "works_on"
+)
+
+// View is one of the three recall views a query subject is designed for.
+type View string
+
+// The recall views.
+const (
+	// ViewCurrent is recall without times.
+	ViewCurrent View = "current"
+	// ViewValidAt is recall with valid_at = Params.ValidAt().
+	ViewValidAt View = "valid_at"
+	// ViewKnownAt is recall with known_at = Params.KnownAt().
+	ViewKnownAt View = "known_at"
+)
+
+// Views lists the recall views in a fixed order.
+var Views = []View{ViewCurrent, ViewValidAt, ViewKnownAt}
+
+// Params describes what Load writes.
+type Params struct {
+	// Team and Owner name an existing team and one of its profiles: the owner of every relationship
+	// and the author of every fragment.
+	Team, Owner string
+	// Active is the number of active relationships the team holds after Load, the query subjects'
+	// included. It must be at least 4 × Subjects.
+	Active int
+	// Subjects is the number of query subjects (0 means DefaultSubjects; at most 100).
+	Subjects int
+	// Start is the recorded time of the first row; Span (default 365 days) spreads them.
+	Start time.Time
+	Span  time.Duration
+	// StatePredicate (default deploys_from) is a registered state predicate of cardinality one
+	// between an environment and a git_branch; ManyPredicate (default works_on) a registered
+	// predicate of cardinality many. Load uses the latest version of each.
+	StatePredicate, ManyPredicate string
+	// SkipResolutions leaves entity_resolution_events empty (Recall does not read them; Trace does).
+	SkipResolutions bool
+	// Seed varies the generated evidence text; names and IDs do not depend on it.
+	Seed uint64
+	// Logf, when set, receives the time each step of the load took.
+	Logf func(format string, args ...any)
+}
+
+func (p Params) withDefaults() Params {
+	if p.Subjects == 0 {
+		p.Subjects = DefaultSubjects
+	}
+	if p.Span == 0 {
+		p.Span = 365 * 24 * time.Hour
+	}
+	if p.StatePredicate == "" {
+		p.StatePredicate = DefaultStatePredicate
+	}
+	if p.ManyPredicate == "" {
+		p.ManyPredicate = DefaultManyPredicate
+	}
+	p.Start = p.Start.UTC().Truncate(time.Microsecond)
+	return p
+}
+
+func (p Params) check() error {
+	var errs []error
+	if p.Team == "" || p.Owner == "" {
+		errs = append(errs, errors.New("team and owner are required"))
+	}
+	if p.Subjects < 0 || p.Subjects > 100 {
+		errs = append(errs, fmt.Errorf("subjects %d: want 0..100", p.Subjects))
+	}
+	if p.Active < activePerSubject*p.Subjects {
+		errs = append(errs, fmt.Errorf("active %d: want at least %d (4 per query subject)", p.Active, activePerSubject*p.Subjects))
+	}
+	if 2*p.Active+PerSubject*p.Subjects > nameSpace-PerSubject*100 {
+		errs = append(errs, fmt.Errorf("active %d: too many for the generated names", p.Active))
+	}
+	if p.Start.IsZero() {
+		errs = append(errs, errors.New("start is required"))
+	}
+	if p.Span < 30*24*time.Hour {
+		errs = append(errs, fmt.Errorf("span %s: want at least 30 days", p.Span))
+	}
+	return errors.Join(errs...)
+}
+
+// Filler returns the number of filler relationships Load writes.
+func (p Params) Filler() int {
+	p = p.withDefaults()
+	return p.Active - activePerSubject*p.Subjects
+}
+
+// SubjectCount returns the number of query subjects (Subjects, or DefaultSubjects).
+func (p Params) SubjectCount() int { return p.withDefaults().Subjects }
+
+// SubjectName returns the name of query subject i: "qsubject-07". It is also the recall query.
+func (p Params) SubjectName(i int) string { return fmt.Sprintf("qsubject-%02d", i) }
+
+// End returns the recorded time after every loaded row. Move the client's clock past it before
+// recalling the current view.
+func (p Params) End() time.Time {
+	p = p.withDefaults()
+	return p.Start.Add(p.Span)
+}
+
+// KnownAt returns the known_at instant of ViewKnownAt: the middle of the recorded span.
+func (p Params) KnownAt() time.Time { return p.at(0.50) }
+
+// ValidAt returns the valid_at instant of ViewValidAt: after the superseded relationship's
+// valid_from and before its successor's.
+func (p Params) ValidAt() time.Time { return p.at(0.35) }
+
+func (p Params) at(frac float64) time.Time {
+	p = p.withDefaults()
+	return p.Start.Add(time.Duration(frac * float64(p.Span)))
+}
+
+// The query subject's relationships, in the order Load writes them (k = 0..PerSubject-1), each with
+// the fraction of the span at which it is recorded. k=0 (state predicate, valid from va) is
+// superseded at k=1's recording by k=1 (same predicate, valid from vb); k=2..4 use the many
+// predicate, are undated and stay active.
+var subjectPlan = [PerSubject]struct {
+	frac     float64
+	state    bool
+	validity float64 // fraction of the span of valid_from's date; 0 = undated
+}{
+	{0.20, true, 0.10},
+	{0.60, true, 0.60},
+	{0.30, false, 0},
+	{0.40, false, 0},
+	{0.70, false, 0},
+}
+
+// viewPlan lists the relationships (k) each view finds for a query subject:
+//
+//	current   k=1..4: the successor and the three undated ones; the superseded k=0 is not active
+//	valid_at  k=0,2,3,4: k=0 was valid then, k=1 only from its later valid_from
+//	known_at  k=0,2,3: recorded by the middle of the span; k=0 was still active then
+var viewPlan = map[View][]int{
+	ViewCurrent: {1, 2, 3, 4},
+	ViewValidAt: {0, 2, 3, 4},
+	ViewKnownAt: {0, 2, 3},
+}
+
+// Want returns the object names of the relationships that recall of query subject i finds in view
+// v, sorted.
+func (p Params) Want(i int, v View) []string {
+	var out []string
+	for _, k := range viewPlan[v] {
+		out = append(out, subjectObjectName(i, k))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// SupersededObject returns the object name of query subject i's superseded relationship: ViewValidAt
+// finds it with status superseded, ViewKnownAt with status active (its state at known_at).
+func (p Params) SupersededObject(i int) string { return subjectObjectName(i, 0) }
+
+// subjectObjectName is the object name of query subject i's relationship k. Names are drawn from
+// the top of the name space, filler from the bottom, so they never collide.
+func subjectObjectName(i, k int) string { return generatedName(nameSpace - 1 - (i*PerSubject + k)) }
+
+// Load copies the team's relationships with their evidence in one transaction, then runs VACUUM
+// (ANALYZE) over the loaded tables, as autovacuum would have in production.
+func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
+	p = p.withDefaults()
+	if err := p.check(); err != nil {
+		return fmt.Errorf("benchload: %w", err)
+	}
+	step := time.Now()
+	logStep := func(what string) {
+		if p.Logf != nil {
+			p.Logf("benchload: %s: %s", what, time.Since(step).Round(time.Millisecond))
+		}
+		step = time.Now()
+	}
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return fmt.Errorf("benchload: %w", err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	l := &loader{p: p}
+	if err := l.predicates(ctx, tx); err != nil {
+		return fmt.Errorf("benchload: %w", err)
+	}
+	l.plan()
+	logStep("plan")
+	for _, t := range l.tables() {
+		n, err := tx.CopyFrom(ctx, pgx.Identifier{t.name}, t.columns, pgx.CopyFromSlice(t.rows, t.row))
+		if err != nil {
+			return fmt.Errorf("benchload: copy %s: %w", t.name, err)
+		}
+		if int(n) != t.rows {
+			return fmt.Errorf("benchload: copy %s: copied %d rows, want %d", t.name, n, t.rows)
+		}
+		logStep(fmt.Sprintf("copy %d rows into %s", n, t.name))
+	}
+	// COMMIT runs the deferred relationships_have_transition trigger for every relationship.
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("benchload: commit: %w", err)
+	}
+	logStep("commit")
+	if _, err := pool.Exec(ctx, "VACUUM (ANALYZE) "+strings.Join(loadedTables, ", ")); err != nil {
+		return fmt.Errorf("benchload: vacuum: %w", err)
+	}
+	logStep("vacuum analyze")
+	return nil
+}
+
+// loadedTables are the tables Load writes, in foreign-key order.
+var loadedTables = []string{"entities", "entity_names", "evidence_fragments", "fragment_contents", "observations",
+	"verification_events", "entity_resolution_events", "relationships", "support_links", "relationship_transitions"}
+
+// rel is one relationship to load, with what its rows need.
+type rel struct {
+	n          uint64 // row number: unique, the sequence part of its IDs
+	at         time.Time
+	state      bool // the state predicate (else the many predicate)
+	subjName   string
+	subjKind   string
+	objName    string
+	objKind    string
+	subjOwner  int  // index of the rel whose row creates the subject entity
+	newSubject bool // this rel creates its subject entity
+	content    string
+	spanEnd    int
+	hash       string
+	validFrom  *time.Time
+	// supersededBy is the index of the rel that superseded this one, or -1.
+	supersededBy int
+	validTo      *time.Time // set with supersededBy
+}
+
+type loader struct {
+	p        Params
+	stateVer int
+	manyVer  int
+	rels     []rel
+}
+
+func (l *loader) predicates(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, `SELECT predicate_key, max(version) FROM predicate_definitions
+WHERE team_id = $1 AND predicate_key = ANY($2::text[]) GROUP BY predicate_key`,
+		l.p.Team, []string{l.p.StatePredicate, l.p.ManyPredicate})
+	if err != nil {
+		return err
+	}
+	versions := map[string]int{}
+	for rows.Next() {
+		var key string
+		var v int
+		if err := rows.Scan(&key, &v); err != nil {
+			return err
+		}
+		versions[key] = v
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	l.stateVer, l.manyVer = versions[l.p.StatePredicate], versions[l.p.ManyPredicate]
+	if l.stateVer == 0 || l.manyVer == 0 {
+		return fmt.Errorf("predicates %q and %q must be registered in team %s first", l.p.StatePredicate, l.p.ManyPredicate, l.p.Team)
+	}
+	return nil
+}
+
+// plan builds every relationship: the filler first, then each query subject's PerSubject.
+func (l *loader) plan() {
+	p := l.p
+	filler := p.Active - activePerSubject*p.Subjects
+	l.rels = make([]rel, 0, filler+PerSubject*p.Subjects)
+	for i := range filler {
+		at := p.Start.Add(time.Duration(float64(p.Span) * float64(i) / float64(filler)))
+		r := rel{n: uint64(len(l.rels)), at: at, state: i%2 == 0, subjName: generatedName(2 * i),
+			objName: generatedName(2*i + 1), subjOwner: len(l.rels), newSubject: true, supersededBy: -1}
+		l.rels = append(l.rels, l.describe(r))
+	}
+	for s := range p.Subjects {
+		first := len(l.rels)
+		for k, plan := range subjectPlan {
+			// Offsets of a few minutes keep the subjects' rows apart without crossing the view instants.
+			at := p.at(plan.frac).Add(time.Duration(s) * time.Minute)
+			r := rel{n: uint64(len(l.rels)), at: at, state: plan.state, subjName: p.SubjectName(s), subjKind: "environment",
+				objName: subjectObjectName(s, k), subjOwner: first, newSubject: k == 0, supersededBy: -1}
+			if plan.validity > 0 {
+				vf := p.at(plan.validity).Truncate(24 * time.Hour)
+				r.validFrom = &vf
+			}
+			l.rels = append(l.rels, l.describe(r))
+		}
+		// k=1 supersedes k=0 from its valid_from on (design §6.4 step 4).
+		l.rels[first].supersededBy = first + 1
+		l.rels[first].validTo = l.rels[first+1].validFrom
+	}
+}
+
+// describe fills a rel's kinds and evidence.
+func (l *loader) describe(r rel) rel {
+	rng := rand.New(rand.NewPCG(l.p.Seed, r.n))
+	var sentence string
+	switch {
+	case r.state:
+		if r.subjKind == "" {
+			r.subjKind = "environment"
+		}
+		r.objKind = "git_branch"
+		sentence = fmt.Sprintf("The %s environment deploys from the %s branch.", r.subjName, r.objName)
+		if r.validFrom != nil {
+			sentence = fmt.Sprintf("Since %s the %s environment deploys from the %s branch.",
+				r.validFrom.Format(time.DateOnly), r.subjName, r.objName)
+		}
+	default:
+		if r.subjKind == "" {
+			r.subjKind = "person"
+		}
+		r.objKind = "project"
+		sentence = fmt.Sprintf("%s works on the %s project.", r.subjName, r.objName)
+	}
+	// A note of 6 to 14 words from the list follows the cited sentence.
+	note := make([]string, 6+rng.IntN(9))
+	for i := range note {
+		note[i] = words[rng.IntN(len(words))]
+	}
+	r.content = sentence + " Notes: " + strings.Join(note, " ") + "."
+	r.spanEnd = len(sentence)
+	r.hash = evidence.ContentHash(r.content)
+	return r
+}
+
+// ids of one rel's rows.
+func (l *loader) id(prefix string, r *rel) string { return newID(prefix, r.at, r.n) }
+
+func (l *loader) subjectID(r *rel) string {
+	owner := &l.rels[r.subjOwner]
+	return newID("ent", owner.at, 2*owner.n)
+}
+
+func (l *loader) objectID(r *rel) string { return newID("ent", r.at, 2*r.n+1) }
+
+func (l *loader) predicate(r *rel) (string, int) {
+	if r.state {
+		return l.p.StatePredicate, l.stateVer
+	}
+	return l.p.ManyPredicate, l.manyVer
+}
+
+// table is one COPY: its columns and how to build row i.
+type table struct {
+	name    string
+	columns []string
+	rows    int
+	row     func(i int) ([]any, error)
+}
+
+func (l *loader) tables() []table {
+	p, rels := l.p, l.rels
+	// entityRows maps entity row i to (rel index, subject?): every rel's object, and the subject of
+	// the rels that create theirs.
+	type entityRow struct {
+		rel     int
+		subject bool
+	}
+	var ents []entityRow
+	for i := range rels {
+		if rels[i].newSubject {
+			ents = append(ents, entityRow{i, true})
+		}
+		ents = append(ents, entityRow{i, false})
+	}
+	entity := func(e entityRow) (id, name, kind string, r *rel) {
+		r = &rels[e.rel]
+		if e.subject {
+			return l.subjectID(r), r.subjName, r.subjKind, r
+		}
+		return l.objectID(r), r.objName, r.objKind, r
+	}
+	empty := []byte("{}")
+	resolutions := 2 * len(rels)
+	if p.SkipResolutions {
+		resolutions = 0
+	}
+	// The transition rows: one creation per rel, then one supersession per superseded rel.
+	var superseded []int
+	for i := range rels {
+		if rels[i].supersededBy >= 0 {
+			superseded = append(superseded, i)
+		}
+	}
+	return []table{
+		{"entities", []string{"team_id", "entity_id", "entity_kind", "identity_context", "created_by", "ingest_id", "created_at"},
+			len(ents), func(i int) ([]any, error) {
+				id, _, kind, r := entity(ents[i])
+				return []any{p.Team, id, kind, empty, p.Owner, l.id("ing", r), r.at}, nil
+			}},
+		{"entity_names", []string{"team_id", "entity_id", "name", "normalized_name", "name_kind", "created_at"},
+			len(ents), func(i int) ([]any, error) {
+				id, name, _, r := entity(ents[i])
+				return []any{p.Team, id, name, identity.NormalizeName(name), "canonical", r.at}, nil
+			}},
+		{"evidence_fragments", []string{"team_id", "fragment_id", "ingest_id", "evidence_index", "author_profile_id",
+			"source_type", "authority", "source_group", "source_key", "source_revision", "content_sha256", "content_length", "created_at"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				return []any{p.Team, l.id("frg", r), l.id("ing", r), 0, p.Owner, "manual", "standard", evidence.GroupLabel("", "", r.hash),
+					"", "", r.hash, len(r.content), r.at}, nil
+			}},
+		{"fragment_contents", []string{"team_id", "fragment_id", "content"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				return []any{p.Team, l.id("frg", r), r.content}, nil
+			}},
+		{"observations", []string{"team_id", "observation_id", "ingest_id", "profile_id", "proposal_id", "subject_ref",
+			"subject_name", "predicate_phrase", "predicate_key", "predicate_version", "object_ref", "object_name", "object_value",
+			"polarity", "modality", "scope", "valid_from", "valid_to", "citations", "created_at"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				key, ver := l.predicate(r)
+				citations := fmt.Appendf(nil, `[{"evidence_index": 0, "start": 0, "end": %d}]`, r.spanEnd)
+				return []any{p.Team, l.id("obs", r), l.id("ing", r), p.Owner, "p1", "s", r.subjName, key, key, ver, "o",
+					r.objName, nil, "+", "statement", "", r.validFrom, nil, citations, r.at}, nil
+			}},
+		{"verification_events", []string{"team_id", "verification_id", "observation_id", "verifier", "verdict", "confidence",
+			"rationale", "confirmed_valid_from", "support_granted", "created_at"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				rationale := "cited text names subject and object with matching polarity"
+				if r.validFrom != nil {
+					rationale += "; valid_from stated in cited text"
+				}
+				return []any{p.Team, l.id("ver", r), l.id("obs", r), "span_verifier", "entailed", 1.0, rationale, r.validFrom,
+					true, r.at}, nil
+			}},
+		{"entity_resolution_events", []string{"team_id", "resolution_id", "observation_id", "mention_ref", "mention_name",
+			"entity_kind", "entity_id", "decision", "candidate_ids", "profile_id", "ingest_id", "created_at"},
+			resolutions, func(i int) ([]any, error) {
+				r := &rels[i/2]
+				ref, name, kind, id, decision := "s", r.subjName, r.subjKind, l.subjectID(r), "created"
+				if i%2 == 1 {
+					ref, name, kind, id = "o", r.objName, r.objKind, l.objectID(r)
+				} else if !r.newSubject {
+					decision = "reused"
+				}
+				return []any{p.Team, newID("res", r.at, 2*r.n+uint64(i%2)), l.id("obs", r), ref, name, kind, id, decision,
+					[]string{}, p.Owner, l.id("ing", r), r.at}, nil
+			}},
+		{"relationships", []string{"team_id", "relationship_id", "owner_profile_id", "subject_entity_id", "predicate_key",
+			"predicate_version", "object_entity_id", "object_value_id", "polarity", "scope", "valid_from", "valid_to", "status",
+			"tier", "version", "observation_id", "ingest_id", "created_at", "updated_at"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				key, ver := l.predicate(r)
+				status, version, updated := "active", 1, r.at
+				if r.supersededBy >= 0 {
+					status, version, updated = "superseded", 2, rels[r.supersededBy].at
+				}
+				return []any{p.Team, l.id("rel", r), p.Owner, l.subjectID(r), key, ver, l.objectID(r), nil, "+", "",
+					r.validFrom, r.validTo, status, "validated_claim", version, l.id("obs", r), l.id("ing", r), r.at, updated}, nil
+			}},
+		{"support_links", []string{"team_id", "support_id", "relationship_id", "fragment_id", "observation_id",
+			"verification_id", "span_start", "span_end", "source_group", "content_sha256", "authority", "author_profile_id",
+			"profile_id", "ingest_id", "created_at"},
+			len(rels), func(i int) ([]any, error) {
+				r := &rels[i]
+				return []any{p.Team, l.id("sup", r), l.id("rel", r), l.id("frg", r), l.id("obs", r), l.id("ver", r), 0,
+					r.spanEnd, evidence.GroupLabel("", "", r.hash), r.hash, "standard", p.Owner, p.Owner, l.id("ing", r), r.at}, nil
+			}},
+		{"relationship_transitions", []string{"team_id", "transition_id", "relationship_id", "from_status", "to_status",
+			"from_tier", "to_tier", "from_valid_to", "to_valid_to", "from_version", "to_version", "reason", "actor_kind",
+			"actor_profile_id", "related_relationship_id", "ingest_id", "idempotency_key", "created_at"},
+			len(rels) + len(superseded), func(i int) ([]any, error) {
+				if i < len(rels) {
+					r := &rels[i]
+					return []any{p.Team, newID("trn", r.at, 2*r.n), l.id("rel", r), nil, "active", nil, "validated_claim",
+						nil, nil, nil, 1, "accepted", "profile", p.Owner, nil, l.id("ing", r), idempotencyKey(r), r.at}, nil
+				}
+				r := &rels[superseded[i-len(rels)]]
+				by := &rels[r.supersededBy]
+				return []any{p.Team, newID("trn", by.at, 2*by.n+1), l.id("rel", r), "active", "superseded", "validated_claim",
+					"validated_claim", nil, r.validTo, 1, 2, "superseded", "profile", p.Owner, l.id("rel", by),
+					l.id("ing", by), idempotencyKey(by), by.at}, nil
+			}},
+	}
+}
+
+func idempotencyKey(r *rel) string { return fmt.Sprintf("benchload-%d", r.n) }
+
+const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
+
+// newID returns an ID shaped like the library's: prefix_ and 26 characters encoding 48 bits of the
+// time's milliseconds, a 32-bit sequence (here the row number, so IDs are unique per prefix) and 48
+// bits derived from the prefix and the sequence.
+func newID(prefix string, at time.Time, seq uint64) string {
+	var raw [16]byte
+	ms := at.UnixMilli()
+	for i := range 6 {
+		raw[i] = byte(ms >> (40 - 8*i))
+	}
+	raw[6], raw[7], raw[8], raw[9] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
+	h := splitmix(seq ^ uint64(len(prefix))<<56 ^ uint64(prefix[0])<<48)
+	for i := range 6 {
+		raw[10+i] = byte(h >> (8 * i))
+	}
+	var b strings.Builder
+	b.Grow(len(prefix) + 27)
+	b.WriteString(prefix)
+	b.WriteByte('_')
+	var acc uint32
+	bits := 0
+	for _, x := range raw {
+		acc = acc<<8 | uint32(x)
+		bits += 8
+		for bits >= 5 {
+			bits -= 5
+			b.WriteByte(crockford[(acc>>bits)&31])
+		}
+	}
+	if bits > 0 {
+		b.WriteByte(crockford[(acc<<(5-bits))&31])
+	}
+	return b.String()
+}
+
+func splitmix(x uint64) uint64 {
+	x += 0x9e3779b97f4a7c15
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// nameSpace is the number of distinct generated names: three words of 256.
+const nameSpace = 1 << 24
+
+// generatedName returns name n (0 <= n < nameSpace), three hyphenated words. An odd multiplier
+// permutes the name space, so consecutive n give unrelated, still unique, names.
+func generatedName(n int) string {
+	m := (uint32(n)*0x9e3779 + 0x5bd1e9) & (nameSpace - 1)
+	return words[m>>16] + "-" + words[(m>>8)&0xff] + "-" + words[m&0xff]
+}
+
+// words are 256 distinct lower-case words, none of them an English stop word, none containing
+// "qsubject" or a digit.
+var words = [256]string{
+	"amber", "anchor", "apple", "arbor", "arctic", "arrow", "aspen", "atlas", "aurora", "autumn", "badger", "bamboo",
+	"banner", "barley", "basalt", "beacon", "bison", "blossom", "boulder", "bramble", "breeze", "bridge", "bronze", "brook",
+	"cactus", "canyon", "carbon", "cargo", "cedar", "cellar", "cherry", "cinder", "citrus", "clover", "cobalt", "comet",
+	"copper", "coral", "cosmos", "cotton", "crane", "crater", "crystal", "cypress", "dahlia", "delta", "desert", "dingo",
+	"dolphin", "dragon", "drift", "dune", "eagle", "ember", "emerald", "engine", "falcon", "fennel", "fern", "ferry",
+	"fiddle", "fjord", "flint", "forest", "fossil", "fox", "galaxy", "garnet", "geyser", "ginger", "glacier", "granite",
+	"grove", "gull", "harbor", "hazel", "heron", "hickory", "horizon", "hornet", "husky", "iris", "island", "ivory",
+	"jade", "jasmine", "jetty", "juniper", "kelp", "kestrel", "kettle", "kiln", "lagoon", "lantern", "larch", "lark",
+	"laurel", "lava", "lemon", "lichen", "lily", "linen", "lotus", "lynx", "magnet", "mango", "maple", "marble",
+	"marsh", "meadow", "mesa", "meteor", "mint", "mist", "moose", "moss", "nectar", "nickel", "nova", "oak",
+	"oasis", "ocean", "olive", "onyx", "orbit", "orchid", "osprey", "otter", "oyster", "palm", "panda", "paper",
+	"pebble", "pepper", "pine", "plume", "polar", "poplar", "prairie", "prism", "puma", "quartz", "quail", "quill",
+	"rain", "raven", "reef", "ridge", "river", "robin", "ruby", "saffron", "sage", "salmon", "sand", "sapphire",
+	"satin", "shadow", "shale", "shell", "sierra", "silver", "slate", "sparrow", "spruce", "squall", "stone", "storm",
+	"summit", "swan", "tango", "thistle", "thunder", "tiger", "timber", "topaz", "tulip", "tundra", "umber", "valley",
+	"velvet", "violet", "walnut", "willow", "wind", "wolf", "yarrow", "zephyr", "zinc", "acorn", "alder", "basil",
+	"birch", "cairn", "cliff", "cloud", "creek", "dawn", "dusk", "echo", "elm", "finch", "frost", "gale",
+	"glade", "hawk", "heath", "hill", "holly", "lake", "leaf", "marlin", "mica", "moon", "nimbus", "oriole",
+	"owl", "peak", "pearl", "petal", "pike", "pond", "quince", "rapids", "reed", "rowan", "rye", "sable",
+	"shore", "sky", "snow", "solar", "spark", "spring", "star", "stream", "sun", "thorn", "tide", "trail",
+	"vale", "vapor", "vine", "wave", "wren", "yew", "zenith", "birchwood", "bluff", "badland", "beetle", "bobcat",
+	"caravan", "chestnut", "condor", "dove",
+}
