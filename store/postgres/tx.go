@@ -110,9 +110,15 @@ WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
 // caseFilter selects the live cases of the keys and the cases named in $2.
-const caseFilter = `c.team_id = $1 AND (c.conflict_id = ANY($2::text[]) OR (c.status IN ('open', 'overdue')
-  AND c.subject_entity_id = ANY($3::text[]) AND c.predicate_key = ANY($4::text[]) AND c.scope = ANY($5::text[])
-  AND (c.subject_entity_id, c.predicate_key, c.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))))`
+// caseFilter selects the live cases of the keys and the cases named in $2. Each half is an index
+// lookup (the primary key; conflict_cases_one_live), so the cost never grows with the team's cases.
+const caseFilter = `c.team_id = $1 AND c.conflict_id IN (
+    SELECT n.conflict_id FROM conflict_cases n WHERE n.team_id = $1 AND n.conflict_id = ANY($2::text[])
+  UNION
+    SELECT l.conflict_id FROM conflict_cases l
+    WHERE l.team_id = $1 AND l.status IN ('open', 'overdue')
+      AND l.subject_entity_id = ANY($3::text[]) AND l.predicate_key = ANY($4::text[]) AND l.scope = ANY($5::text[])
+      AND (l.subject_entity_id, l.predicate_key, l.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[])))`
 
 const keyCasesSQL = `-- name: KeyCasesLock
 SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,

@@ -1,0 +1,478 @@
+package densemem_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/store/postgres"
+)
+
+// Nightly review benchmark. Run it with
+//
+//	go test -run '^$' -bench NightlyReview -benchtime 1x -timeout 30m .
+//
+// Each sub-benchmark reviews nbCases due conflict cases of one team with 1 or 4 concurrent workers,
+// in a team that holds no other relationships or 1M unrelated active ones (internal/benchload), and
+// reports cases/s. The reviewer visits due cases only, so the 1M/none ratio of the review time must
+// stay at most nbMaxRatio.
+//
+// Seeding 10k cases through Remember takes ~30k calls, so one prototype case is built through the
+// client (ncSeed, kind ncTwoOwners: A holds "main", B and C hold "release" since 2026-05-01, each
+// confirmed by its cited text; after the deadline the policy resolves for "release"), and then copied
+// nbCases-1 times in SQL: every row the prototype wrote (entities, names, evidence, observations,
+// verifications, resolution events, relationships, supports, transitions, the case with its
+// positions, members and opening event) is re-inserted with every generated ID suffixed with the
+// copy number, the subject renamed, and the content hashes recomputed for the renamed content.
+// NB_CASES overrides the number of cases (for quick runs).
+
+// nbCases is the number of due cases the issue asks for.
+const nbCases = 10_000
+
+// nbUnrelated is the number of unrelated active relationships of the loaded variant.
+const nbUnrelated = 1_000_000
+
+// nbMaxRatio is the issue's bound on review time with nbUnrelated relationships over none.
+const nbMaxRatio = 1.3
+
+// nbProtoSubject is the prototype case's subject name (ncSeed's first subject).
+const nbProtoSubject = "env-000"
+
+// nbTables are the tables the prototype case wrote, in foreign-key order, each with the column that
+// identifies the prototype's rows.
+var nbTables = []struct{ name, key string }{
+	{"entities", "entity_id"},
+	{"entity_names", "entity_id"},
+	{"evidence_fragments", "fragment_id"},
+	{"fragment_contents", "fragment_id"},
+	{"observations", "observation_id"},
+	{"verification_events", "verification_id"},
+	{"entity_resolution_events", "resolution_id"},
+	{"relationships", "relationship_id"},
+	{"support_links", "support_id"},
+	{"relationship_transitions", "transition_id"},
+	{"relationship_cross_references", "xref_id"},
+	{"conflict_cases", "conflict_id"},
+	{"conflict_positions", "position_id"},
+	{"conflict_position_members", "conflict_id"},
+	{"conflict_events", "event_id"},
+}
+
+// nbIDPattern matches the IDs the library generates for data rows (not teams or profiles).
+const nbIDPattern = `\m((?:ent|frg|ing|obs|pos|rel|res|sup|trn|ver|xref|cfe|cf|rev|clm)_[0-9a-z]{26})\M`
+
+// nbTemplate is a database holding a team with one prototype case (and maybe unrelated
+// relationships), cloned for every run.
+type nbTemplate struct {
+	db        string
+	team      densemem.TeamID
+	protoKeys map[string][]string
+	protoCase string
+}
+
+func nbCaseCount() int {
+	if s := os.Getenv("NB_CASES"); s != "" {
+		if n, err := strconv.Atoi(s); err == nil && n > 0 {
+			return n
+		}
+	}
+	return nbCases
+}
+
+func nbDBName(tb testing.TB, u string) string {
+	tb.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return strings.TrimPrefix(p.Path, "/")
+}
+
+func nbWithDB(tb testing.TB, u, name string) string {
+	tb.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.Path = "/" + name
+	return p.String()
+}
+
+// nbBuildTemplate makes a database with the env's team, one prototype case and unrelated active
+// relationships owned by A. The database is dropped when tb ends.
+func nbBuildTemplate(tb testing.TB, unrelated int) *nbTemplate {
+	tb.Helper()
+	ctx := context.Background()
+	u := testdb.NewURL(tb)
+	pool, err := pgxpool.New(ctx, u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer pool.Close()
+	e := newEnvOnPool(tb, pool, ncQuiet)
+	cases, err := ncSeed(ctx, e.client, ncEnvTeam(e), 1, func(int) ncKind { return ncTwoOwners })
+	if err != nil {
+		tb.Fatalf("seed prototype: %v", err)
+	}
+	if cases[0].subject != nbProtoSubject {
+		tb.Fatalf("prototype subject %q, want %q", cases[0].subject, nbProtoSubject)
+	}
+	tpl := &nbTemplate{db: nbDBName(tb, u), team: e.team, protoKeys: map[string][]string{}, protoCase: cases[0].id}
+	for _, t := range nbTables {
+		rows, err := pool.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s", t.key, t.name))
+		if err != nil {
+			tb.Fatal(err)
+		}
+		keys, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		if err != nil {
+			tb.Fatal(err)
+		}
+		tpl.protoKeys[t.name] = keys
+	}
+	if unrelated > 0 {
+		start := time.Now()
+		p := benchload.Params{Team: string(e.team), Owner: string(e.A.ProfileID), Active: unrelated,
+			Start: time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC), Logf: tb.Logf}
+		if err := benchload.Load(ctx, pool, p); err != nil {
+			tb.Fatal(err)
+		}
+		tb.Logf("loaded %d unrelated active relationships in %s", unrelated, time.Since(start).Round(time.Millisecond))
+	}
+	return tpl
+}
+
+// nbClone clones the template into a new database, dropped when tb ends, and returns its URL.
+func nbClone(tb testing.TB, tpl *nbTemplate) string {
+	tb.Helper()
+	ctx := context.Background()
+	admin, err := testdb.AdminURL()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	conn, err := pgx.Connect(ctx, admin)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	name := fmt.Sprintf("nb_%d_%d", os.Getpid(), time.Now().UnixNano())
+	start := time.Now()
+	if _, err := conn.Exec(ctx, fmt.Sprintf("CREATE DATABASE %s TEMPLATE %s",
+		pgx.Identifier{name}.Sanitize(), pgx.Identifier{tpl.db}.Sanitize())); err != nil {
+		tb.Fatal(err)
+	}
+	tb.Logf("cloned template %s in %s", tpl.db, time.Since(start).Round(time.Millisecond))
+	tb.Cleanup(func() {
+		c, err := pgx.Connect(context.Background(), admin)
+		if err != nil {
+			tb.Error(err)
+			return
+		}
+		defer c.Close(context.Background())
+		if _, err := c.Exec(context.Background(), "DROP DATABASE IF EXISTS "+pgx.Identifier{name}.Sanitize()+" WITH (FORCE)"); err != nil {
+			tb.Error(err)
+		}
+	})
+	return nbWithDB(tb, admin, name)
+}
+
+// nbHashSQL is evidence.ContentHash in SQL for ASCII content: lower case, whitespace runs folded.
+func nbHashSQL(content string) string {
+	return fmt.Sprintf(`encode(sha256(convert_to(btrim(regexp_replace(lower(%s), '\s+', ' ', 'g')), 'UTF8')), 'hex')`, content)
+}
+
+// nbRename renames the prototype subject in a text expression for copy g.
+func nbRename(expr string) string {
+	return fmt.Sprintf("replace(%s, '%s', 'env-c' || lpad(g::text, 6, '0'))", expr, nbProtoSubject)
+}
+
+// nbCopyCases copies the prototype case n-1 times, so the team holds n due cases, then analyzes the
+// copied tables.
+func nbCopyCases(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, tpl *nbTemplate, n int) {
+	tb.Helper()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer tx.Rollback(context.WithoutCancel(ctx))
+	var analyze []string
+	for _, t := range nbTables {
+		if len(tpl.protoKeys[t.name]) == 0 || n <= 1 {
+			continue
+		}
+		rows, err := tx.Query(ctx, `SELECT attname, format_type(atttypid, atttypmod), attgenerated <> '' OR attidentity <> ''
+FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdropped ORDER BY attnum`, t.name)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		var cols, exprs []string
+		hasFragment := false
+		type col struct {
+			name, typ string
+			skip      bool
+		}
+		all, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (col, error) {
+			var c col
+			err := r.Scan(&c.name, &c.typ, &c.skip)
+			return c, err
+		})
+		if err != nil {
+			tb.Fatal(err)
+		}
+		for _, c := range all {
+			if c.name == "fragment_id" {
+				hasFragment = true
+			}
+		}
+		for _, c := range all {
+			if c.skip {
+				continue
+			}
+			q := "s." + pgx.Identifier{c.name}.Sanitize()
+			var expr string
+			switch {
+			case c.name == "team_id":
+				expr = q
+			case c.name == "content_sha256" && hasFragment:
+				expr = fmt.Sprintf("(SELECT %s FROM fragment_contents fc WHERE fc.team_id = s.team_id AND fc.fragment_id = s.fragment_id)",
+					nbHashSQL(nbRename("fc.content")))
+			case c.typ == "text":
+				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')", nbRename(q), nbIDPattern)
+			case c.typ == "jsonb" || c.typ == "text[]":
+				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')::%s", nbRename(q+"::text"), nbIDPattern, c.typ)
+			default:
+				expr = q
+			}
+			cols = append(cols, pgx.Identifier{c.name}.Sanitize())
+			exprs = append(exprs, expr)
+		}
+		sql := fmt.Sprintf("INSERT INTO %s (%s) SELECT %s FROM %s s CROSS JOIN generate_series(1, $2::int) g WHERE s.%s = ANY($1::text[])",
+			t.name, strings.Join(cols, ", "), strings.Join(exprs, ", "), t.name, t.key)
+		ct, err := tx.Exec(ctx, sql, tpl.protoKeys[t.name], n-1)
+		if err != nil {
+			tb.Fatalf("copy %s: %v\n%s", t.name, err, sql)
+		}
+		_ = ct
+		analyze = append(analyze, t.name)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		tb.Fatalf("commit copies: %v", err)
+	}
+	// The server runs without autovacuum: refresh statistics as production would have.
+	if len(analyze) > 0 {
+		if _, err := pool.Exec(ctx, "ANALYZE "+strings.Join(analyze, ", ")); err != nil {
+			tb.Fatal(err)
+		}
+	}
+}
+
+// nbWorld is one run's database: n due cases cloned from a template, and a client whose clock is
+// past every case's deadline.
+type nbWorld struct {
+	pool   *pgxpool.Pool
+	client *densemem.Client
+	team   densemem.TeamID
+	n      int
+}
+
+func nbNewWorld(tb testing.TB, tpl *nbTemplate, n, maxConns int) *nbWorld {
+	tb.Helper()
+	ctx := context.Background()
+	cfg, err := pgxpool.ParseConfig(nbClone(tb, tpl))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.MaxConns = int32(maxConns)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(pool.Close)
+	start := time.Now()
+	nbCopyCases(tb, ctx, pool, tpl, n)
+	tb.Logf("seeded %d due cases in %s", n, time.Since(start).Round(time.Millisecond))
+	clock := newTestClock()
+	clock.Advance(ncPastDeadline)
+	client, err := densemem.New(postgres.New(pool, nil), &densemem.Config{Clock: clock.Now,
+		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &nbWorld{pool: pool, client: client, team: tpl.team, n: n}
+}
+
+// nbStatuses counts the team's cases by status.
+func (w *nbWorld) statuses(tb testing.TB) map[string]int {
+	tb.Helper()
+	rows, err := w.pool.Query(context.Background(), "SELECT status, count(*) FROM conflict_cases WHERE team_id = $1 GROUP BY status", w.team)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]int{}
+	for rows.Next() {
+		var s string
+		var c int
+		if err := rows.Scan(&s, &c); err != nil {
+			tb.Fatal(err)
+		}
+		out[s] = c
+	}
+	if err := rows.Err(); err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+// review runs workers concurrent reviewers until no case is claimable, and returns the elapsed time
+// and the summed report.
+func (w *nbWorld) review(tb testing.TB, workers int) (time.Duration, densemem.NightlyReviewReport) {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	reps := make([]*densemem.NightlyReviewReport, workers)
+	errs := make([]error, workers)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			reps[i], errs[i] = w.client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{
+				TeamIDs: []densemem.TeamID{w.team}, WorkerID: fmt.Sprintf("nb-worker-%d", i)})
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	for i, err := range errs {
+		if err != nil {
+			tb.Fatalf("worker %d: %v", i, err)
+		}
+	}
+	return elapsed, ncSum(reps)
+}
+
+// TestNightlyBenchSeedResolves checks the benchmark's seeding: 20 copied cases are all due, and one
+// reviewer resolves every one of them.
+func TestNightlyBenchSeedResolves(t *testing.T) {
+	const n = 20
+	tpl := nbBuildTemplate(t, 0)
+	w := nbNewWorld(t, tpl, n, 4)
+	ctx := context.Background()
+	// The recomputed hashes follow evidence.ContentHash: the prototype's stored hashes match the SQL.
+	var bad int
+	if err := w.pool.QueryRow(ctx, `SELECT count(*) FROM evidence_fragments f JOIN fragment_contents c USING (team_id, fragment_id)
+WHERE f.content_sha256 <> `+nbHashSQL("c.content")).Scan(&bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad != 0 {
+		t.Errorf("%d fragments whose content_sha256 is not the hash of their content", bad)
+	}
+	if got := w.statuses(t); got["open"] != n || len(got) != 1 {
+		t.Fatalf("before review: cases by status %v, want %d open", got, n)
+	}
+	var relCount int
+	if err := w.pool.QueryRow(ctx, "SELECT count(*) FROM relationships WHERE status = 'active'").Scan(&relCount); err != nil {
+		t.Fatal(err)
+	}
+	if relCount != 3*n {
+		t.Fatalf("%d active relationships, want %d", relCount, 3*n)
+	}
+	_, rep := w.review(t, 2)
+	if rep.Resolved != n || rep.Failed != 0 || rep.Lost != 0 {
+		t.Fatalf("report %+v, want %d resolved", rep, n)
+	}
+	if got := w.statuses(t); got["resolved"] != n || len(got) != 1 {
+		t.Fatalf("after review: cases by status %v, want %d resolved", got, n)
+	}
+	var superseded, mainActive int
+	if err := w.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE r.status = 'superseded'),
+  count(*) FILTER (WHERE r.status = 'active' AND n.name = 'main')
+FROM relationships r JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.object_entity_id`).Scan(&superseded, &mainActive); err != nil {
+		t.Fatal(err)
+	}
+	if superseded != n || mainActive != 0 {
+		t.Fatalf("%d superseded relationships (want %d), %d \"main\" still active (want 0)", superseded, n, mainActive)
+	}
+}
+
+// BenchmarkNightlyReview reviews nbCases due cases of one team with 1 and 4 workers, with no other
+// relationships in the team and with nbUnrelated unrelated active ones, and reports cases/s. Only
+// the review is timed; each run clones a template database and seeds its cases first.
+func BenchmarkNightlyReview(b *testing.B) {
+	n := nbCaseCount()
+	if n != nbCases {
+		b.Logf("NB_CASES=%d: measuring %d due cases instead of %d", n, n, nbCases)
+	}
+	type variant struct {
+		name      string
+		unrelated int
+	}
+	variants := []variant{{"unrelated=0", 0}, {"unrelated=1M", nbUnrelated}}
+	templates := map[int]*nbTemplate{}
+	var mu sync.Mutex
+	template := func(unrelated int) *nbTemplate {
+		mu.Lock()
+		defer mu.Unlock()
+		if tpl := templates[unrelated]; tpl != nil {
+			return tpl
+		}
+		// Built on the parent benchmark so that every sub-benchmark of the process reuses it.
+		tpl := nbBuildTemplate(b, unrelated)
+		templates[unrelated] = tpl
+		return tpl
+	}
+	elapsed := map[string]time.Duration{}
+	for _, workers := range []int{1, 4} {
+		for _, v := range variants {
+			name := fmt.Sprintf("workers=%d/%s", workers, v.name)
+			b.Run(name, func(b *testing.B) {
+				tpl := template(v.unrelated)
+				var total time.Duration
+				for range b.N {
+					b.StopTimer()
+					w := nbNewWorld(b, tpl, n, workers+2)
+					b.StartTimer()
+					d, rep := w.review(b, workers)
+					b.StopTimer()
+					total += d
+					if rep.Resolved != n || rep.Failed != 0 {
+						b.Fatalf("report %+v, want %d resolved", rep, n)
+					}
+					if got := w.statuses(b); got["resolved"] != n || len(got) != 1 {
+						b.Fatalf("after review: cases by status %v, want %d resolved", got, n)
+					}
+				}
+				avg := total / time.Duration(b.N)
+				mu.Lock()
+				elapsed[name] = avg
+				mu.Unlock()
+				b.ReportMetric(float64(n)/avg.Seconds(), "cases/s")
+				b.ReportMetric(avg.Seconds(), "review-s")
+			})
+		}
+	}
+	for _, workers := range []int{1, 4} {
+		none, loaded := elapsed[fmt.Sprintf("workers=%d/unrelated=0", workers)], elapsed[fmt.Sprintf("workers=%d/unrelated=1M", workers)]
+		if none == 0 || loaded == 0 {
+			continue
+		}
+		ratio := loaded.Seconds() / none.Seconds()
+		b.Logf("workers=%d: review time 1M/none = %s / %s = %.3f (bound %.1f)", workers, loaded.Round(time.Millisecond),
+			none.Round(time.Millisecond), ratio, nbMaxRatio)
+		if ratio > nbMaxRatio {
+			b.Errorf("workers=%d: review time ratio 1M/none %.3f exceeds %.1f", workers, ratio, nbMaxRatio)
+		}
+	}
+}
