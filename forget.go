@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -106,8 +105,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 		}
 		for _, s := range kl.Supports {
 			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], evidence.Support{Group: s.Group,
-				ContentHash: s.ContentHash, Effective: true, AllowedAuthority: s.Authority == evidence.AuthorityAuthoritative &&
-					slices.Contains(pr.Policy.AuthoritativeProfiles, s.Author)})
+				ContentHash: s.ContentHash, Effective: true, AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, pr.Policy.AuthoritativeProfiles)})
 		}
 		for i := range kl.Cases {
 			if kl.Cases[i].Status.Live() && kl.Cases[i].Key == key {

@@ -263,7 +263,7 @@ func (pl *planner) crossReferences(ks *review.KeyState, rel *relationship.Relati
 
 func (pl *planner) support(group, hash string, auth evidence.Authority, author identity.ProfileID) evidence.Support {
 	return evidence.Support{Group: group, ContentHash: hash, Effective: true,
-		AllowedAuthority: auth == evidence.AuthorityAuthoritative && slices.Contains(pl.policy.AuthoritativeProfiles, author)}
+		AllowedAuthority: evidence.AllowedAuthority(auth, author, pl.policy.AuthoritativeProfiles)}
 }
 
 func (pl *planner) writeFragments(out *Placement) {

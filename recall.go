@@ -228,7 +228,7 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 			boost += 0.1
 		}
 		for _, e := range ev[id] {
-			if e.Authority == evidence.AuthorityAuthoritative && slices.Contains(pr.Policy.AuthoritativeProfiles, e.Author) {
+			if evidence.AllowedAuthority(e.Authority, e.Author, pr.Policy.AuthoritativeProfiles) {
 				boost += 0.05
 				break
 			}

@@ -121,3 +121,17 @@ func CountGroups(supports []Support) (groups int, authority bool) {
 	}
 	return len(roots), authority
 }
+
+// AllowedAuthority reports whether a fragment counts as authority: it is labelled authoritative and
+// its author is one of the team policy's authoritative profiles. A caller's label alone is not enough.
+func AllowedAuthority[P ~string](label Authority, author P, authoritative []P) bool {
+	if label != AuthorityAuthoritative {
+		return false
+	}
+	for _, p := range authoritative {
+		if p == author {
+			return true
+		}
+	}
+	return false
+}

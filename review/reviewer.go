@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"time"
 	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
 
@@ -238,7 +237,7 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 		for _, s := range kl.Supports {
 			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], evidence.Support{Group: s.Group,
 				ContentHash: s.ContentHash, Effective: true,
-				AllowedAuthority: s.Authority == evidence.AuthorityAuthoritative && slices.Contains(pol.AuthoritativeProfiles, s.Author)})
+				AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, pol.AuthoritativeProfiles)})
 			if r := byID[s.RelationshipID]; r != nil && s.ConfirmedFrom != nil && r.Validity.From != nil && s.ConfirmedFrom.Equal(*r.Validity.From) {
 				confirmed[r.ID] = *r.Validity.From
 			}
