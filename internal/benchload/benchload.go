@@ -6,8 +6,9 @@
 // their canonical names, one evidence fragment with its content, one observation, one entailed
 // verification, the observation's entity resolution events, one support link and one creation
 // transition (to_version 1, matching its status, tier and valid_to); a superseded relationship also
-// has its supersession transition (to_version 2). Everything is copied in one transaction, so the
-// foreign keys and the deferred relationships_have_transition trigger check every row at commit.
+// has its supersession transition (to_version 2). Everything is copied in one transaction with row
+// triggers off; before COMMIT set-based queries check every foreign key of the loaded tables and the
+// rules of the deferred transition triggers, and a violation rolls the whole load back.
 //
 // The team, the owner profile and the two predicates must exist first; create them through the
 // public client (CreateTeam, CreateProfile, RegisterPredicate) so that the bulk rows reference
@@ -31,6 +32,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -235,6 +237,13 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		return fmt.Errorf("benchload: %w", err)
 	}
 	defer tx.Rollback(context.WithoutCancel(ctx))
+	// Row triggers are off for the copies: the foreign-key triggers' plans were made when the tables
+	// were empty, and a plan that finds the parent by team alone scans the whole team for every
+	// copied row (a 100k load took over ten minutes). check verifies the same rules set-based
+	// before COMMIT instead. Setting the role needs a superuser, which the test databases have.
+	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
+		return fmt.Errorf("benchload: disable row triggers for the load (needs a superuser): %w", err)
+	}
 	l := &loader{p: p}
 	if err := l.predicates(ctx, tx); err != nil {
 		return fmt.Errorf("benchload: %w", err)
@@ -251,7 +260,10 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		}
 		logStep(fmt.Sprintf("copy %d rows into %s", n, t.name))
 	}
-	// COMMIT runs the deferred relationships_have_transition trigger for every relationship.
+	if err := verify(ctx, tx); err != nil {
+		return fmt.Errorf("benchload: %w", err)
+	}
+	logStep("verify foreign keys and transitions")
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("benchload: commit: %w", err)
 	}
@@ -260,6 +272,72 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		return fmt.Errorf("benchload: vacuum: %w", err)
 	}
 	logStep("vacuum analyze")
+	return nil
+}
+
+// transitionChecks are the rules of the deferred triggers relationships_have_transition and
+// relationship_transitions_match, set-based: each finds the rows that break its rule.
+var transitionChecks = map[string]string{
+	"relationship without a transition to its current version": `SELECT r.relationship_id FROM relationships r
+WHERE NOT EXISTS (SELECT 1 FROM relationship_transitions t WHERE t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+    AND t.to_version = r.version AND t.to_status = r.status AND t.to_tier = r.tier AND t.to_valid_to IS NOT DISTINCT FROM r.valid_to)`,
+	"transition without its relationship change": `SELECT t.relationship_id FROM relationship_transitions t
+LEFT JOIN relationships r ON r.team_id = t.team_id AND r.relationship_id = t.relationship_id
+WHERE r.relationship_id IS NULL OR r.version < t.to_version
+   OR (r.version = t.to_version AND (r.status <> t.to_status OR r.tier <> t.to_tier OR r.valid_to IS DISTINCT FROM t.to_valid_to))`,
+}
+
+// foreignKeysSQL lists the foreign keys of the loaded tables as child table, child columns, parent
+// table and parent columns.
+const foreignKeysSQL = `SELECT c.conrelid::regclass::text, c.confrelid::regclass::text,
+  array(SELECT quote_ident(attname) FROM unnest(c.conkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a ON a.attrelid = c.conrelid AND a.attnum = k.n ORDER BY k.i),
+  array(SELECT quote_ident(attname) FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i)
+FROM pg_constraint c WHERE c.contype = 'f' AND c.conrelid = ANY($1::regclass[]) ORDER BY 1, 2`
+
+// verify checks, before COMMIT, what the row triggers switched off for the load would have: every
+// foreign key of the loaded tables, and the transition rules.
+func verify(ctx context.Context, tx pgx.Tx) error {
+	rows, err := tx.Query(ctx, foreignKeysSQL, loadedTables)
+	if err != nil {
+		return err
+	}
+	type fk struct {
+		child, parent         string
+		childCols, parentCols []string
+	}
+	fks, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (fk, error) {
+		var f fk
+		err := r.Scan(&f.child, &f.parent, &f.childCols, &f.parentCols)
+		return f, err
+	})
+	if err != nil {
+		return err
+	}
+	checks := map[string]string{}
+	for name, sql := range transitionChecks {
+		checks[name] = sql
+	}
+	for _, f := range fks {
+		var match, notNull []string
+		for i := range f.childCols {
+			match = append(match, fmt.Sprintf("p.%s = c.%s", f.parentCols[i], f.childCols[i]))
+			notNull = append(notNull, fmt.Sprintf("c.%s IS NOT NULL", f.childCols[i]))
+		}
+		checks[fmt.Sprintf("%s(%s) without its %s row", f.child, strings.Join(f.childCols, ", "), f.parent)] = fmt.Sprintf(
+			"SELECT c.%s FROM %s c WHERE %s AND NOT EXISTS (SELECT 1 FROM %s p WHERE %s)", f.childCols[len(f.childCols)-1],
+			f.child, strings.Join(notNull, " AND "), f.parent, strings.Join(match, " AND "))
+	}
+	for _, name := range slices.Sorted(maps.Keys(checks)) {
+		var example string
+		err := tx.QueryRow(ctx, checks[name]+" LIMIT 1").Scan(&example)
+		if errors.Is(err, pgx.ErrNoRows) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("check %s: %w", name, err)
+		}
+		return fmt.Errorf("loaded a %s: %s", name, example)
+	}
 	return nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"regexp"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +176,50 @@ func TestWantIsStableAcrossSizes(t *testing.T) {
 				t.Errorf("subject %d view %s: %s at 10k, %s at 100k", i, v, a, b)
 			}
 		}
+	}
+}
+
+// TestVerifyFindsWhatTheTriggersWould checks that the set-based checks standing in for the row
+// triggers during a load catch a broken foreign key and a transition without its relationship change.
+func TestVerifyFindsWhatTheTriggersWould(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	p := newTeam(t, pool)
+	p.Active, p.Subjects = 40, 2
+	if err := benchload.Load(ctx, pool, p); err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, want string
+		breakIt    []string
+	}{
+		{"dangling foreign key", "fragment_contents(team_id, fragment_id) without its evidence_fragments row",
+			[]string{"INSERT INTO fragment_contents (team_id, fragment_id, content) VALUES ('" + p.Team + "', 'frg_missing', 'x')"}},
+		{"transition ahead of its relationship", "transition without its relationship change", []string{
+			"CREATE TEMP TABLE broken ON COMMIT DROP AS SELECT * FROM relationship_transitions LIMIT 1",
+			"UPDATE broken SET transition_id = 'trn_broken', from_version = to_version, to_version = to_version + 5",
+			"INSERT INTO relationship_transitions SELECT * FROM broken"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			tx, err := pool.Begin(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer tx.Rollback(ctx)
+			if err := benchload.Verify(ctx, tx); err != nil {
+				t.Fatalf("verify before breaking: %v", err)
+			}
+			for _, sql := range append([]string{"SET LOCAL session_replication_role = replica"}, c.breakIt...) {
+				if _, err := tx.Exec(ctx, sql); err != nil {
+					t.Fatalf("%s: %v", sql, err)
+				}
+			}
+			err = benchload.Verify(ctx, tx)
+			if err == nil || !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("verify = %v, want an error naming %q", err, c.want)
+			}
+		})
 	}
 }

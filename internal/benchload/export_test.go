@@ -1,0 +1,4 @@
+package benchload
+
+// Verify exposes verify to the external tests.
+var Verify = verify
