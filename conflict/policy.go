@@ -77,12 +77,8 @@ func Decide(in PolicyInput) Decision {
 		total += p.Groups
 	}
 	postTTL := !in.Now.Before(in.ReviewDueAt)
-	share := func(p Position) float64 {
-		if total == 0 {
-			return 0
-		}
-		return float64(p.Groups) / float64(total)
-	}
+	// Every floor checks a group count of at least 2 first, so total is never 0 where share is used.
+	share := func(p Position) float64 { return float64(p.Groups) / float64(total) }
 	strong := func(p Position) bool { return p.Groups >= 4 && share(p) > 0.75 }
 	authorities := 0
 	for _, p := range in.Positions {
@@ -97,6 +93,8 @@ func Decide(in PolicyInput) Decision {
 		override bool // qualified only through the timed strong override
 	}
 	var qualified []candidate
+	// timeBlocked: a strong position facing authority had no single evidence time to override with.
+	timeBlocked := false
 	for i, p := range in.Positions {
 		opposed := false
 		for j, q := range in.Positions {
@@ -117,7 +115,14 @@ func Decide(in PolicyInput) Decision {
 		}
 		if opposed && reason != ReasonPostTTLAuthority {
 			// Authoritative opposition blocks replacement, except by the timed strong override.
-			if !strong(p) || !overrides(in, p, i) {
+			if !strong(p) {
+				continue
+			}
+			if _, timed := evidenceTime(in, i); !timed {
+				timeBlocked = true
+				continue
+			}
+			if !overrides(in, p, i) {
 				continue
 			}
 			qualified = append(qualified, candidate{i, ReasonStrongOverride, true})
@@ -134,6 +139,10 @@ func Decide(in PolicyInput) Decision {
 	case 1:
 	case 0:
 		d.Reason = ReasonNoQualifyingPosition
+		if timeBlocked {
+			// Evidence time is required to override authority; recorded_fallback never does.
+			d.Reason = ReasonEvidenceTimeRequired
+		}
 		return pending(d, postTTL)
 	default:
 		d.Reason = ReasonSeveralQualify
@@ -141,14 +150,10 @@ func Decide(in PolicyInput) Decision {
 	}
 	w := qualified[0]
 	t, ok := evidenceTime(in, w.index)
-	switch {
-	case ok:
+	if ok {
 		d.Cutoff, d.Basis = t, BasisEvidenceTime
-	case w.override:
-		// The override needs evidence time; recorded_fallback never overrides authority.
-		d.Reason = ReasonEvidenceTimeRequired
-		return pending(d, postTTL)
-	default:
+	} else {
+		// Only a winner without authority against it gets here (an override has evidence time).
 		d.Cutoff, d.Basis = in.OpenedAt, BasisRecordedFallback
 	}
 	d.Outcome, d.Winner, d.Reason = OutcomeResolve, w.index, w.reason

@@ -83,6 +83,7 @@ func TestDecide(t *testing.T) {
 		authority = conflict.ReasonPostTTLAuthority
 		override  = conflict.ReasonStrongOverride
 		none      = conflict.ReasonNoQualifyingPosition
+		needsTime = conflict.ReasonEvidenceTimeRequired
 	)
 	main := func(id relationship.ID, sups ...evidenceSupport) conflict.Member {
 		return mem(id, ann, objMain, sups...)
@@ -255,11 +256,11 @@ func TestDecide(t *testing.T) {
 			tallies("4", "1*"), evidenceAt(0, tLate, override)},
 		{"pre-TTL strong against authority without evidence time (recorded_fallback never overrides): keep open",
 			members(main("r_a1", srcs("g", 4)...), release("r_b1", authSrc("cto"))), preTTL, at{"r_b1": tAuth},
-			tallies("4", "1*"), keepOpen(none)},
+			tallies("4", "1*"), keepOpen(needsTime)},
 		{"pre-TTL strong against authority with conflicting winner times: keep open",
 			members(main("r_a1", srcs("g", 2)...), mem("r_a2", dan, objMain, srcs("k", 2)...), release("r_b1", authSrc("cto"))), preTTL,
 			at{"r_a1": tLate, "r_a2": tLater, "r_b1": tAuth},
-			tallies("4", "1*"), keepOpen(none)},
+			tallies("4", "1*"), keepOpen(needsTime)},
 		{"pre-TTL override with a time equal to the authority's: keep open",
 			members(main("r_a1", srcs("g", 4)...), release("r_b1", authSrc("cto"))), preTTL, at{"r_a1": tAuth, "r_b1": tAuth},
 			tallies("4", "1*"), keepOpen(none)},
@@ -303,7 +304,7 @@ func TestDecide(t *testing.T) {
 		{"at due authority on both sides, strong without evidence time (recorded_fallback never overrides): overdue",
 			members(main("r_a1", authSrc("cto"), src("g1"), src("g2"), src("g3"), src("g4")), release("r_b1", authSrc("ops-lead"))), atDue,
 			at{"r_b1": tAuth},
-			tallies("5*", "1*"), overdue(none)},
+			tallies("5*", "1*"), overdue(needsTime)},
 		{"at due authority on both sides, strong with a later time: timed override",
 			members(main("r_a1", authSrc("cto"), src("g1"), src("g2"), src("g3"), src("g4")), release("r_b1", authSrc("ops-lead"))), atDue,
 			at{"r_a1": tLate, "r_b1": tAuth},
