@@ -8,7 +8,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,23 +29,6 @@ import (
 
 // ccTimeout bounds every racing call, so a lock or pool starvation fails the test instead of hanging it.
 const ccTimeout = 2 * time.Minute
-
-// ccRun runs fn(i) for i in 0..n-1 on n goroutines that wait on one channel and start when it is
-// closed. It returns when every call has returned.
-func ccRun(n int, fn func(i int)) {
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			fn(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
-}
 
 // ccGate lines the racing calls up inside their transactions. Released together by a closed channel,
 // two calls still reach the database milliseconds apart (each first reads outside its transaction and
@@ -92,7 +74,7 @@ func (g *ccGate) race(ctx context.Context, n int, fn func(i int)) {
 	g.t.Helper()
 	released := make(chan error, 1)
 	go func() { released <- g.releaseWhenWaiting(ctx, n) }()
-	ccRun(n, func(i int) {
+	concRun(n, func(i int) {
 		defer g.done.Add(1)
 		fn(i)
 	})
@@ -134,16 +116,6 @@ func ccOutcome(t *testing.T, what string, r ccResult) densemem.RelationshipOutco
 	return r.pl.RelationshipOutcomes[0]
 }
 
-// ccInt runs a query returning one integer.
-func ccInt(t *testing.T, e *env, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := e.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
-	}
-	return n
-}
-
 // ccStrings runs a query returning one text column.
 func ccStrings(t *testing.T, e *env, sql string, args ...any) []string {
 	t.Helper()
@@ -180,7 +152,7 @@ func ccCounts(t *testing.T, e *env) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, table := range ccTables(t, e) {
-		out[table] = ccInt(t, e, "SELECT count(*) FROM "+table)
+		out[table] = concInt(t, e, "SELECT count(*) FROM "+table)
 	}
 	return out
 }
@@ -622,7 +594,7 @@ func ccWrittenBy(t *testing.T, e *env, p densemem.Principal) map[string]int {
 		"relationships": "owner_profile_id", "support_links": "profile_id", "idempotency_records": "profile_id",
 		"relationship_cross_references": "author_profile_id", "entity_resolution_events": "profile_id",
 		"review_items": "profile_id", "conflict_events": "actor_profile_id", "relationship_transitions": "actor_profile_id"} {
-		if n := ccInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", table, col), p.ProfileID); n != 0 {
+		if n := concInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", table, col), p.ProfileID); n != 0 {
 			out[table] = n
 		}
 	}
@@ -750,7 +722,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 			objects[side], single[side])
 	}
 	for _, table := range ccIngestTables(t, e) {
-		if got := ccInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE ingest_id = $1", table), results[winner].pl.IngestID); got != delta[table] {
+		if got := concInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE ingest_id = $1", table), results[winner].pl.IngestID); got != delta[table] {
 			t.Errorf("%s: %d new rows, %d of them from the winner's ingest", table, delta[table], got)
 		}
 	}
@@ -777,7 +749,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 	if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 		t.Errorf("current members %v, want A1, B1 and the winner's %v", got, want)
 	}
-	if got := ccInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
+	if got := concInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
 		t.Errorf("positions: %d, want 2", got)
 	}
 	ccCheckLedger(t, e)
@@ -850,7 +822,7 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				}
 
 				var kind, from, to, author string
-				if got := ccInt(t, e, `SELECT count(*) FROM relationship_cross_references`); got != 1 {
+				if got := concInt(t, e, `SELECT count(*) FROM relationship_cross_references`); got != 1 {
 					t.Fatalf("cross-references: %d, want exactly 1", got)
 				}
 				if err := e.pool.QueryRow(e.ctx, `SELECT kind, from_relationship_id, to_relationship_id, author_profile_id
@@ -879,10 +851,10 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 					t.Errorf("members %v, want %v", got, want)
 				}
-				if got := ccInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
+				if got := concInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
 					t.Errorf("positions: %d, want 2", got)
 				}
-				if got := ccInt(t, e, `SELECT count(*) FROM conflict_position_members`); got != 2 {
+				if got := concInt(t, e, `SELECT count(*) FROM conflict_position_members`); got != 2 {
 					t.Errorf("membership rows: %d, want 2", got)
 				}
 				for _, o := range outs {
@@ -890,15 +862,15 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 						t.Errorf("relationship %s stored %s version %d, want active version 1", o.RelationshipID, st, v)
 					}
 				}
-				if got := ccInt(t, e, `SELECT count(*) FROM relationships r JOIN entity_names n
+				if got := concInt(t, e, `SELECT count(*) FROM relationships r JOIN entity_names n
 					ON n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
 					WHERE n.normalized_name = 'production' AND r.predicate_key = 'deploys_from' AND r.scope = ''`); got != 2 {
 					t.Errorf("relationships on the key: %d, want 2", got)
 				}
-				if got := ccInt(t, e, `SELECT count(*) FROM review_items`); got != 0 {
+				if got := concInt(t, e, `SELECT count(*) FROM review_items`); got != 0 {
 					t.Errorf("review items: %d, want none", got)
 				}
-				if got := ccInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 &&
+				if got := concInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 &&
 					mode != "by id" {
 					t.Errorf("environments: %d, want 1", got)
 				}

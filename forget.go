@@ -68,10 +68,6 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	if rel.Owner != p.ProfileID {
 		return nil, fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, rel.ID, rel.Owner)
 	}
-	preds, err := c.store.PredicateList(ctx, p.TeamID)
-	if err != nil {
-		return nil, err
-	}
 	now := c.now()
 	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
 	var result *ForgetResult
@@ -87,7 +83,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
 			return err
 		}
-		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}})
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
 		if err != nil {
 			return err
 		}
@@ -112,7 +108,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 				ks.Live = &kl.Cases[i]
 			}
 		}
-		ks.Pred, _ = relationship.MatchPredicate(key.PredicateKey, preds)
+		ks.Pred, _ = relationship.MatchPredicate(key.PredicateKey, kl.Predicates)
 		ingestID := c.newID("ing", now)
 		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
 		var ws store.WriteSet

@@ -8,7 +8,6 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -1376,18 +1375,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		const n = 8
 		results := make([]*densemem.Placement, n)
 		errs := make([]error, n)
-		var wg sync.WaitGroup
-		start := make(chan struct{})
-		for i := range n {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				<-start
-				results[i], errs[i] = e.client.Remember(e.ctx, e.A, req)
-			}()
-		}
-		close(start)
-		wg.Wait()
+		concRun(n, func(i int) { results[i], errs[i] = e.client.Remember(e.ctx, e.A, req) })
 		fresh := 0
 		for i := range n {
 			if errs[i] != nil {

@@ -23,7 +23,7 @@ import (
 
 // Nightly review benchmark. Run it with
 //
-//	go test -run '^$' -bench NightlyReview -benchtime 1x -timeout 30m .
+//	go test -run '^$' -bench NightlyReview -benchtime 1x -timeout 60m .
 //
 // Each sub-benchmark reviews nbCases due conflict cases of one team with 1 or 4 concurrent workers,
 // in a team that holds no other relationships or 1M unrelated active ones (internal/benchload), and

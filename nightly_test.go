@@ -480,8 +480,11 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("trace A1 case events (-want +got):\n%s", d)
 	}
-	if tc := tr.Conflicts[0]; tc.Status != "resolved" || tc.PreferredPositionID != c.Preferred {
-		t.Errorf("trace A1 case = %s preferred %s", tc.Status, tc.PreferredPositionID)
+	if tc := tr.Conflicts[0]; tc.Status != "resolved" || tc.PreferredPositionID != c.Preferred ||
+		tc.Kind != "cross_profile_current_state" || tc.EffectiveAt == nil || c.EffectiveAt == nil ||
+		!tc.EffectiveAt.Equal(*c.EffectiveAt) || tc.EffectiveTimeBasis != "evidence_time" {
+		t.Errorf("trace A1 case = %s %s preferred %s effective %v (%s), want resolved cross_profile_current_state preferred %s effective %v (evidence_time)",
+			tc.Kind, tc.Status, tc.PreferredPositionID, tc.EffectiveAt, tc.EffectiveTimeBasis, c.Preferred, c.EffectiveAt)
 	}
 	incoming := 0
 	for _, x := range tr.CrossReferences {
@@ -528,7 +531,7 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 		}
 	}
 	recall := e.nrRecall(e.C, "production", nil, nil)
-	if len(recall.Conflicts) != 1 || len(recall.Conflicts[0].Positions) != 2 {
+	if len(recall.Conflicts) != 1 || len(recall.Conflicts[0].Positions) != 2 || recall.Conflicts[0].Kind != "cross_profile_current_state" {
 		t.Fatalf("recall conflicts = %+v", recall.Conflicts)
 	}
 	var groups []int

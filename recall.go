@@ -87,7 +87,9 @@ type EvidenceExcerpt struct {
 
 // RecallConflict is a team conflict case as a reader must see it.
 type RecallConflict struct {
-	ConflictID  string           `json:"conflict_id"`
+	ConflictID string `json:"conflict_id"`
+	// Kind is cross_profile_current_state (the only kind built so far) or identity_correction.
+	Kind        string           `json:"kind"`
 	Version     int              `json:"version"`
 	Status      string           `json:"status"`
 	ReviewDueAt time.Time        `json:"review_due_at"`
@@ -317,7 +319,7 @@ func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallRe
 // conflictView builds a case's reader view: positions with owners, counted groups and excerpts, and
 // the explicit question.
 func conflictView(cs store.RecallCase, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) RecallConflict {
-	rc := RecallConflict{ConflictID: string(cs.ID), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
+	rc := RecallConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
 		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
 	tally := make([]conflict.Position, len(cs.Positions))
 	for i, pos := range cs.Positions {

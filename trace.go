@@ -200,15 +200,20 @@ type TraceCrossReference struct {
 
 // TraceConflict is a conflict case with its current positions and every event.
 type TraceConflict struct {
-	ConflictID          string               `json:"conflict_id"`
-	Status              string               `json:"status"`
-	Version             int                  `json:"version"`
-	OpenedAt            time.Time            `json:"opened_at"`
-	ReviewDueAt         time.Time            `json:"review_due_at"`
-	ResolvedAt          *time.Time           `json:"resolved_at,omitempty"`
-	PreferredPositionID string               `json:"preferred_position_id,omitempty"`
-	Positions           []TraceCasePosition  `json:"positions"`
-	Events              []TraceConflictEvent `json:"events"`
+	ConflictID          string     `json:"conflict_id"`
+	Kind                string     `json:"kind"`
+	Status              string     `json:"status"`
+	Version             int        `json:"version"`
+	OpenedAt            time.Time  `json:"opened_at"`
+	ReviewDueAt         time.Time  `json:"review_due_at"`
+	ResolvedAt          *time.Time `json:"resolved_at,omitempty"`
+	PreferredPositionID string     `json:"preferred_position_id,omitempty"`
+	// EffectiveAt and EffectiveTimeBasis are the resolution's cutoff and how it was chosen
+	// (evidence_time or recorded_fallback).
+	EffectiveAt        *time.Time           `json:"effective_at,omitempty"`
+	EffectiveTimeBasis string               `json:"effective_time_basis,omitempty"`
+	Positions          []TraceCasePosition  `json:"positions"`
+	Events             []TraceConflictEvent `json:"events"`
 }
 
 // TraceCasePosition is one position of a case as its latest event records it.
@@ -336,8 +341,9 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	}
 	for _, tc := range d.Cases {
 		cs := tc.Case
-		tcv := TraceConflict{ConflictID: string(cs.ID), Status: string(cs.Status), Version: cs.Version, OpenedAt: cs.OpenedAt,
-			ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
+		tcv := TraceConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Status: string(cs.Status), Version: cs.Version,
+			OpenedAt: cs.OpenedAt, ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
+			EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
 			Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
 		for _, pos := range cs.Positions {
 			tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: pos.Object, Polarity: pos.Polarity}

@@ -75,6 +75,7 @@ type RecallEvidence struct {
 // status, version and membership of its last event at or before that instant.
 type RecallCase struct {
 	ID            conflict.ID
+	Kind          conflict.Kind
 	Key           conflict.Key
 	Status        conflict.Status
 	Version       int

@@ -44,13 +44,6 @@ type CaseEscalateParams struct {
 	Token string
 }
 
-// CaseReleaseParams gives up a worker's claim on a case.
-type CaseReleaseParams struct {
-	Team  identity.TeamID
-	ID    conflict.ID
-	Token string
-}
-
 // CaseReviewUpdate is the reviewer's change of a case, fenced by its claim token and version. It
 // always clears the claim and sets the next review time.
 type CaseReviewUpdate struct {

@@ -62,8 +62,6 @@ type Store interface {
 	// CaseEscalateExhausted gives each case whose attempts of the run date are exhausted one
 	// escalation event and schedules it for the next run date; it returns how many it escalated.
 	CaseEscalateExhausted(ctx context.Context, p CaseEscalateParams) (int, error)
-	// CaseReleaseClaim clears a worker's claim when it still holds it.
-	CaseReleaseClaim(ctx context.Context, p CaseReleaseParams) error
 	// IdempotencyGet returns a stored idempotency record, or nil.
 	IdempotencyGet(ctx context.Context, team identity.TeamID, profile identity.ProfileID, key string) (*IdempotencyRecord, error)
 
@@ -226,6 +224,8 @@ type KeysLockParams struct {
 	// Actor, when set, is the transaction's densemem.actor (the nightly reviewer sets
 	// ActorSystemConflictReviewer, which database triggers fence).
 	Actor string
+	// Predicates asks for the team's predicate list (as PredicateList) in the same round trip.
+	Predicates bool
 }
 
 // SupportRow is one stored support link as the counting rules need it.
@@ -247,4 +247,6 @@ type KeysLocked struct {
 	// ObjectNames holds each relationship's object name (entity canonical name or literal text).
 	ObjectNames map[relationship.ID]string
 	Cases       []CaseRow
+	// Predicates is the team's predicate list when KeysLockParams.Predicates asked for it.
+	Predicates []relationship.Predicate
 }

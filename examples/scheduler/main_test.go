@@ -3,26 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"log/slog"
-	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/densemem/densemem/internal/golden"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/store/postgres"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/scheduler.golden from the current output")
-
-var golden = filepath.Join("testdata", "scheduler.golden")
-
-// generatedID matches an identifier the library generates (prefix, underscore, 26 Crockford base32
-// characters): the program must print names instead, or it could not be golden.
-var generatedID = regexp.MustCompile(`\b[a-z]+_[0-9a-hjkmnp-tv-z]{26}\b`)
 
 // TestSchedulerGolden runs the program twice against one isolated database and compares each output
 // with the golden file: three instances race at every tick, yet the totals, reservations and final
@@ -38,27 +27,7 @@ func TestSchedulerGolden(t *testing.T) {
 	if err := run(context.Background(), &second, logger, dsn); err != nil {
 		t.Fatalf("second run: %v", err)
 	}
-	if *update {
-		if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, first.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatalf("%v (run `go test ./examples/scheduler -update` to create it)", err)
-	}
-	for i, got := range [][]byte{first.Bytes(), second.Bytes()} {
-		if id := generatedID.Find(got); id != nil {
-			t.Errorf("run %d prints the generated ID %s", i+1, id)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("run %d differs from %s (-want +got):\n%s\nrun `go test ./examples/scheduler -update` if the change is intended",
-				i+1, golden, lineDiff(string(want), string(got)))
-		}
-	}
+	golden.Check(t, "scheduler", first.Bytes(), second.Bytes())
 	// The host logs each failed call: per run one restarting instance and three during the outage.
 	if n := strings.Count(log.String(), "nightly review failed"); n != 2*4 {
 		t.Errorf("the host logged %d failed calls; want %d:\n%s", n, 2*4, log.String())
@@ -128,38 +97,6 @@ func TestNextRun(t *testing.T) {
 func TestSchedulerNoDatabase(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
-	err := run(context.Background(), &out, slog.New(slog.DiscardHandler),
-		"postgres://postgres:s3cret@127.0.0.1:1/postgres?sslmode=disable&connect_timeout=2")
-	if err == nil {
-		t.Fatal("run succeeded without a database")
-	}
-	msg := err.Error()
-	for _, want := range []string{"cannot connect", envDatabaseURL, "127.0.0.1:5432"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("error does not mention %q:\n%s", want, msg)
-		}
-	}
-	if strings.Contains(msg, "s3cret") {
-		t.Errorf("error leaks the password:\n%s", msg)
-	}
-	if out.Len() != 0 {
-		t.Errorf("printed %q before failing", out.String())
-	}
-}
-
-// lineDiff is a small line-by-line diff: enough to show where a golden file drifted.
-func lineDiff(want, got string) string {
-	w, g := strings.Split(want, "\n"), strings.Split(got, "\n")
-	var b strings.Builder
-	for i := 0; i < len(w) || i < len(g); i++ {
-		switch {
-		case i >= len(g):
-			b.WriteString("-" + w[i] + "\n")
-		case i >= len(w):
-			b.WriteString("+" + g[i] + "\n")
-		case w[i] != g[i]:
-			b.WriteString("-" + w[i] + "\n+" + g[i] + "\n")
-		}
-	}
-	return b.String()
+	err := run(context.Background(), &out, slog.New(slog.DiscardHandler), golden.UnreachableURL)
+	golden.CheckNoDatabase(t, err, out.Bytes(), envDatabaseURL)
 }

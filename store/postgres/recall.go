@@ -152,7 +152,7 @@ ORDER BY s.relationship_id, s.created_at, s.support_id`
 const recallCasesSQL = `-- name: RecallCases
 SELECT DISTINCT ON (e.conflict_id) e.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting_status,
        e.case_version, c.opened_at, c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
-       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions
+       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind
 FROM conflict_events e
 JOIN conflict_cases c ON c.team_id = e.team_id AND c.conflict_id = e.conflict_id
 WHERE e.team_id = $1
@@ -210,13 +210,13 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 
 func scanRecallCase(row pgx.CollectableRow, team identity.TeamID) (store.RecallCase, error) {
 	var c store.RecallCase
-	var status string
+	var status, kind string
 	var positions []byte
 	err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version, &c.OpenedAt,
-		&c.ReviewDueAt, &c.ResolvedAt, &c.EffectiveAt, &c.TimeBasis, &c.Preferred, &c.PolicyVersion, &positions)
+		&c.ReviewDueAt, &c.ResolvedAt, &c.EffectiveAt, &c.TimeBasis, &c.Preferred, &c.PolicyVersion, &positions, &kind)
 	if err != nil {
 		return c, err
 	}
-	c.Key.Team, c.Status = team, conflict.Status(status)
+	c.Key.Team, c.Status, c.Kind = team, conflict.Status(status), conflict.Kind(kind)
 	return c, json.Unmarshal(positions, &c.Positions)
 }

@@ -129,16 +129,6 @@ func (s *Store) CaseEscalateExhausted(ctx context.Context, p store.CaseEscalateP
 	return n, err
 }
 
-const caseReleaseSQL = `-- name: CaseReleaseClaim
-UPDATE conflict_cases SET claim_token = NULL, lease_expires_at = NULL
-WHERE team_id = $1 AND conflict_id = $2 AND claim_token = $3`
-
-// CaseReleaseClaim clears a worker's claim when it still holds it.
-func (s *Store) CaseReleaseClaim(ctx context.Context, p store.CaseReleaseParams) error {
-	_, err := s.pool.Exec(ctx, caseReleaseSQL, p.Team, p.ID, p.Token)
-	return translate(err)
-}
-
 // reviewerActorSQL marks the transaction as the reviewer's, which database triggers fence.
 const reviewerActorSQL = "SELECT set_config('densemem.actor', '" + store.ActorSystemConflictReviewer + "', true)"
 

@@ -193,6 +193,13 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		out.Supports = sups
 		return err
 	})
+	if p.Predicates {
+		b.Queue(predicateListSQL, p.Team).Query(func(rows pgx.Rows) error {
+			preds, err := pgx.CollectRows(rows, scanPredicate)
+			out.Predicates = preds
+			return err
+		})
+	}
 	byID := map[conflict.ID]int{}
 	b.Queue(keyCasesSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
