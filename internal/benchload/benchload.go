@@ -239,7 +239,7 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 	defer tx.Rollback(context.WithoutCancel(ctx))
 	// Row triggers are off for the copies: the foreign-key triggers' plans were made when the tables
 	// were empty, and a plan that finds the parent by team alone scans the whole team for every
-	// copied row (a 100k load took over ten minutes). check verifies the same rules set-based
+	// copied row (a 100k load took over ten minutes). Verify checks the same rules set-based
 	// before COMMIT instead. Setting the role needs a superuser, which the test databases have.
 	if _, err := tx.Exec(ctx, "SET LOCAL session_replication_role = replica"); err != nil {
 		return fmt.Errorf("benchload: disable row triggers for the load (needs a superuser): %w", err)
@@ -260,7 +260,7 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		}
 		logStep(fmt.Sprintf("copy %d rows into %s", n, t.name))
 	}
-	if err := verify(ctx, tx); err != nil {
+	if err := Verify(ctx, tx, loadedTables); err != nil {
 		return fmt.Errorf("benchload: %w", err)
 	}
 	logStep("verify foreign keys and transitions")
@@ -294,10 +294,11 @@ const foreignKeysSQL = `SELECT c.conrelid::regclass::text, c.confrelid::regclass
   array(SELECT quote_ident(attname) FROM unnest(c.confkey) WITH ORDINALITY k(n, i) JOIN pg_attribute a ON a.attrelid = c.confrelid AND a.attnum = k.n ORDER BY k.i)
 FROM pg_constraint c WHERE c.contype = 'f' AND c.conrelid = ANY($1::regclass[]) ORDER BY 1, 2`
 
-// verify checks, before COMMIT, what the row triggers switched off for the load would have: every
-// foreign key of the loaded tables, and the transition rules.
-func verify(ctx context.Context, tx pgx.Tx) error {
-	rows, err := tx.Query(ctx, foreignKeysSQL, loadedTables)
+// Verify checks, before COMMIT, what row triggers switched off for a bulk copy (session_replication_role
+// = replica) would have: every foreign key of the named tables, and the rules of the deferred
+// transition triggers. Its error names the broken rule and one offending row.
+func Verify(ctx context.Context, tx pgx.Tx, tables []string) error {
+	rows, err := tx.Query(ctx, foreignKeysSQL, tables)
 	if err != nil {
 		return err
 	}

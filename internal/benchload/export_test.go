@@ -1,4 +1,0 @@
-package benchload
-
-// Verify exposes verify to the external tests.
-var Verify = verify
