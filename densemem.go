@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -52,15 +51,12 @@ func (c *Client) now() time.Time {
 	return c.cfg.Clock().UTC().Truncate(time.Microsecond)
 }
 
-const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
-
-// newID returns prefix_ followed by a 26-character time-ordered identifier: 48 bits of the clock's
-// milliseconds, then 80 bits that are random and, within one millisecond of one Client, increasing.
+// newID returns a time-ordered identifier (identity.FormatID): the clock's milliseconds, a sequence
+// that increases within one millisecond of one Client, and 48 random bits.
 func (c *Client) newID(prefix string, at time.Time) string {
-	var raw [16]byte
 	ms := at.UnixMilli()
-	var rnd [10]byte
-	_, _ = rand.Read(rnd[:])
+	var tail [6]byte
+	_, _ = rand.Read(tail[:])
 	c.idMu.Lock()
 	if ms == c.lastMS {
 		c.seq++
@@ -69,29 +65,7 @@ func (c *Client) newID(prefix string, at time.Time) string {
 	}
 	seq := c.seq
 	c.idMu.Unlock()
-	for i := 0; i < 6; i++ {
-		raw[i] = byte(ms >> (40 - 8*i))
-	}
-	// The first 4 bytes after the time carry a per-millisecond sequence so IDs sort in creation order.
-	raw[6], raw[7], raw[8], raw[9] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
-	copy(raw[10:], rnd[:6])
-	var b strings.Builder
-	b.WriteString(prefix)
-	b.WriteByte('_')
-	var acc uint32
-	bits := 0
-	for _, x := range raw {
-		acc = acc<<8 | uint32(x)
-		bits += 8
-		for bits >= 5 {
-			bits -= 5
-			b.WriteByte(crockford[(acc>>bits)&31])
-		}
-	}
-	if bits > 0 {
-		b.WriteByte(crockford[(acc<<(5-bits))&31])
-	}
-	return b.String()
+	return identity.FormatID(prefix, ms, uint32(seq), tail)
 }
 
 // requestHash returns the hex SHA-256 of an operation name and the canonical JSON of its request.

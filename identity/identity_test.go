@@ -289,3 +289,21 @@ func TestEnumsValid(t *testing.T) {
 		}
 	}
 }
+
+func TestFormatIDLayout(t *testing.T) {
+	t.Parallel()
+	// 48-bit ms, 32-bit sequence, 48-bit tail: the time is the first ten characters, and IDs of one
+	// millisecond sort by sequence.
+	a := identity.FormatID("rel", 1, 1, [6]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	b := identity.FormatID("rel", 1, 2, [6]byte{})
+	c := identity.FormatID("rel", 2, 0, [6]byte{})
+	if len(a) != len("rel_")+26 || a[:4] != "rel_" {
+		t.Fatalf("FormatID = %q, want rel_ and 26 characters", a)
+	}
+	if !(a < b && b < c) {
+		t.Errorf("IDs do not sort by time, then sequence: %q %q %q", a, b, c)
+	}
+	if got := identity.FormatID("x", 0, 0, [6]byte{}); got != "x_00000000000000000000000000" {
+		t.Errorf("zero ID = %q", got)
+	}
+}

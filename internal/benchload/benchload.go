@@ -619,40 +619,16 @@ func (l *loader) tables() []table {
 
 func idempotencyKey(r *rel) string { return fmt.Sprintf("benchload-%d", r.n) }
 
-const crockford = "0123456789abcdefghjkmnpqrstvwxyz"
-
-// newID returns an ID shaped like the library's: prefix_ and 26 characters encoding 48 bits of the
-// time's milliseconds, a 32-bit sequence (here the row number, so IDs are unique per prefix) and 48
-// bits derived from the prefix and the sequence.
+// newID returns an ID in the library's layout (identity.FormatID): the time's milliseconds, the
+// row number as the sequence (so IDs are unique per prefix) and 48 bits derived from the prefix and
+// the sequence.
 func newID(prefix string, at time.Time, seq uint64) string {
-	var raw [16]byte
-	ms := at.UnixMilli()
-	for i := range 6 {
-		raw[i] = byte(ms >> (40 - 8*i))
-	}
-	raw[6], raw[7], raw[8], raw[9] = byte(seq>>24), byte(seq>>16), byte(seq>>8), byte(seq)
 	h := splitmix(seq ^ uint64(len(prefix))<<56 ^ uint64(prefix[0])<<48)
-	for i := range 6 {
-		raw[10+i] = byte(h >> (8 * i))
+	var tail [6]byte
+	for i := range tail {
+		tail[i] = byte(h >> (8 * i))
 	}
-	var b strings.Builder
-	b.Grow(len(prefix) + 27)
-	b.WriteString(prefix)
-	b.WriteByte('_')
-	var acc uint32
-	bits := 0
-	for _, x := range raw {
-		acc = acc<<8 | uint32(x)
-		bits += 8
-		for bits >= 5 {
-			bits -= 5
-			b.WriteByte(crockford[(acc>>bits)&31])
-		}
-	}
-	if bits > 0 {
-		b.WriteByte(crockford[(acc<<(5-bits))&31])
-	}
-	return b.String()
+	return identity.FormatID(prefix, at.UnixMilli(), uint32(seq), tail)
 }
 
 func splitmix(x uint64) uint64 {
