@@ -98,24 +98,6 @@ func (g *ccGate) releaseWhenWaiting(ctx context.Context, n int) error {
 	}
 }
 
-// ccResult is one Remember call's answer.
-type ccResult struct {
-	pl  *densemem.Placement
-	err error
-}
-
-// ccOutcome returns the only relationship outcome of a successful call, failing the test otherwise.
-func ccOutcome(t *testing.T, what string, r ccResult) densemem.RelationshipOutcome {
-	t.Helper()
-	if r.err != nil {
-		t.Fatalf("%s: %v", what, r.err)
-	}
-	if len(r.pl.RelationshipOutcomes) != 1 {
-		t.Fatalf("%s: want 1 relationship outcome, got %d", what, len(r.pl.RelationshipOutcomes))
-	}
-	return r.pl.RelationshipOutcomes[0]
-}
-
 // ccStrings runs a query returning one text column.
 func ccStrings(t *testing.T, e *env, sql string, args ...any) []string {
 	t.Helper()
@@ -617,7 +599,7 @@ func TestConcurrentConflictResponsesOneWins(t *testing.T) {
 		r := ce.mustProfile("responder", "read", "write")
 		before := ccCounts(t, ce)
 		pl, err := ce.client.Remember(ce.ctx, r, ccResponse(0, object, cf.caseID, cf.version, "control"))
-		o := ccOutcome(t, "control response "+object, ccResult{pl, err})
+		o := concOutcome(t, "control response "+object, concResult{pl, err})
 		if o.Category != densemem.CategoryAccepted || o.Conflict == nil || o.Conflict.Version != 2 {
 			t.Fatalf("control response %s: %+v (conflict %+v), want accepted at case version 2", object, o, o.Conflict)
 		}
@@ -675,7 +657,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 
 	ctx, cancel := context.WithTimeout(context.Background(), ccTimeout)
 	defer cancel()
-	results := make([]ccResult, n)
+	results := make([]concResult, n)
 	ccHold(t, e, responders...).race(ctx, n, func(i int) {
 		results[i].pl, results[i].err = e.client.Remember(ctx, responders[i], reqs[i])
 	})
@@ -698,7 +680,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 	}
 	side := winner % 2
 	t.Logf("responder %d (%s) won", winner, objects[side])
-	w := ccOutcome(t, "winner", results[winner])
+	w := concOutcome(t, "winner", results[winner])
 	if w.Category != densemem.CategoryAccepted || w.Status != relationship.StatusActive {
 		t.Errorf("winner: %s %s, want accepted and active", w.Category, w.Status)
 	}
@@ -792,11 +774,11 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 
 				ctx, cancel := context.WithTimeout(context.Background(), ccTimeout)
 				defer cancel()
-				results := make([]ccResult, 2)
+				results := make([]concResult, 2)
 				ccHold(t, e, writers...).race(ctx, 2, func(i int) {
 					results[i].pl, results[i].err = e.client.Remember(ctx, writers[i], reqs[i])
 				})
-				outs := []densemem.RelationshipOutcome{ccOutcome(t, "A", results[0]), ccOutcome(t, "B", results[1])}
+				outs := []densemem.RelationshipOutcome{concOutcome(t, "A", results[0]), concOutcome(t, "B", results[1])}
 				for i, o := range outs {
 					if o.Category != densemem.CategoryAccepted || o.Status != relationship.StatusActive {
 						t.Errorf("%s: %s %s, want accepted and active", []string{"A", "B"}[i], o.Category, o.Status)
@@ -957,7 +939,7 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 				switch {
 				case respondErr == nil: // the response committed first, at version 2
 					t.Log("order: respond, then forget")
-					o := ccOutcome(t, "response", ccResult{placed, nil})
+					o := concOutcome(t, "response", concResult{placed, nil})
 					if o.Category != densemem.CategoryAccepted || o.Status != relationship.StatusActive ||
 						o.Conflict == nil || o.Conflict.Version != 2 || o.Conflict.Status != "open" {
 						t.Errorf("response: %s %s conflict %+v, want accepted, active, case at version 2 open", o.Category, o.Status, o.Conflict)

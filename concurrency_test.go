@@ -72,13 +72,13 @@ func concRemember(t *testing.T, e *env, p densemem.Principal, n int, req func(i 
 }
 
 // concOutcome returns the only relationship outcome of a successful call, failing the test otherwise.
-func concOutcome(t *testing.T, i int, r concResult) densemem.RelationshipOutcome {
+func concOutcome(t *testing.T, what string, r concResult) densemem.RelationshipOutcome {
 	t.Helper()
 	if r.err != nil {
-		t.Fatalf("call %d: %v", i, r.err)
+		t.Fatalf("%s: %v", what, r.err)
 	}
 	if len(r.pl.RelationshipOutcomes) != 1 {
-		t.Fatalf("call %d: want 1 relationship outcome, got %d", i, len(r.pl.RelationshipOutcomes))
+		t.Fatalf("%s: want 1 relationship outcome, got %d", what, len(r.pl.RelationshipOutcomes))
 	}
 	return r.pl.RelationshipOutcomes[0]
 }
@@ -304,10 +304,10 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 	req := f.request("same-key")
 	results := concRemember(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
 
-	first := concOutcome(t, 0, results[0])
+	first := concOutcome(t, fmt.Sprintf("call %d", 0), results[0])
 	fresh := 0
 	for i, r := range results {
-		o := concOutcome(t, i, r)
+		o := concOutcome(t, fmt.Sprintf("call %d", i), r)
 		if !r.pl.Replayed {
 			fresh++
 		}
@@ -390,7 +390,7 @@ func TestConcurrentIdempotencyConflict(t *testing.T) {
 				switch {
 				case r.err == nil:
 					ok[side]++
-					o := concOutcome(t, i, r)
+					o := concOutcome(t, fmt.Sprintf("call %d", i), r)
 					if winner == -1 {
 						winner, won = side, r
 					}
@@ -466,7 +466,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 		accepted, held := 0, 0
 		var activeID densemem.RelationshipID
 		for i, r := range results {
-			o := concOutcome(t, i, r)
+			o := concOutcome(t, fmt.Sprintf("call %d", i), r)
 			if got := r.pl.Entities[0].EntityID; string(got) != ids[0] {
 				t.Errorf("call %d: subject resolved to %s, want %s", i, got, ids[0])
 			}
@@ -514,9 +514,9 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 			t.Errorf("entities: %d, want 2", got)
 		}
 		accepted, supported := 0, 0
-		rel := concOutcome(t, 0, results[0]).RelationshipID
+		rel := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]).RelationshipID
 		for i, r := range results {
-			o := concOutcome(t, i, r)
+			o := concOutcome(t, fmt.Sprintf("call %d", i), r)
 			if o.RelationshipID != rel {
 				t.Errorf("call %d: relationship %s, call 0: %s", i, o.RelationshipID, rel)
 			}
@@ -563,7 +563,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 					}
 					return req
 				})
-				a, b := concOutcome(t, 0, results[0]), concOutcome(t, 1, results[1])
+				a, b := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 				if a.RelationshipID != b.RelationshipID {
 					t.Errorf("two successors: %s and %s", a.RelationshipID, b.RelationshipID)
 				}
@@ -626,7 +626,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 					}
 					return req
 				})
-				release, hotfix := concOutcome(t, 0, results[0]), concOutcome(t, 1, results[1])
+				release, hotfix := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 
 				// Whatever the order, the later-dated hotfix ends current: it supersedes whichever of main
 				// and release is current when it commits; release either superseded main first or is held
@@ -709,7 +709,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 					}
 					return req
 				})
-				outs := []densemem.RelationshipOutcome{concOutcome(t, 0, results[0]), concOutcome(t, 1, results[1])}
+				outs := []densemem.RelationshipOutcome{concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])}
 				won := slices.IndexFunc(outs, func(o densemem.RelationshipOutcome) bool { return o.Category == densemem.CategoryAccepted })
 				if won == -1 {
 					t.Fatalf("no call was accepted: %+v", outs)
@@ -774,7 +774,7 @@ func TestConcurrentForgetAndSupersede(t *testing.T) {
 			if forgetErr != nil {
 				t.Fatalf("forget: %v", forgetErr)
 			}
-			next := concOutcome(t, 1, concResult{placed, rememberErr})
+			next := concOutcome(t, fmt.Sprintf("call %d", 1), concResult{placed, rememberErr})
 
 			st, _, validTo, version := e.relationshipState(prior.RelationshipID)
 			if st != "retracted" || forgot.Status != relationship.StatusRetracted || forgot.Version != version || forgot.AlreadyRetracted {
@@ -855,7 +855,7 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			results := concRemember(t, e, e.A, 2, request)
-			a, b := concOutcome(t, 0, results[0]), concOutcome(t, 1, results[1])
+			a, b := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 			if got := concInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
 				t.Errorf("environments: %d, want 1 (subjects: %s and %s; outcomes %s and %s)", got,
 					results[0].pl.Entities[0].EntityID, results[1].pl.Entities[0].EntityID, a.Category, b.Category)
@@ -883,7 +883,7 @@ func TestConcurrentSharedRequest(t *testing.T) {
 	callerPtr := req.Proposal.Relationships[0].ValidFrom
 	results := concRemember(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
 	for i, r := range results {
-		o := concOutcome(t, i, r)
+		o := concOutcome(t, fmt.Sprintf("call %d", i), r)
 		if r.pl.IngestID != results[0].pl.IngestID || o.RelationshipID != results[0].pl.RelationshipOutcomes[0].RelationshipID {
 			t.Errorf("call %d: ingest %s relationship %s, call 0: ingest %s relationship %s", i, r.pl.IngestID,
 				o.RelationshipID, results[0].pl.IngestID, results[0].pl.RelationshipOutcomes[0].RelationshipID)

@@ -342,11 +342,7 @@ func cfSorted(ids ...densemem.RelationshipID) []densemem.RelationshipID {
 // cfRecall recalls "production" for p at the given instants (nil: now).
 func (e *env) cfRecall(p densemem.Principal, validAt, knownAt *time.Time) *densemem.RecallResponse {
 	e.t.Helper()
-	r, err := e.client.Recall(e.ctx, p, densemem.RecallRequest{Query: "production", ValidAt: validAt, KnownAt: knownAt, Limit: 50})
-	if err != nil {
-		e.t.Fatalf("recall: %v", err)
-	}
-	return r
+	return e.nrRecall(p, "production", validAt, knownAt)
 }
 
 func cfAt(t time.Time) *time.Time { return &t }

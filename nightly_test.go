@@ -47,12 +47,6 @@ func nrRelease(prefix string) fact {
 	return f
 }
 
-// nrSay replaces a fact's content (cited whole).
-func nrSay(f fact, content string) fact {
-	f.content = content
-	return f
-}
-
 // nrRun runs the nightly review for the env's team as worker and fails the test on error.
 func (e *env) nrRun(worker string) *densemem.NightlyReviewReport {
 	e.t.Helper()
@@ -132,16 +126,6 @@ func (e *env) nrEvents(caseID string) []nrEvent {
 	return out
 }
 
-// nrInt runs a SELECT count(*) (or any single integer) query.
-func (e *env) nrInt(query string, args ...any) int {
-	e.t.Helper()
-	var n int
-	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
 // nrRows returns every row of table as JSON text, sorted: a byte-exact picture of the table.
 func (e *env) nrRows(table string) []string {
 	e.t.Helper()
@@ -205,23 +189,6 @@ func (e *env) nrRecall(p densemem.Principal, query string, validAt, knownAt *tim
 	return r
 }
 
-// nrIDs returns the relationship IDs of a recall, sorted.
-func nrIDs(r *densemem.RecallResponse) []densemem.RelationshipID {
-	out := []densemem.RelationshipID{}
-	for _, x := range r.Results {
-		out = append(out, x.Relationship.RelationshipID)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// nrSorted sorts a copy of ids.
-func nrSorted(ids ...densemem.RelationshipID) []densemem.RelationshipID {
-	out := append([]densemem.RelationshipID{}, ids...)
-	slices.Sort(out)
-	return out
-}
-
 // nrResult returns the recall result of id, or nil.
 func nrResult(r *densemem.RecallResponse, id densemem.RelationshipID) *densemem.RecallResult {
 	for i := range r.Results {
@@ -231,9 +198,6 @@ func nrResult(r *densemem.RecallResponse, id densemem.RelationshipID) *densemem.
 	}
 	return nil
 }
-
-// nrAt returns a pointer to t.
-func nrAt(t time.Time) *time.Time { return &t }
 
 // nrNextMidnightUTC is the start of the UTC day after t: the next run date of a UTC team.
 func nrNextMidnightUTC(t time.Time) time.Time {
@@ -380,7 +344,7 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	for _, id := range []densemem.RelationshipID{s.B1, s.C1} {
 		r := nrResult(prod, id)
 		if r == nil {
-			t.Errorf("current recall misses %s of the preferred position; got %v", id, nrIDs(prod))
+			t.Errorf("current recall misses %s of the preferred position; got %v", id, cfRecallIDs(prod))
 			continue
 		}
 		if r.Relationship.Object.Name != "release" || r.ConflictID != "" {
@@ -413,7 +377,7 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	stg := e.nrRecall(e.C, "staging", nil, nil)
 	r := nrResult(stg, s.Staging)
 	if r == nil {
-		t.Fatalf("recall for staging lost staging -> develop: %v", nrIDs(stg))
+		t.Fatalf("recall for staging lost staging -> develop: %v", cfRecallIDs(stg))
 	}
 	if r.Relationship.Status != "active" || r.Relationship.Object.Name != "develop" || r.ResolvedConflict != nil {
 		t.Errorf("staging result: %+v resolved %+v", r.Relationship, r.ResolvedConflict)
@@ -563,11 +527,11 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 	if c.Status != "resolved" || !e.clock.Now().Before(c.ReviewDueAt) {
 		t.Fatalf("case = %+v, want resolved before its deadline", c)
 	}
-	if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND
+	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND
 		(actor_kind <> 'system_conflict_reviewer' OR actor_profile_id IS NOT NULL)`); n != 0 {
 		t.Errorf("%d resolved events by an actor other than the reviewer", n)
 	}
-	if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND actor_kind = 'profile'`); n != 0 {
+	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND actor_kind = 'profile'`); n != 0 {
 		t.Errorf("a placement resolved a case: %d events", n)
 	}
 	evs := e.nrEvents(caseID)
@@ -591,7 +555,7 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 		}
 	}
 	// Every transition the reviewer wrote names it, and no profile-actor transition happened during the run.
-	if n := e.nrInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded' AND actor_kind <> 'system_conflict_reviewer'`); n != 0 {
+	if n := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded' AND actor_kind <> 'system_conflict_reviewer'`); n != 0 {
 		t.Errorf("%d supersessions by another actor", n)
 	}
 }
@@ -659,7 +623,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 			!c.NextReviewAt.Equal(nrNextMidnightUTC(next)) {
 			t.Errorf("the day after: case %+v", c)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, s.ConflictID); n != 1 {
+		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, s.ConflictID); n != 1 {
 			t.Errorf("%d escalation events, want 1", n)
 		}
 		if n := len(e.nrEvents(s.ConflictID)); n != 2 {
@@ -677,7 +641,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		}
 		// Current recall still shows both positions as an overdue case.
 		r := e.nrRecall(e.C, "production", nil, nil)
-		if d := cmp.Diff(nrSorted(s.A1, s.B1), nrIDs(r)); d != "" {
+		if d := cmp.Diff(cfSorted(s.A1, s.B1), cfRecallIDs(r)); d != "" {
 			t.Errorf("recall (-want +got):\n%s", d)
 		}
 		if len(r.Conflicts) != 1 || r.Conflicts[0].Status != "overdue" {
@@ -972,7 +936,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				st, _, _, v := e.relationshipState(s.B1)
 				r := e.nrRecall(e.C, "production", nil, nil)
 				t.Errorf("as the reviewer, a lone %s transition of B1 committed without any change of B1 (row still %s v%d); "+
-					"current recall now returns %v without B1 %s", to, st, v, nrIDs(r), s.B1)
+					"current recall now returns %v without B1 %s", to, st, v, cfRecallIDs(r), s.B1)
 			})
 			if t.Failed() {
 				break // the first committed probe already changed B1's ledger
@@ -1000,7 +964,7 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 			t.Fatalf("%s: no case", name)
 		}
 		cases[i] = b.Conflict.ConflictID
-		e.nrAccepted(e.C, nrSay(deploy(name, "release").since(nrCutoff),
+		e.nrAccepted(e.C, cfSay(deploy(name, "release").since(nrCutoff),
 			fmt.Sprintf("Ops confirmed: since 2026-05-01 the %s environment deploys from the release branch.", name)))
 	}
 	e.clock.Advance(nrTTL + time.Hour)
@@ -1042,7 +1006,7 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 		t.Errorf("claimed %d with %d failures, want %d successful claims", claimed, failed, n)
 	}
 	for i, id := range cases {
-		if k := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, id); k != 1 {
+		if k := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, id); k != 1 {
 			t.Errorf("case %d (%s): %d resolved events, want 1", i, id, k)
 		}
 		if c := e.nrCase(id); c.Status != "resolved" || c.ClaimToken != nil || c.LeaseExpiresAt != nil {
@@ -1050,20 +1014,20 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 		}
 	}
 	for i, id := range losers {
-		if k := e.nrInt(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = 'superseded'`, id); k != 1 {
+		if k := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = 'superseded'`, id); k != 1 {
 			t.Errorf("loser %d (%s): %d superseded transitions, want 1", i, id, k)
 		}
 		if st, _, vt, v := e.relationshipState(id); st != "superseded" || vt == nil || !vt.Equal(nrCutoff) || v != 2 {
 			t.Errorf("loser %d: %s valid_to %v v%d", i, st, vt, v)
 		}
 	}
-	if k := e.nrInt(`SELECT count(*) FROM conflict_cases WHERE claim_token IS NOT NULL`); k != 0 {
+	if k := e.cfInt(`SELECT count(*) FROM conflict_cases WHERE claim_token IS NOT NULL`); k != 0 {
 		t.Errorf("%d cases left claimed", k)
 	}
-	if k := e.nrInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded'`); k != n {
+	if k := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded'`); k != n {
 		t.Errorf("%d supersessions, want %d", k, n)
 	}
-	if k := e.nrInt(`SELECT count(*) FROM nightly_runs`); k != 1 {
+	if k := e.cfInt(`SELECT count(*) FROM nightly_runs`); k != 1 {
 		t.Errorf("nightly_runs has %d rows, want 1", k)
 	}
 }
@@ -1167,7 +1131,7 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if n := len(e.nrEvents(caseID)); n != eventsBefore {
 			t.Errorf("next run appended %d events", n-eventsBefore)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, caseID); n != 1 {
+		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, caseID); n != 1 {
 			t.Errorf("%d escalation events, want 1", n)
 		}
 		for _, id := range []densemem.RelationshipID{a1, b.RelationshipID, copied.RelationshipID, sameGroup.RelationshipID} {
@@ -1208,12 +1172,12 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if nc.Status != "open" || !nc.OpenedAt.Equal(now) || !nc.ReviewDueAt.Equal(now.Add(nrTTL)) || nc.Subject != resolved.Subject {
 			t.Errorf("new case = %+v", nc)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`); n != 1 {
+		if n := e.cfInt(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`); n != 1 {
 			t.Errorf("%d live cases, want 1", n)
 		}
 		var members []string
 		for id := range map[densemem.RelationshipID]bool{a2.RelationshipID: true, s.B1: true, s.C1: true} {
-			if e.nrInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2
+			if e.cfInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2
 				AND removed_version IS NULL`, a2.Conflict.ConflictID, id) != 1 {
 				members = append(members, string(id))
 			}
@@ -1221,7 +1185,7 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if len(members) > 0 {
 			t.Errorf("new case lacks members %v", members)
 		}
-		if e.nrInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2`,
+		if e.cfInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2`,
 			a2.Conflict.ConflictID, s.A1) != 0 {
 			t.Errorf("the superseded A1 is a member of the new case")
 		}
@@ -1240,7 +1204,7 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 
 	t.Run("current view", func(t *testing.T) {
 		r := e.nrRecall(e.A, "production", nil, nil)
-		if d := cmp.Diff(nrSorted(s.B1, s.C1), nrIDs(r)); d != "" {
+		if d := cmp.Diff(cfSorted(s.B1, s.C1), cfRecallIDs(r)); d != "" {
 			t.Errorf("current view (-want +got):\n%s", d)
 		}
 		for _, x := range r.Results {
@@ -1254,8 +1218,8 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("valid_at before the cutoff", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nrAt(date("2026-04-01")), nil)
-		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, nrIDs(r)); d != "" {
+		r := e.nrRecall(e.A, "production", cfAt(date("2026-04-01")), nil)
+		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, cfRecallIDs(r)); d != "" {
 			t.Fatalf("valid_at 2026-04-01 (-want +got):\n%s", d)
 		}
 		rel := r.Results[0].Relationship
@@ -1265,15 +1229,15 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("valid_at at the cutoff", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nrAt(nrCutoff), nil)
-		if d := cmp.Diff(nrSorted(s.B1, s.C1), nrIDs(r)); d != "" {
+		r := e.nrRecall(e.A, "production", cfAt(nrCutoff), nil)
+		if d := cmp.Diff(cfSorted(s.B1, s.C1), cfRecallIDs(r)); d != "" {
 			t.Errorf("valid_at 2026-05-01 (-want +got):\n%s", d)
 		}
 	})
 
 	t.Run("known_at before the correction", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nil, nrAt(s.T2.Add(-time.Minute)))
-		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, nrIDs(r)); d != "" {
+		r := e.nrRecall(e.A, "production", nil, cfAt(s.T2.Add(-time.Minute)))
+		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, cfRecallIDs(r)); d != "" {
 			t.Fatalf("known_at before B (-want +got):\n%s", d)
 		}
 		rel := r.Results[0].Relationship
@@ -1286,8 +1250,8 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("known_at before the resolution", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nil, nrAt(beforeResolution))
-		if d := cmp.Diff(nrSorted(s.A1, s.B1, s.C1), nrIDs(r)); d != "" {
+		r := e.nrRecall(e.A, "production", nil, cfAt(beforeResolution))
+		if d := cmp.Diff(cfSorted(s.A1, s.B1, s.C1), cfRecallIDs(r)); d != "" {
 			t.Errorf("known_at before the resolution (-want +got):\n%s", d)
 		}
 		for _, x := range r.Results {
@@ -1496,7 +1460,7 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 		if rep.Overdue != 1 || rep.Escalated != 0 {
 			t.Errorf("at the deadline: %+v, want overdue and nothing escalated as exhausted", rep)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
+		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
 			s.ConflictID); n != 0 {
 			t.Errorf("%d max_attempts_exhausted events for a case whose every review succeeded", n)
 		}
@@ -1525,7 +1489,7 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 		if c := e.nrCase(s.ConflictID); c.Version != opened.Version {
 			t.Errorf("case version %d -> %d after a successful review", opened.Version, c.Version)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
+		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
 			s.ConflictID); n != 0 {
 			t.Errorf("%d max_attempts_exhausted events after the successful attempt", n)
 		}
@@ -1623,7 +1587,7 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 		if rep := e.nrRun("other"); rep.Claimed != 1 || rep.Resolved != 1 {
 			t.Errorf("after the lease: %+v, want the case reclaimed and resolved", rep)
 		}
-		if n := e.nrInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, s.ConflictID); n != 1 {
+		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, s.ConflictID); n != 1 {
 			t.Errorf("%d resolved events", n)
 		}
 	})
