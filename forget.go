@@ -100,8 +100,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 			return fmt.Errorf("relationship %s: %w", rel.ID, ErrNotFound)
 		}
 		for _, s := range kl.Supports {
-			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], evidence.Support{Group: s.Group,
-				ContentHash: s.ContentHash, Effective: true, AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, pr.Policy.AuthoritativeProfiles)})
+			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], review.Support(s, pr.Policy.AuthoritativeProfiles))
 		}
 		for i := range kl.Cases {
 			if kl.Cases[i].Status.Live() && kl.Cases[i].Key == key {

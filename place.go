@@ -115,7 +115,7 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 		pl.objectNames[id] = n
 	}
 	for _, s := range kl.Supports {
-		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], pl.support(s.Group, s.ContentHash, s.Authority, s.Author))
+		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], review.Support(s, pl.policy.AuthoritativeProfiles))
 	}
 	if err := pl.checkReferences(); err != nil {
 		return store.WriteSet{}, nil, err
@@ -261,9 +261,10 @@ func (pl *planner) crossReferences(ks *review.KeyState, rel *relationship.Relati
 	return out
 }
 
+// support is the counted view of a support link this call writes (review.Support).
 func (pl *planner) support(group, hash string, auth evidence.Authority, author identity.ProfileID) evidence.Support {
-	return evidence.Support{Group: group, ContentHash: hash, Effective: true,
-		AllowedAuthority: evidence.AllowedAuthority(auth, author, pl.policy.AuthoritativeProfiles)}
+	return review.Support(store.SupportRow{Group: group, ContentHash: hash, Authority: auth, Author: author},
+		pl.policy.AuthoritativeProfiles)
 }
 
 func (pl *planner) writeFragments(out *Placement) {

@@ -12,6 +12,13 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
+// Support is a stored support link as the counting rules see it: effective, and carrying authority
+// only when its author is one of the policy's authoritative profiles.
+func Support(s store.SupportRow, authoritative []identity.ProfileID) evidence.Support {
+	return evidence.Support{Group: s.Group, ContentHash: s.ContentHash, Effective: true,
+		AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, authoritative)}
+}
+
 // KeyState is everything one transaction knows about one conflict key after its locks: every
 // owner's relationships (changed in place as the transaction plans), their supports, and the live case.
 type KeyState struct {

@@ -235,9 +235,7 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 			byID[r.ID] = r
 		}
 		for _, s := range kl.Supports {
-			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], evidence.Support{Group: s.Group,
-				ContentHash: s.ContentHash, Effective: true,
-				AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, pol.AuthoritativeProfiles)})
+			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], Support(s, pol.AuthoritativeProfiles))
 			if r := byID[s.RelationshipID]; r != nil && s.ConfirmedFrom != nil && r.Validity.From != nil && s.ConfirmedFrom.Equal(*r.Validity.From) {
 				confirmed[r.ID] = *r.Validity.From
 			}
