@@ -19,6 +19,11 @@ var (
 	ErrConflict              = store.ErrConflict
 	ErrUnavailable           = store.ErrUnavailable
 	ErrIntegrity             = store.ErrIntegrity
+	// ErrTimeout: a store call ran past Limits.StatementTimeout and was cancelled; nothing was written.
+	ErrTimeout = store.ErrTimeout
+	// ErrInternal: an unexpected database failure; the driver's error stays in the chain
+	// (errors.As reaches *pgconn.PgError) and nothing of the failed call was written.
+	ErrInternal = store.ErrInternal
 	// ErrVerifier: the configured Verifier failed or answered out of contract; nothing was written.
 	ErrVerifier = fmt.Errorf("densemem: verifier failed")
 )

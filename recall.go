@@ -73,16 +73,20 @@ type RecallResult struct {
 	ResolvedConflict *ResolvedConflictRef `json:"resolved_conflict,omitempty"`
 }
 
-// EvidenceExcerpt is one cited span of a supporting fragment (at most 600 bytes of it).
+// EvidenceExcerpt is one cited span of a supporting fragment: at most evidence.MaxExcerptBytes (600)
+// bytes of it, cut before a whole character (preferably after a word), never inside one.
 type EvidenceExcerpt struct {
-	FragmentID      FragmentID          `json:"fragment_id"`
-	Start           int                 `json:"start"`
-	End             int                 `json:"end"`
-	Excerpt         string              `json:"excerpt"`
-	SourceType      evidence.SourceType `json:"source_type"`
-	Authority       evidence.Authority  `json:"authority"`
-	SourceGroup     string              `json:"source_group"`
-	AuthorProfileID ProfileID           `json:"author_profile_id"`
+	FragmentID FragmentID `json:"fragment_id"`
+	// Start and End are the cited span's byte offsets in the fragment.
+	Start   int    `json:"start"`
+	End     int    `json:"end"`
+	Excerpt string `json:"excerpt"`
+	// ExcerptTruncated says the excerpt is shorter than the cited span; Trace shows all of it.
+	ExcerptTruncated bool                `json:"excerpt_truncated,omitempty"`
+	SourceType       evidence.SourceType `json:"source_type"`
+	Authority        evidence.Authority  `json:"authority"`
+	SourceGroup      string              `json:"source_group"`
+	AuthorProfileID  ProfileID           `json:"author_profile_id"`
 }
 
 // RecallConflict is a team conflict case as a reader must see it.
@@ -402,7 +406,7 @@ func excerpts(es []store.RecallEvidence) []EvidenceExcerpt {
 	out := make([]EvidenceExcerpt, 0, len(es))
 	for _, e := range es {
 		out = append(out, EvidenceExcerpt{FragmentID: e.FragmentID, Start: e.Start, End: e.End, Excerpt: e.Excerpt,
-			SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
+			ExcerptTruncated: e.ExcerptCut, SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
 	}
 	return out
 }

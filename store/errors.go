@@ -26,4 +26,11 @@ var (
 	// ErrIntegrity: the database refused a write that would break one of its integrity rules
 	// (an append-only ledger, an immutable authored field, a missing transition).
 	ErrIntegrity = errors.New("densemem: integrity rule violated")
+	// ErrTimeout: a statement ran past the store's statement timeout and was cancelled by the
+	// database; nothing of its transaction remains.
+	ErrTimeout = errors.New("densemem: statement timeout")
+	// ErrInternal: the database failed in a way the library does not expect (a bug or a damaged
+	// database). The driver's error stays in the chain for diagnostics; nothing of the failed
+	// transaction remains.
+	ErrInternal = errors.New("densemem: internal store error")
 )

@@ -62,13 +62,16 @@ type RecallEvidence struct {
 	SupportID      string
 	FragmentID     evidence.FragmentID
 	Start, End     int
-	Excerpt        string
-	SourceType     evidence.SourceType
-	Authority      evidence.Authority
-	SourceGroup    string
-	ContentHash    string
-	Author         identity.ProfileID
-	CreatedAt      time.Time
+	// Excerpt is the cited span cut to evidence.MaxExcerptBytes by evidence.Excerpt; ExcerptCut says
+	// whether it was cut.
+	Excerpt     string
+	ExcerptCut  bool
+	SourceType  evidence.SourceType
+	Authority   evidence.Authority
+	SourceGroup string
+	ContentHash string
+	Author      identity.ProfileID
+	CreatedAt   time.Time
 }
 
 // RecallCase is a conflict case as of an instant: the case row's identity and deadlines, and the

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -51,7 +52,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 func Open(ctx context.Context, dsn string) (*Store, error) {
 	pool, err := pgxpool.New(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open pool: %v", store.ErrUnavailable, redact(err))
+		return nil, fmt.Errorf("%w: open pool: %w", store.ErrUnavailable, err)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
@@ -81,17 +82,17 @@ func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx
 			return nil
 		}
 		if !retryable(err) {
-			return translate(err)
+			return err
 		}
 		last = err
 	}
-	return fmt.Errorf("%w after %d attempts: %v", store.ErrConflict, s.attempts, redact(last))
+	return fmt.Errorf("%w after %d attempts: %w", store.ErrConflict, s.attempts, last)
 }
 
 func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
-		return err
+		return translate(err)
 	}
 	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx)}
 	defer func() {
@@ -118,7 +119,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 		return err
 	}
 	if _, err = t.conn.Exec(ctx, "COMMIT"); err != nil {
-		return err
+		return translate(err)
 	}
 	t.done = true
 	return nil
@@ -134,15 +135,17 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
-// translate maps a driver error onto the store's sentinels. Errors that already carry a sentinel, come
-// from the caller's context, or are not the driver's pass through unchanged.
+// translate maps a driver error onto the store's sentinels, keeping the driver's error in the chain
+// as the cause (errors.As reaches *pgconn.PgError). Errors that already carry a sentinel or come from
+// the caller's context pass through unchanged; any other failure is ErrInternal.
 func translate(err error) error {
 	if err == nil {
 		return nil
 	}
 	for _, s := range []error{store.ErrNotFound, store.ErrForbidden, store.ErrNotOwner, store.ErrIdempotencyConflict,
 		store.ErrStaleConflictVersion, store.ErrNotMaterialToConflict, store.ErrStaleVersion, store.ErrConflict,
-		store.ErrUnavailable, store.ErrIntegrity, failpoint.ErrInjected, context.Canceled, context.DeadlineExceeded} {
+		store.ErrUnavailable, store.ErrIntegrity, store.ErrTimeout, store.ErrInternal, failpoint.ErrInjected,
+		context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			return err
 		}
@@ -152,30 +155,26 @@ func translate(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
+		code := pgErr.Code
 		switch {
-		case pgErr.Code == "DM003":
-			return fmt.Errorf("%w: %s", store.ErrStaleVersion, pgErr.Message)
-		case pgErr.Code == "DM001" || pgErr.Code == "DM002" || pgErr.Code[:2] == "23":
-			return fmt.Errorf("%w: %s", store.ErrIntegrity, pgErr.Message)
-		case pgErr.Code == "40P01" || pgErr.Code == "40001":
-			return fmt.Errorf("%w: %s", store.ErrConflict, pgErr.Message)
-		case pgErr.Code[:2] == "08" || pgErr.Code[:2] == "57" || pgErr.Code[:2] == "53":
-			return fmt.Errorf("%w: %s", store.ErrUnavailable, pgErr.Message)
+		case code == "DM003":
+			return fmt.Errorf("%w: %w", store.ErrStaleVersion, pgErr)
+		case code == "DM001" || code == "DM002" || strings.HasPrefix(code, "23"):
+			return fmt.Errorf("%w: %w", store.ErrIntegrity, pgErr)
+		case code == "40P01" || code == "40001":
+			return fmt.Errorf("%w: %w", store.ErrConflict, pgErr)
+		case code == "55P03" || (code == "57014" && strings.Contains(pgErr.Message, "timeout")):
+			// lock_not_available (lock_timeout) or a statement cancelled by statement_timeout.
+			return fmt.Errorf("%w: %w", store.ErrTimeout, pgErr)
+		case strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57") || strings.HasPrefix(code, "53"):
+			return fmt.Errorf("%w: %w", store.ErrUnavailable, pgErr)
 		}
-		return fmt.Errorf("densemem store: database error %s: %s", pgErr.Code, pgErr.Message)
+		return fmt.Errorf("%w: %w", store.ErrInternal, pgErr)
 	}
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("%w: %v", store.ErrUnavailable, redact(err))
+		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
 	}
-	return err
-}
-
-// redact renders an error as text without keeping the driver value in the chain.
-func redact(err error) string {
-	if err == nil {
-		return ""
-	}
-	return err.Error()
+	return fmt.Errorf("%w: %w", store.ErrInternal, err)
 }

@@ -139,9 +139,12 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	return out, nil
 }
 
+// recallEvidenceSQL reads each support's cited span as bytes, at most $4 of them: the excerpt limit
+// plus a lookahead, cut in Go on a character boundary (evidence.Excerpt). Cutting text in SQL by bytes
+// could split a character, which PostgreSQL refuses to convert back to text.
 const recallEvidenceSQL = `-- name: RecallEvidence
 SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
-       convert_from(substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, 600)), 'UTF8'),
+       substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, $4::int)),
        f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at
 FROM support_links s
 JOIN evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
@@ -182,13 +185,16 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 		out.Views, err = pgx.CollectRows(rows, scanRelationshipView)
 		return err
 	})
-	b.Queue(recallEvidenceSQL, p.Team, ids, p.KnownAt).Query(func(rows pgx.Rows) error {
+	const read = evidence.MaxExcerptBytes + evidence.ExcerptLookahead
+	b.Queue(recallEvidenceSQL, p.Team, ids, p.KnownAt, read).Query(func(rows pgx.Rows) error {
 		out.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallEvidence, error) {
 			var e store.RecallEvidence
 			var st, auth string
-			err := row.Scan(&e.RelationshipID, &e.SupportID, &e.FragmentID, &e.Start, &e.End, &e.Excerpt, &st, &auth,
+			var span []byte
+			err := row.Scan(&e.RelationshipID, &e.SupportID, &e.FragmentID, &e.Start, &e.End, &span, &st, &auth,
 				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt)
 			e.SourceType, e.Authority = evidence.SourceType(st), evidence.Authority(auth)
+			e.Excerpt, e.ExcerptCut = evidence.Excerpt(string(span), evidence.MaxExcerptBytes, e.End-e.Start <= read)
 			return e, err
 		})
 		return err
