@@ -27,7 +27,8 @@ type Config struct {
 	Nightly NightlyConfig
 }
 
-// Limits bounds one request. Zero fields take the defaults shown.
+// Limits bounds one request and the work it may cause. Zero fields take the defaults shown; a
+// request past a limit is refused with a *ValidationError naming the field, and nothing is written.
 type Limits struct {
 	MaxEvidence      int // evidence items per Remember (20)
 	MaxContentBytes  int // bytes per evidence item (32 KiB)
@@ -35,18 +36,37 @@ type Limits struct {
 	MaxRelationships int // proposal relationships per Remember (200)
 	MaxCitations     int // citations per relationship (20)
 	MaxTextBytes     int // bytes of a name, ref, predicate phrase, scope or key (512)
+	// MaxAliasesPerEntity bounds the aliases one entity holds, stored and proposed (32; at most
+	// HardMaxAliasesPerEntity, which the database enforces).
+	MaxAliasesPerEntity int
+	// MaxNames bounds the names and aliases of the entities of one Remember that have no
+	// known_entity_id (256): each is looked up by index and takes a name lock.
+	MaxNames int
+	// MaxAdvisoryLocks bounds the advisory locks one transaction takes per lock class (entity names,
+	// conflict keys) (64). Past it the transaction takes its team's lock of that class exclusively
+	// instead, so a large request serialises its team's writers of that class rather than filling
+	// the server's shared lock table.
+	MaxAdvisoryLocks int
 }
 
 // Defaults.
 const (
-	DefaultAutoWriteThreshold = 0.7
-	DefaultReviewTTL          = 7 * 24 * time.Hour
-	DefaultMaxEvidence        = 20
-	DefaultMaxContentBytes    = 32 << 10
-	DefaultMaxEntities        = 100
-	DefaultMaxRelationships   = 200
-	DefaultMaxCitations       = 20
-	DefaultMaxTextBytes       = 512
+	DefaultAutoWriteThreshold  = 0.7
+	DefaultReviewTTL           = 7 * 24 * time.Hour
+	DefaultMaxEvidence         = 20
+	DefaultMaxContentBytes     = 32 << 10
+	DefaultMaxEntities         = 100
+	DefaultMaxRelationships    = 200
+	DefaultMaxCitations        = 20
+	DefaultMaxTextBytes        = 512
+	DefaultMaxAliasesPerEntity = 32
+	DefaultMaxNames            = 256
+	DefaultMaxAdvisoryLocks    = 64
+	// HardMaxAliasesPerEntity is the most aliases an entity can hold whatever the configuration; a
+	// database trigger refuses more.
+	HardMaxAliasesPerEntity = 255
+	// MaxIdentityContextKeys bounds the keys of one identity_context.
+	MaxIdentityContextKeys = 20
 )
 
 func (c *Config) withDefaults() Config {
@@ -75,7 +95,9 @@ func (c *Config) withDefaults() Config {
 		def int
 	}{{&l.MaxEvidence, DefaultMaxEvidence}, {&l.MaxContentBytes, DefaultMaxContentBytes},
 		{&l.MaxEntities, DefaultMaxEntities}, {&l.MaxRelationships, DefaultMaxRelationships},
-		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes}} {
+		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
+		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
+		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}

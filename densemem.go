@@ -43,6 +43,10 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.nightly",
 			Message: "batch must be within 1..10000, lease within 10s..1h, max attempts within 1..20"}}}
 	}
+	if c.Limits.MaxAliasesPerEntity > HardMaxAliasesPerEntity {
+		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.limits.max_aliases_per_entity",
+			Message: fmt.Sprintf("must be at most %d", HardMaxAliasesPerEntity)}}}
+	}
 	return &Client{store: st, cfg: c}, nil
 }
 

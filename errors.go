@@ -34,9 +34,15 @@ type FieldProblem struct {
 	Message string `json:"message"`
 }
 
-// ValidationError lists every problem of a rejected request. Nothing was written.
+// MaxProblems bounds the problems one ValidationError lists; the rest are only counted.
+const MaxProblems = 100
+
+// ValidationError lists the problems of a rejected request (at most MaxProblems of them, the rest
+// counted in Omitted). Nothing was written.
 type ValidationError struct {
 	Problems []FieldProblem `json:"problems"`
+	// Omitted counts the problems found past MaxProblems.
+	Omitted int `json:"omitted_problems,omitempty"`
 }
 
 // Error lists the problems as "path: message" pairs.
@@ -45,10 +51,14 @@ func (e *ValidationError) Error() string {
 	for i, p := range e.Problems {
 		parts[i] = p.Path + ": " + p.Message
 	}
-	return "densemem: invalid request: " + strings.Join(parts, "; ")
+	msg := "densemem: invalid request: " + strings.Join(parts, "; ")
+	if e.Omitted > 0 {
+		msg += fmt.Sprintf("; and %d more", e.Omitted)
+	}
+	return msg
 }
 
-// Has reports whether some problem is located at path.
+// Has reports whether some listed problem is located at path.
 func (e *ValidationError) Has(path string) bool {
 	for _, p := range e.Problems {
 		if p.Path == path {
@@ -58,16 +68,27 @@ func (e *ValidationError) Has(path string) bool {
 	return false
 }
 
-// problems accumulates FieldProblems while validating.
-type problems []FieldProblem
-
-func (ps *problems) add(path, format string, args ...any) {
-	*ps = append(*ps, FieldProblem{Path: path, Message: fmt.Sprintf(format, args...)})
+// problems accumulates FieldProblems while validating, keeping the first MaxProblems and counting
+// the rest, so a request with millions of problems costs no more than one with a hundred.
+type problems struct {
+	list    []FieldProblem
+	omitted int
 }
 
-func (ps problems) err() error {
-	if len(ps) == 0 {
+func (ps *problems) add(path, format string, args ...any) {
+	if len(ps.list) >= MaxProblems {
+		ps.omitted++
+		return
+	}
+	ps.list = append(ps.list, FieldProblem{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// any reports whether a problem was found.
+func (ps *problems) any() bool { return len(ps.list) > 0 }
+
+func (ps *problems) err() error {
+	if len(ps.list) == 0 {
 		return nil
 	}
-	return &ValidationError{Problems: ps}
+	return &ValidationError{Problems: ps.list, Omitted: ps.omitted}
 }

@@ -1,8 +1,10 @@
 package densemem_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -93,5 +95,65 @@ func TestUnexpectedStoreFailureIsErrInternal(t *testing.T) {
 	_, err = e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: out.RelationshipID})
 	if !errors.Is(err, densemem.ErrInternal) || !errors.As(err, &pgErr) {
 		t.Fatalf("trace over a broken schema: %v, want ErrInternal", err)
+	}
+}
+
+// allocated returns the bytes allocated while f runs.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestOverLimitRequestsAllocateLittle: a request far over a count limit is refused on its counts
+// alone (one problem, a few kilobytes allocated, nothing written, before the principal is loaded),
+// and a request within the limits but full of problems lists MaxProblems of them and counts the rest,
+// allocating a small multiple of its own size. (Before: 1,000,000 empty relationships produced
+// 6,000,001 problems and allocated 2.96 GB.)
+func TestOverLimitRequestsAllocateLittle(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	before := e.counts()
+
+	huge := densemem.RememberRequest{IdempotencyKey: "k", Evidence: []densemem.EvidenceInput{{Content: "x", SourceType: "manual"}},
+		Proposal: densemem.Proposal{Relationships: make([]densemem.ProposedRelationship, 1_000_000)}}
+	var err error
+	bytes := allocated(func() { _, err = e.client.Remember(e.ctx, e.A, huge) })
+	var verr *densemem.ValidationError
+	if !errors.As(err, &verr) || len(verr.Problems) != 1 || !verr.Has("proposal.relationships") {
+		t.Fatalf("1,000,000 relationships: %v, want one count problem", err)
+	}
+	if bytes > 64<<10 {
+		t.Errorf("1,000,000 relationships: %d bytes allocated, want at most 64 KiB", bytes)
+	}
+
+	// Within the limits, every citation wrong: 200 relationships × 20 citations.
+	many := densemem.RememberRequest{IdempotencyKey: "k", Evidence: []densemem.EvidenceInput{{Content: "x", SourceType: "manual"}}}
+	many.Proposal.Entities = []densemem.ProposedEntity{{Ref: "s", Name: "s", EntityKind: "environment"}}
+	for i := range densemem.DefaultMaxRelationships {
+		r := densemem.ProposedRelationship{ProposalID: fmt.Sprint(i), SubjectRef: "s", Predicate: "deploys from", ObjectRef: "s"}
+		for range densemem.DefaultMaxCitations {
+			r.Evidence = append(r.Evidence, densemem.Citation{EvidenceIndex: 7, Start: 0, End: 1})
+		}
+		many.Proposal.Relationships = append(many.Proposal.Relationships, r)
+	}
+	size, _ := json.Marshal(many)
+	hugeBytes := bytes
+	bytes = allocated(func() { _, err = e.client.Remember(e.ctx, e.A, many) })
+	if !errors.As(err, &verr) || len(verr.Problems) != densemem.MaxProblems || verr.Omitted == 0 {
+		t.Fatalf("4000 bad citations: %v, want %d problems and the rest counted", err, densemem.MaxProblems)
+	}
+	if want := densemem.DefaultMaxRelationships*densemem.DefaultMaxCitations + 1 - densemem.MaxProblems; verr.Omitted != want {
+		t.Errorf("omitted %d problems, want %d", verr.Omitted, want)
+	}
+	if bytes > 8*uint64(len(size)) {
+		t.Errorf("4000 bad citations: %d bytes allocated for a %d-byte request, want at most 8x", bytes, len(size))
+	}
+	t.Logf("1,000,000 relationships: %d bytes allocated; 4000 problems: %d bytes for a %d-byte request", hugeBytes, bytes, len(size))
+	if after := e.counts(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("rejected requests wrote rows: %v -> %v", before, after)
 	}
 }

@@ -47,7 +47,8 @@ type CreateProfileRequest struct {
 func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfileRequest) (ProfileID, error) {
 	var ps problems
 	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
-	for i, s := range req.Scopes {
+	checkCount(&ps, "scopes", len(req.Scopes), MaxListItems)
+	for i, s := range req.Scopes[:min(len(req.Scopes), MaxListItems)] {
 		if !s.Valid() {
 			ps.add(fmt.Sprintf("scopes[%d]", i), "unknown scope %q", s)
 		}
@@ -98,8 +99,10 @@ func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy)
 	if _, err := time.LoadLocation(pol.TimeZone); err != nil {
 		ps.add("time_zone", "unknown IANA time zone %q", pol.TimeZone)
 	}
-	for i, id := range pol.AuthoritativeProfileIDs {
-		checkText(&ps, fmt.Sprintf("authoritative_profile_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
+	if checkCount(&ps, "authoritative_profile_ids", len(pol.AuthoritativeProfileIDs), MaxListItems) {
+		for i, id := range pol.AuthoritativeProfileIDs {
+			checkText(&ps, fmt.Sprintf("authoritative_profile_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
+		}
 	}
 	if err := ps.err(); err != nil {
 		return pol, err
@@ -154,6 +157,12 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 	if !def.CurrentCardinality.Valid() {
 		ps.add("current_cardinality", "unknown cardinality %q (one or many)", def.CurrentCardinality)
 	}
+	if !checkCount(&ps, "aliases", len(def.Aliases), MaxListItems) || !checkCount(&ps, "subject_kinds", len(def.SubjectKinds), MaxListItems) ||
+		!checkCount(&ps, "object_kinds", len(def.ObjectKinds), MaxListItems) {
+		return def, ps.err()
+	}
+	// The caller's slice is not rewritten in place.
+	def.Aliases = slices.Clone(def.Aliases)
 	for i, a := range def.Aliases {
 		checkText(&ps, fmt.Sprintf("aliases[%d]", i), a, true, c.cfg.Limits.MaxTextBytes)
 		def.Aliases[i] = relationship.NormalizePhrase(a)

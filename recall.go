@@ -21,6 +21,8 @@ import (
 const (
 	DefaultRecallLimit = 10
 	MaxRecallLimit     = 50
+	// MaxExpandEntities bounds expand_from_entity_ids.
+	MaxExpandEntities = 50
 	// RRFK is the reciprocal-rank-fusion constant: a branch's rank r contributes 1/(RRFK+r).
 	RRFK = 60
 )
@@ -140,8 +142,10 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	if strings.TrimSpace(req.Query) == "" && len(req.ExpandFromEntityIDs) == 0 {
 		ps.add("query", "a query or expand_from_entity_ids is required")
 	}
-	if len(req.ExpandFromEntityIDs) > 50 {
-		ps.add("expand_from_entity_ids", "has more than 50 entities")
+	if n := len(req.ExpandFromEntityIDs); n > MaxExpandEntities {
+		// Refused on the count alone: no per-item work for an oversized list.
+		ps.add("expand_from_entity_ids", "has %d entities, more than the limit of %d", n, MaxExpandEntities)
+		return nil, ps.err()
 	}
 	for i, id := range req.ExpandFromEntityIDs {
 		checkText(&ps, fmt.Sprintf("expand_from_entity_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)

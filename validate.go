@@ -31,16 +31,32 @@ func checkText(ps *problems, path, s string, required bool, max int) {
 	}
 }
 
-// validateRemember checks the whole request without the database and returns every problem.
+// MaxListItems bounds the short lists of administrative requests: a profile's scopes, a team
+// policy's authoritative profiles, a predicate's aliases and its subject and object kinds.
+const MaxListItems = 64
+
+// checkCount reports a problem and returns false when a list has more than max items, so the caller
+// skips its per-item checks.
+func checkCount(ps *problems, path string, n, max int) bool {
+	if n > max {
+		ps.add(path, "has %d items, more than the limit of %d", n, max)
+		return false
+	}
+	return true
+}
+
+// validateRemember checks the whole request without the database and returns its problems. Counts
+// are checked first: a request over a count limit is refused with those problems alone, before any
+// per-item work, so its cost never grows with how far over the limits it is.
 func validateRemember(req *RememberRequest, l Limits) error {
+	if err := checkRememberCounts(req, l); err != nil {
+		return err
+	}
 	var ps problems
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
 
-	switch n := len(req.Evidence); {
-	case n == 0:
+	if len(req.Evidence) == 0 {
 		ps.add("evidence", "at least one evidence item is required")
-	case n > l.MaxEvidence:
-		ps.add("evidence", "has %d items, more than the limit of %d", n, l.MaxEvidence)
 	}
 	for i, ev := range req.Evidence {
 		p := fmt.Sprintf("evidence[%d]", i)
@@ -67,9 +83,6 @@ func validateRemember(req *RememberRequest, l Limits) error {
 	}
 
 	refs := map[string]bool{}
-	if n := len(req.Proposal.Entities); n > l.MaxEntities {
-		ps.add("proposal.entities", "has %d items, more than the limit of %d", n, l.MaxEntities)
-	}
 	for i, e := range req.Proposal.Entities {
 		p := fmt.Sprintf("proposal.entities[%d]", i)
 		checkText(&ps, p+".ref", e.Ref, true, l.MaxTextBytes)
@@ -83,9 +96,6 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		}
 		for j, a := range e.Aliases {
 			checkText(&ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, true, l.MaxTextBytes)
-		}
-		if len(e.IdentityContext) > 20 {
-			ps.add(p+".identity_context", "has %d keys, more than the limit of 20", len(e.IdentityContext))
 		}
 		folded := map[string]bool{}
 		for _, k := range sortedKeys(e.IdentityContext) {
@@ -103,11 +113,8 @@ func validateRemember(req *RememberRequest, l Limits) error {
 
 	cited := make([]bool, len(req.Evidence))
 	ids := map[string]bool{}
-	switch n := len(req.Proposal.Relationships); {
-	case n == 0:
+	if len(req.Proposal.Relationships) == 0 {
 		ps.add("proposal.relationships", "at least one relationship is required")
-	case n > l.MaxRelationships:
-		ps.add("proposal.relationships", "has %d items, more than the limit of %d", n, l.MaxRelationships)
 	}
 	for i, r := range req.Proposal.Relationships {
 		p := fmt.Sprintf("proposal.relationships[%d]", i)
@@ -151,11 +158,8 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
 			ps.add(p+".valid_to", "must be after valid_from (at microsecond precision)")
 		}
-		switch n := len(r.Evidence); {
-		case n == 0:
+		if len(r.Evidence) == 0 {
 			ps.add(p+".evidence", "at least one citation is required")
-		case n > l.MaxCitations:
-			ps.add(p+".evidence", "has %d citations, more than the limit of %d", n, l.MaxCitations)
 		}
 		for j, c := range r.Evidence {
 			cp := fmt.Sprintf("%s.evidence[%d]", p, j)
@@ -191,6 +195,37 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		if !ok {
 			ps.add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
 		}
+	}
+	return ps.err()
+}
+
+// checkRememberCounts refuses a request over any count limit: evidence items, entities, aliases per
+// entity, identity-context keys, names, relationships and citations per relationship. It reads only
+// lengths (the per-entity and per-relationship loops run only once their lists are within limits).
+func checkRememberCounts(req *RememberRequest, l Limits) error {
+	var ps problems
+	over := func(path string, n, max int, what string) {
+		if n > max {
+			ps.add(path, "has %d %s, more than the limit of %d", n, what, max)
+		}
+	}
+	over("evidence", len(req.Evidence), l.MaxEvidence, "items")
+	over("proposal.entities", len(req.Proposal.Entities), l.MaxEntities, "items")
+	over("proposal.relationships", len(req.Proposal.Relationships), l.MaxRelationships, "items")
+	if ps.any() {
+		return ps.err()
+	}
+	names := 0
+	for i, e := range req.Proposal.Entities {
+		over(fmt.Sprintf("proposal.entities[%d].aliases", i), len(e.Aliases), l.MaxAliasesPerEntity, "aliases")
+		over(fmt.Sprintf("proposal.entities[%d].identity_context", i), len(e.IdentityContext), MaxIdentityContextKeys, "keys")
+		if e.KnownEntityID == "" {
+			names += 1 + len(e.Aliases)
+		}
+	}
+	over("proposal.entities", names, l.MaxNames, "names (names and aliases of entities without known_entity_id)")
+	for i, r := range req.Proposal.Relationships {
+		over(fmt.Sprintf("proposal.relationships[%d].evidence", i), len(r.Evidence), l.MaxCitations, "citations")
 	}
 	return ps.err()
 }
