@@ -301,7 +301,7 @@ func (pl *planner) writeEntities(out *Placement) {
 			Context: r.entity.Context, CreatedBy: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
 		for _, n := range r.entity.Names {
 			pl.ws.EntityNames = append(pl.ws.EntityNames, store.EntityNameRow{Team: pl.p.TeamID, EntityID: r.EntityID,
-				Name: n.Name, Normalized: n.Normalized, Kind: n.Kind, CreatedAt: pl.now})
+				Name: n.Name, Normalized: n.Normalized, Skeleton: identity.Skeleton(n.Normalized), Kind: n.Kind, CreatedAt: pl.now})
 		}
 	}
 }
@@ -523,6 +523,9 @@ func (pl *planner) identityReview(out RelationshipOutcome, obsID string, r Propo
 		}
 	}
 	out.Reason = "more than one entity matches " + strings.Join(names, " and ")
+	if subj.LookAlike || obj.LookAlike {
+		out.Reason = strings.Join(names, " and ") + " looks like the name of an existing entity written with other characters"
+	}
 	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil,
 		fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
 		[]ReviewChoice{{"select_entity", "select one of the server-supplied candidates"},

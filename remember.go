@@ -72,7 +72,8 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	var placement *Placement
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
-			IdempotencyKey: req.IdempotencyKey, NameLocks: in.names, Names: in.names, KnownEntities: in.known})
+			IdempotencyKey: req.IdempotencyKey, NameLocks: in.names, Names: in.names, KnownEntities: in.known,
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
 		if err != nil {
 			return err
 		}
@@ -91,7 +92,8 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		keys, cases := pl.keys(false), in.responses()
 		var kl store.KeysLocked
 		if len(keys) > 0 || len(cases) > 0 {
-			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases}); err != nil {
+			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
+				MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
 				return err
 			}
 		}
@@ -176,7 +178,8 @@ func newIntake(req *RememberRequest) *intake {
 		}
 		// Every name the call may write for a new entity is locked: its name and its aliases.
 		for _, name := range append([]string{m.Name}, m.Aliases...) {
-			n := store.NameLookup{Kind: m.Kind, Normalized: identity.NormalizeName(name)}
+			key := identity.NormalizeName(name)
+			n := store.NameLookup{Kind: m.Kind, Normalized: key, Skeleton: identity.Skeleton(key)}
 			if !seen[n] {
 				seen[n] = true
 				in.names = append(in.names, n)
@@ -259,13 +262,15 @@ func (in *intake) resolve(candidates, known []identity.Entity) map[string]resolu
 	return out
 }
 
+// newEntity is the entity a mention creates: its name as canonical name and each alias whose key
+// differs from every earlier name's key.
 func newEntity(id identity.EntityID, m identity.Mention) identity.Entity {
 	e := identity.Entity{ID: id, Kind: m.Kind, Context: m.Context,
 		Names: []identity.Name{{Name: m.Name, Normalized: identity.NormalizeName(m.Name), Kind: identity.NameCanonical}}}
 	for _, a := range m.Aliases {
-		norm := identity.NormalizeName(a)
-		if norm != identity.NormalizeName(m.Name) {
-			e.Names = append(e.Names, identity.Name{Name: strings.TrimSpace(a), Normalized: norm, Kind: identity.NameAlias})
+		key := identity.NormalizeName(a)
+		if !slices.ContainsFunc(e.Names, func(n identity.Name) bool { return n.Normalized == key }) {
+			e.Names = append(e.Names, identity.Name{Name: strings.TrimSpace(a), Normalized: key, Kind: identity.NameAlias})
 		}
 	}
 	return e

@@ -45,6 +45,18 @@ func checkCount(ps *problems, path string, n, max int) bool {
 	return true
 }
 
+// checkName is checkText for an entity name or alias, which must also be able to identify something
+// (identity.NameProblem: no control characters, a visible character).
+func checkName(ps *problems, path, s string, max int) {
+	n := len(ps.list) + ps.omitted
+	checkText(ps, path, s, true, max)
+	if len(ps.list)+ps.omitted == n {
+		if why := identity.NameProblem(s); why != "" {
+			ps.add(path, "%s", why)
+		}
+	}
+}
+
 // validateRemember checks the whole request without the database and returns its problems. Counts
 // are checked first: a request over a count limit is refused with those problems alone, before any
 // per-item work, so its cost never grows with how far over the limits it is.
@@ -90,12 +102,12 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			ps.add(p+".ref", "duplicate ref %q", e.Ref)
 		}
 		refs[e.Ref] = true
-		checkText(&ps, p+".name", e.Name, true, l.MaxTextBytes)
+		checkName(&ps, p+".name", e.Name, l.MaxTextBytes)
 		if !kindPattern.MatchString(e.EntityKind) {
 			ps.add(p+".entity_kind", "must match %s", kindPattern)
 		}
 		for j, a := range e.Aliases {
-			checkText(&ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, true, l.MaxTextBytes)
+			checkName(&ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, l.MaxTextBytes)
 		}
 		folded := map[string]bool{}
 		for _, k := range sortedKeys(e.IdentityContext) {

@@ -168,6 +168,7 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 		text("source_revision", ev.SourceRevision, false)
 	}
 	refs := map[string]bool{}
+	names := 0
 	if n := len(req.Proposal.Entities); n > l.MaxEntities {
 		bad("proposal.entities: %d items", n)
 	}
@@ -186,6 +187,18 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 		}
 		for _, a := range e.Aliases {
 			text("alias", a, true)
+			if why := identity.NameProblem(a); why != "" {
+				bad("proposal.entities[%d] alias %q: %s", i, a, why)
+			}
+		}
+		if why := identity.NameProblem(e.Name); why != "" {
+			bad("proposal.entities[%d].name %q: %s", i, e.Name, why)
+		}
+		if n := len(e.Aliases); n > l.MaxAliasesPerEntity {
+			bad("proposal.entities[%d]: %d aliases", i, n)
+		}
+		if e.KnownEntityID == "" {
+			names += 1 + len(e.Aliases)
 		}
 		folded := map[string]bool{}
 		for k, v := range e.IdentityContext {
@@ -200,6 +213,9 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 			bad("proposal.entities[%d].identity_context: %d keys", i, n)
 		}
 		text("known_entity_id", string(e.KnownEntityID), false)
+	}
+	if names > l.MaxNames {
+		bad("proposal.entities: %d names", names)
 	}
 	if n := len(req.Proposal.Relationships); n < 1 || n > l.MaxRelationships {
 		bad("proposal.relationships: %d items", n)

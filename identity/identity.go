@@ -5,8 +5,6 @@ package identity
 
 import (
 	"slices"
-	"strings"
-	"unicode"
 )
 
 // TeamID identifies a team, the tenant boundary.
@@ -87,11 +85,6 @@ func (e Entity) CanonicalName() string {
 	return ""
 }
 
-// NormalizeName folds a name for lookup: trimmed, lower case, inner white space collapsed to one space.
-func NormalizeName(s string) string {
-	return strings.Join(strings.FieldsFunc(strings.ToLower(s), unicode.IsSpace), " ")
-}
-
 // NormalizeContext folds identity-context keys and values the way names are folded, dropping empty
 // ones. When several keys fold to one, the value of the first key in byte order wins, so the result
 // never depends on map iteration order.
@@ -156,33 +149,44 @@ type Resolution struct {
 	Candidates []EntityID
 	// Truncated reports that more than MaxCandidates entities matched.
 	Truncated bool
+	// LookAlike reports an ambiguity made of look-alike names (Confusable), not of equal ones.
+	LookAlike bool
 }
 
 // Resolve decides a mention without a known ID against the team's entities that share one of its
-// normalised names. Candidates are entities of the same kind whose canonical or alias name equals the
-// mention's normalised name and whose identity context does not contradict the mention's: exactly
-// one is reused, none means create, several are ambiguous. Same name with different kinds never merges.
+// name keys or their skeletons. Candidates are entities of the same kind whose identity context does
+// not contradict the mention's and that hold a name whose key equals the mention's key: exactly one
+// is reused, several are ambiguous. With none, entities holding a name that is Confusable with the
+// mention's key make the mention ambiguous too (a look-alike never silently becomes a second entity);
+// otherwise the mention creates an entity. Same name with different kinds never merges.
 func Resolve(m Mention, known []Entity) Resolution {
 	want := NormalizeName(m.Name)
 	ctx := NormalizeContext(m.Context)
-	var ids []EntityID
+	var exact, lookAlike []EntityID
 	for _, e := range known {
 		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) {
 			continue
 		}
-		if slices.ContainsFunc(e.Names, func(n Name) bool { return n.Normalized == want }) {
-			ids = append(ids, e.ID)
+		switch {
+		case slices.ContainsFunc(e.Names, func(n Name) bool { return n.Normalized == want }):
+			exact = append(exact, e.ID)
+		case slices.ContainsFunc(e.Names, func(n Name) bool { return Confusable(n.Normalized, want) }):
+			lookAlike = append(lookAlike, e.ID)
 		}
+	}
+	ids, similar := exact, false
+	if len(ids) == 0 && len(lookAlike) > 0 {
+		ids, similar = lookAlike, true
 	}
 	slices.Sort(ids)
 	ids = slices.Compact(ids)
-	switch len(ids) {
-	case 0:
+	switch {
+	case len(ids) == 0:
 		return Resolution{Decision: DecisionCreated}
-	case 1:
+	case len(ids) == 1 && !similar:
 		return Resolution{Decision: DecisionReused, EntityID: ids[0]}
 	}
-	r := Resolution{Decision: DecisionAmbiguous, Candidates: ids}
+	r := Resolution{Decision: DecisionAmbiguous, Candidates: ids, LookAlike: similar}
 	if len(ids) > MaxCandidates {
 		r.Candidates, r.Truncated = ids[:MaxCandidates], true
 	}

@@ -47,12 +47,14 @@ type EntityRow struct {
 	CreatedAt time.Time
 }
 
-// EntityNameRow is a name of an entity; an existing (entity, normalised name) is left as it is.
+// EntityNameRow is a name of an entity with its lookup key (identity.NormalizeName) and the key's
+// skeleton (identity.Skeleton); an existing (entity, verbatim name) is left as it is.
 type EntityNameRow struct {
 	Team       identity.TeamID
 	EntityID   identity.EntityID
 	Name       string
 	Normalized string
+	Skeleton   string
 	Kind       identity.NameKind
 	CreatedAt  time.Time
 }

@@ -160,10 +160,13 @@ type PredicateAppendParams struct {
 	CreatedAt time.Time
 }
 
-// NameLookup is one (entity kind, normalised name) pair.
+// NameLookup is one name of a mention: its entity kind, its key (identity.NormalizeName) and the
+// key's skeleton (identity.Skeleton). Entities are looked up, and names locked, by skeleton, so a
+// look-alike name is found (and serialised) with an exact one.
 type NameLookup struct {
 	Kind       string
 	Normalized string
+	Skeleton   string
 }
 
 // RememberPrepareParams names what Remember reads before its transaction.
@@ -198,8 +201,11 @@ type IntakeLockParams struct {
 	Team           identity.TeamID
 	Profile        identity.ProfileID
 	IdempotencyKey string
-	// NameLocks are the names that may be created; they are locked in a sorted order.
+	// NameLocks are the names that may be created; they are locked in a sorted order (by kind and
+	// skeleton), or, past MaxLocks, by the team's name lock taken exclusively.
 	NameLocks []NameLookup
+	// MaxLocks bounds the advisory locks of one lock class in the transaction (0: no bound).
+	MaxLocks int
 	// Names are re-read after the locks (a superset of NameLocks).
 	Names []NameLookup
 	// KnownEntities are re-read after the locks.
@@ -219,6 +225,9 @@ type IntakeLocked struct {
 type KeysLockParams struct {
 	Team identity.TeamID
 	Keys []conflict.Key
+	// MaxLocks bounds the conflict-key advisory locks (0: no bound); past it the team's key lock is
+	// taken exclusively instead.
+	MaxLocks int
 	// Cases names conflict cases the call responds to; they are returned whatever their key or status.
 	Cases []conflict.ID
 	// Actor, when set, is the transaction's densemem.actor (the nightly reviewer sets

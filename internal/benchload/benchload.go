@@ -527,10 +527,11 @@ func (l *loader) tables() []table {
 				id, _, kind, r := entity(ents[i])
 				return []any{p.Team, id, kind, empty, p.Owner, l.id("ing", r), r.at}, nil
 			}},
-		{"entity_names", []string{"team_id", "entity_id", "name", "normalized_name", "name_kind", "created_at"},
+		{"entity_names", []string{"team_id", "entity_id", "name", "normalized_name", "skeleton", "name_kind", "created_at"},
 			len(ents), func(i int) ([]any, error) {
 				id, name, _, r := entity(ents[i])
-				return []any{p.Team, id, name, identity.NormalizeName(name), "canonical", r.at}, nil
+				key := identity.NormalizeName(name)
+				return []any{p.Team, id, name, key, identity.Skeleton(key), "canonical", r.at}, nil
 			}},
 		{"evidence_fragments", []string{"team_id", "fragment_id", "ingest_id", "evidence_index", "author_profile_id",
 			"source_type", "authority", "source_group", "source_key", "source_revision", "content_sha256", "content_length", "created_at"},

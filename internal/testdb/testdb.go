@@ -148,6 +148,12 @@ func startContainer() (u string, err error) {
 func New(tb testing.TB) *pgxpool.Pool {
 	tb.Helper()
 	admin, name := create(tb)
+	return open(tb, admin, name)
+}
+
+// open returns a pool on database name, closed when the test ends (before the database is dropped).
+func open(tb testing.TB, admin, name string) *pgxpool.Pool {
+	tb.Helper()
 	cfg, err := pgxpool.ParseConfig(admin)
 	if err != nil {
 		tb.Fatalf("testdb: parse admin URL: %v", err)
@@ -181,6 +187,27 @@ func NewURL(tb testing.TB) string {
 	return u
 }
 
+// NewEmpty returns a pool on a fresh database with no migrations applied (made from template0), for
+// tests of the migrations themselves. It is dropped when the test ends.
+func NewEmpty(tb testing.TB) *pgxpool.Pool {
+	tb.Helper()
+	admin, err := AdminURL()
+	if err != nil {
+		tb.Fatalf("%v", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	name := clonePrefix + randomHex(8)
+	if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "CREATE DATABASE "+ident(name)+" TEMPLATE template0")
+		return err
+	}); err != nil {
+		tb.Fatalf("testdb: create %s: %v", name, err)
+	}
+	tb.Cleanup(func() { drop(tb, admin, name) })
+	return open(tb, admin, name)
+}
+
 // create makes a fresh clone of the template, registers its drop, and returns the admin URL and
 // the clone's name.
 func create(tb testing.TB) (admin, name string) {
@@ -209,17 +236,20 @@ func create(tb testing.TB) (admin, name string) {
 	if err != nil {
 		tb.Fatalf("testdb: create %s from %s: %v", name, tpl, err)
 	}
-	tb.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-		defer cancel()
-		if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
-			_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
-			return err
-		}); err != nil {
-			tb.Errorf("testdb: drop %s: %v", name, err)
-		}
-	})
+	tb.Cleanup(func() { drop(tb, admin, name) })
 	return admin, name
+}
+
+// drop drops a test database, ending its connections.
+func drop(tb testing.TB, admin, name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
+		return err
+	}); err != nil {
+		tb.Errorf("testdb: drop %s: %v", name, err)
+	}
 }
 
 // templateName returns the name of the migrated template database for the embedded migrations:

@@ -11,34 +11,46 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// entitiesByNameSQL returns every entity of the given kinds ($2) with a name among $3, with all its
-// names. It over-fetches (kinds and names are not paired); identity.Resolve matches pairs exactly.
-// The shape is kept simple on purpose: it is planned quickly and uses entity_names_lookup.
+// entitiesByNameSQL returns the entities of the given kinds ($2) holding a name whose skeleton is
+// among $3, each with its matching names and its canonical name (never all of its names). Every
+// matching name is one probe of entity_names_skeleton, every entity one of the primary key and one of
+// entity_names_canonical, so the cost grows with the matches, not with how many names the matched
+// entities hold. Kinds and skeletons are not paired; identity.Resolve matches pairs exactly.
 const entitiesByNameSQL = `-- name: EntitiesByName
-SELECT e.entity_id, e.entity_kind, e.identity_context, n.name, n.normalized_name, n.name_kind
-FROM entities e
-JOIN entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id
-WHERE e.team_id = $1 AND e.entity_kind = ANY($2::text[])
-  AND e.entity_id IN (SELECT m.entity_id FROM entity_names m WHERE m.team_id = $1 AND m.normalized_name = ANY($3::text[]))
-ORDER BY e.entity_id, n.name_kind, n.normalized_name`
+WITH m AS MATERIALIZED (
+    SELECT n.entity_id, n.name, n.normalized_name, n.name_kind
+    FROM entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($3::text[])
+)
+SELECT e.entity_id, e.entity_kind, e.identity_context, m.name, m.normalized_name, m.name_kind
+FROM m JOIN entities e ON e.team_id = $1 AND e.entity_id = m.entity_id
+WHERE e.entity_kind = ANY($2::text[])
+UNION
+SELECT e.entity_id, e.entity_kind, e.identity_context, c.name, c.normalized_name, c.name_kind
+FROM (SELECT DISTINCT entity_id FROM m) h
+JOIN entities e ON e.team_id = $1 AND e.entity_id = h.entity_id
+JOIN entity_names c ON c.team_id = $1 AND c.entity_id = h.entity_id AND c.name_kind = 'canonical'
+WHERE e.entity_kind = ANY($2::text[])
+ORDER BY 1, 6, 5`
 
+// entitiesByIDSQL returns known entities with their canonical names: a known entity is not matched
+// by name, so its other names are not needed.
 const entitiesByIDSQL = `-- name: EntitiesByID
 SELECT e.entity_id, e.entity_kind, e.identity_context, n.name, n.normalized_name, n.name_kind
 FROM entities e
-JOIN entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id
+JOIN entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
 WHERE e.team_id = $1 AND e.entity_id = ANY($2::text[])
-ORDER BY e.entity_id, n.name_kind, n.normalized_name`
+ORDER BY e.entity_id`
 
 const idempotencyGetSQL = `-- name: IdempotencyGet
 SELECT operation, request_hash, ingest_id, result FROM idempotency_records
 WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`
 
-func nameArgs(names []store.NameLookup) ([]string, []string) {
-	kinds, norms := make([]string, len(names)), make([]string, len(names))
+func nameArgs(names []store.NameLookup) (kinds, skeletons []string) {
+	kinds, skeletons = make([]string, len(names)), make([]string, len(names))
 	for i, n := range names {
-		kinds[i], norms[i] = n.Kind, n.Normalized
+		kinds[i], skeletons[i] = n.Kind, n.Skeleton
 	}
-	return kinds, norms
+	return kinds, skeletons
 }
 
 func entityStrings(ids []identity.EntityID) []string {
@@ -52,8 +64,8 @@ func entityStrings(ids []identity.EntityID) []string {
 // queueEntityReads queues the entity reads of a call: by name and by ID, each only when asked for.
 func queueEntityReads(b *pgx.Batch, byName, byID *[]identity.Entity, team identity.TeamID, names []store.NameLookup, ids []identity.EntityID) {
 	if len(names) > 0 {
-		kinds, norms := nameArgs(names)
-		queueEntities(b, byName, entitiesByNameSQL, team, kinds, norms)
+		kinds, skeletons := nameArgs(names)
+		queueEntities(b, byName, entitiesByNameSQL, team, kinds, skeletons)
 	}
 	if len(ids) > 0 {
 		queueEntities(b, byID, entitiesByIDSQL, team, entityStrings(ids))

@@ -63,8 +63,10 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 	if err != nil {
 		return out, err
 	}
-	locks := append([]int64{idempotencyLockID(p.Team, p.Profile, p.IdempotencyKey)}, nameLockIDs(p.Team, p.NameLocks)...)
-	b.Queue(lockManySQL, locks)
+	var locks lockSet
+	locks.add(idempotencyLockID(p.Team, p.Profile, p.IdempotencyKey), false)
+	locks.class("entity-name", p.Team, nameLockIDs(p.Team, p.NameLocks), p.MaxLocks)
+	b.Queue(lockManySQL, locks.ids, locks.shared)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
 	b.Queue(profileShareSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) error {
 		var status string
@@ -159,7 +161,11 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	if p.Actor != "" {
 		b.Queue("SELECT set_config('densemem.actor', $1, true)", p.Actor)
 	}
-	b.Queue(lockManySQL, keyLockIDs(p.Keys))
+	var locks lockSet
+	locks.class("conflict-key", p.Team, keyLockIDs(p.Keys), p.MaxLocks)
+	if len(locks.ids) > 0 {
+		b.Queue(lockManySQL, locks.ids, locks.shared)
+	}
 	out.ObjectNames = map[relationship.ID]string{}
 	b.Queue(keyRelationshipsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -261,8 +267,8 @@ const (
 INSERT INTO entities (team_id, entity_id, entity_kind, identity_context, created_by, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	entityNameInsertSQL = `-- name: EntityNameInsert
-INSERT INTO entity_names (team_id, entity_id, name, normalized_name, name_kind, created_at)
-VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING`
+INSERT INTO entity_names (team_id, entity_id, name, normalized_name, skeleton, name_kind, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
 	valueInsertSQL = `-- name: ValueInsert
 INSERT INTO literal_values (team_id, value_id, value_type, value_text, created_at)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
@@ -370,7 +376,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	}
 	step("entities", len(ws.Entities))
 	for _, n := range ws.EntityNames {
-		b.Queue(entityNameInsertSQL, n.Team, n.EntityID, n.Name, n.Normalized, n.Kind, n.CreatedAt)
+		b.Queue(entityNameInsertSQL, n.Team, n.EntityID, n.Name, n.Normalized, n.Skeleton, n.Kind, n.CreatedAt)
 	}
 	for _, v := range ws.Values {
 		b.Queue(valueInsertSQL, v.Team, v.ID, v.Type, v.Text, v.CreatedAt)
