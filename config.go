@@ -47,6 +47,15 @@ type Limits struct {
 	// instead, so a large request serialises its team's writers of that class rather than filling
 	// the server's shared lock table.
 	MaxAdvisoryLocks int
+	// MaxQueryTerms bounds the words of a recall query that full-text search uses (16); the rest of
+	// the query is left out and the response says so.
+	MaxQueryTerms int
+	// MaxRecallHits bounds the rows each source of recall candidates contributes before ranking
+	// (2,000); past it the response reports candidates_truncated.
+	MaxRecallHits int
+	// StatementTimeout bounds every statement of every store call (5 s); a statement past it is
+	// cancelled by PostgreSQL and the call fails with ErrTimeout, writing nothing.
+	StatementTimeout time.Duration
 }
 
 // Defaults.
@@ -62,6 +71,9 @@ const (
 	DefaultMaxAliasesPerEntity = 32
 	DefaultMaxNames            = 256
 	DefaultMaxAdvisoryLocks    = 64
+	DefaultMaxQueryTerms       = 16
+	DefaultMaxRecallHits       = 2000
+	DefaultStatementTimeout    = 5 * time.Second
 	// HardMaxAliasesPerEntity is the most aliases an entity can hold whatever the configuration; a
 	// database trigger refuses more.
 	HardMaxAliasesPerEntity = 255
@@ -97,10 +109,14 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxEntities, DefaultMaxEntities}, {&l.MaxRelationships, DefaultMaxRelationships},
 		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
-		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}} {
+		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
+		{&l.MaxRecallHits, DefaultMaxRecallHits}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
+	}
+	if l.StatementTimeout <= 0 {
+		l.StatementTimeout = DefaultStatementTimeout
 	}
 	return out
 }

@@ -50,6 +50,12 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 	return &Client{store: st, cfg: c}, nil
 }
 
+// bound returns ctx carrying the configured statement timeout, which the store applies to every
+// statement of the call.
+func (c *Client) bound(ctx context.Context) context.Context {
+	return store.WithStatementTimeout(ctx, c.cfg.Limits.StatementTimeout)
+}
+
 // now reads the configured clock: UTC at microsecond precision, as PostgreSQL stores it.
 func (c *Client) now() time.Time {
 	return c.cfg.Clock().UTC().Truncate(time.Microsecond)

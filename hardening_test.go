@@ -1,18 +1,23 @@
 package densemem_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/internal/testdb"
 )
 
 // TestRecallExcerptsOfMultiByteEvidence: evidence longer than the excerpt limit whose limit falls
@@ -155,5 +160,103 @@ func TestOverLimitRequestsAllocateLittle(t *testing.T) {
 	t.Logf("1,000,000 relationships: %d bytes allocated; 4000 problems: %d bytes for a %d-byte request", hugeBytes, bytes, len(size))
 	if after := e.counts(); fmt.Sprint(after) != fmt.Sprint(before) {
 		t.Errorf("rejected requests wrote rows: %v -> %v", before, after)
+	}
+}
+
+// TestRecallBoundsQueryTermsAndCandidates: a long query is searched by its first MaxQueryTerms words
+// and says how many it left out; a word matching more rows than MaxRecallHits makes the ranking see
+// only that many per source and the response says so.
+func TestRecallBoundsQueryTermsAndCandidates(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *densemem.Config) { c.Limits.MaxRecallHits = 5; c.Limits.MaxQueryTerms = 4 })
+	for i := range 12 {
+		e.remember(e.A, deploy(fmt.Sprintf("svc%d", i), "hubbranch"))
+	}
+	words := make([]string, 60)
+	for i := range words {
+		words[i] = fmt.Sprintf("w%d", i)
+	}
+	rc, err := e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "svc3 or " + strings.Join(words, " or ")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 2*len(words) + 1 - 4; rc.QueryTermsDropped != want {
+		t.Errorf("query terms dropped: %d, want %d", rc.QueryTermsDropped, want)
+	}
+	if len(rc.Results) == 0 || rc.Results[0].Relationship.Subject.Name != "svc3" {
+		t.Errorf("the first words still search: %+v", rc.Results)
+	}
+	rc, err = e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "hubbranch", Limit: 50})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rc.CandidatesTruncated {
+		t.Errorf("12 matches with MaxRecallHits 5: candidates_truncated not reported")
+	}
+	if len(rc.Results) == 0 || len(rc.Results) > 12 {
+		t.Errorf("%d results", len(rc.Results))
+	}
+	rc, err = e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "svc7"})
+	if err != nil || rc.CandidatesTruncated || rc.QueryTermsDropped != 0 {
+		t.Errorf("a narrow query: %+v, %v; want nothing truncated", rc, err)
+	}
+}
+
+// TestStatementTimeoutIsErrTimeout: a store call whose statement runs past Limits.StatementTimeout
+// (here: waiting on locks the test holds) fails with ErrTimeout and writes nothing. The client runs on
+// one connection that has prepared its statements already, so the waits happen while statements
+// execute, under the transaction's timeout (see decision 41 for statement preparation).
+func TestStatementTimeoutIsErrTimeout(t *testing.T) {
+	t.Parallel()
+	url := testdb.NewURL(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.MaxConns, cfg.MinConns = 1, 0
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	e := newEnvOnPool(t, pool, func(c *densemem.Config) { c.Limits.StatementTimeout = 200 * time.Millisecond })
+	// Warm the connection: every statement of Remember and Recall is prepared on it.
+	e.remember(e.A, deploy("production", "main"))
+	e.remember(e.A, deploy("production", "release"))
+	if _, err := e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "production"}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.counts()
+
+	other, err := pgx.Connect(e.ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(e.ctx)
+	tx, err := other.Begin(e.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(e.ctx) }()
+	if _, err := tx.Exec(e.ctx, `LOCK TABLE relationships IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "production"})
+	var pgErr *pgconn.PgError
+	if !errors.Is(err, densemem.ErrTimeout) || !errors.As(err, &pgErr) {
+		t.Errorf("recall against a locked table: %v, want ErrTimeout with the driver error in the chain", err)
+	}
+	_, err = e.client.Remember(e.ctx, e.A, deploy("production", "develop").request(nextKey()))
+	if !errors.Is(err, densemem.ErrTimeout) {
+		t.Errorf("remember against a locked table: %v, want ErrTimeout", err)
+	}
+	if err := tx.Rollback(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if after := e.counts(); fmt.Sprint(after) != fmt.Sprint(before) {
+		t.Errorf("a timed-out call wrote rows: %v -> %v", before, after)
+	}
+	if _, err := e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "production"}); err != nil {
+		t.Errorf("recall after the lock is gone: %v", err)
 	}
 }

@@ -59,9 +59,15 @@ type RecallResponse struct {
 	// position and the question to ask.
 	Conflicts []RecallConflict `json:"conflicts"`
 	// Branches names the ranking branches that ran.
-	Branches []string   `json:"branches"`
-	ValidAt  *time.Time `json:"valid_at,omitempty"`
-	KnownAt  *time.Time `json:"known_at,omitempty"`
+	Branches []string `json:"branches"`
+	// QueryTermsDropped counts the query's words past Limits.MaxQueryTerms that full-text search
+	// left out.
+	QueryTermsDropped int `json:"query_terms_dropped,omitempty"`
+	// CandidatesTruncated reports that a source of candidates matched more than Limits.MaxRecallHits
+	// rows and ranking saw only that many of them: a narrower query finds the rest.
+	CandidatesTruncated bool       `json:"candidates_truncated,omitempty"`
+	ValidAt             *time.Time `json:"valid_at,omitempty"`
+	KnownAt             *time.Time `json:"known_at,omitempty"`
 }
 
 // RecallResult is one relationship with the evidence that supports it in the requested window.
@@ -134,6 +140,7 @@ type ResolvedConflictRef struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope).
 func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*RecallResponse, error) {
+	ctx = c.bound(ctx)
 	var ps problems
 	checkText(&ps, "query", req.Query, false, 4*512)
 	if utf8.RuneCountInString(req.Query) > 512 {
@@ -191,12 +198,15 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 		out.Branches = append(out.Branches, BranchEntityName)
 	}
 
-	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: req.Query, Names: names,
+	query, dropped := limitTerms(req.Query, c.cfg.Limits.MaxQueryTerms)
+	out.QueryTermsDropped = dropped
+	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: query, Names: names,
 		ExpandFrom: req.ExpandFromEntityIDs, At: at, ValidAt: validAt, KnownAt: knownAt, PredicateKey: predKey,
-		PerBranch: min(3*limit, 150)})
+		PerBranch: min(3*limit, 150), MaxHits: c.cfg.Limits.MaxRecallHits})
 	if err != nil {
 		return nil, err
 	}
+	out.CandidatesTruncated = found.HitsTruncated
 
 	// Reciprocal rank fusion of the branches.
 	fused := map[relationship.ID]float64{}
@@ -421,6 +431,27 @@ func storedPtr(t *time.Time) *time.Time {
 	}
 	s := storedTime(*t)
 	return &s
+}
+
+// limitTerms cuts a query after its max-th word (a run of letters, marks and digits) and returns
+// how many words it left out. Search syntax up to the cut (quotes, "or", "-") is kept as written.
+func limitTerms(q string, max int) (string, int) {
+	words, end := 0, len(q)
+	in := false
+	for i, r := range q {
+		word := unicode.In(r, unicode.L, unicode.M, unicode.N)
+		if word && !in {
+			words++
+			if words == max+1 {
+				end = i
+			}
+		}
+		in = word
+	}
+	if words <= max {
+		return q, 0
+	}
+	return q[:end], words - max
 }
 
 // queryNames returns the normalised word n-grams (up to four words, at most 64) of a query, the

@@ -25,6 +25,7 @@ const opRemember = "remember"
 // Errors: *ValidationError (nothing written), ErrForbidden, ErrIdempotencyConflict, ErrVerifier,
 // ErrConflict after bounded retries, ErrUnavailable.
 func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest) (*Placement, error) {
+	ctx = c.bound(ctx)
 	// 1. Validate the whole request before touching the database.
 	if err := validateRemember(&req, c.cfg.Limits); err != nil {
 		return nil, err

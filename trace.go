@@ -251,6 +251,7 @@ type TraceConflictEvent struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (also for another team's ID).
 func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*TraceResult, error) {
+	ctx = c.bound(ctx)
 	var ps problems
 	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
 	if req.MaxDepth < 0 || req.MaxDepth > 4 {

@@ -29,6 +29,10 @@ type RecallSearchParams struct {
 	PredicateKey string
 	// PerBranch bounds each branch's candidates.
 	PerBranch int
+	// MaxHits bounds the rows each source of candidates (matching fragment text, matching subject
+	// names, matching object names, each side of the named entities' relationships) contributes
+	// before ranking, so a common word costs at most MaxHits rows per source (0: no bound).
+	MaxHits int
 }
 
 // RankedRelationship is one branch candidate in rank order, with its state at the requested instant.
@@ -45,6 +49,9 @@ type RankedRelationship struct {
 type RecallSearch struct {
 	FullText   []RankedRelationship
 	EntityName []RankedRelationship
+	// HitsTruncated reports that some source had more than MaxHits rows: the ranking saw only
+	// MaxHits of them, in index order rather than by score.
+	HitsTruncated bool
 }
 
 // RecallDetailsParams names the relationships whose names, evidence and cases a recall shows.

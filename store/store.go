@@ -89,6 +89,21 @@ type Tx interface {
 	WriteSetApply(ctx context.Context, ws WriteSet) error
 }
 
+type statementTimeoutKey struct{}
+
+// WithStatementTimeout returns a context whose store calls run every statement under a statement
+// timeout of d; a statement past it is cancelled by the database and the call fails with ErrTimeout.
+// The Client sets it from Config.Limits.StatementTimeout on every call.
+func WithStatementTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, statementTimeoutKey{}, d)
+}
+
+// StatementTimeout returns the statement timeout set on ctx by WithStatementTimeout, or 0.
+func StatementTimeout(ctx context.Context) time.Duration {
+	d, _ := ctx.Value(statementTimeoutKey{}).(time.Duration)
+	return d
+}
+
 // TeamCreateParams creates a team.
 type TeamCreateParams struct {
 	Team      identity.TeamID

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,10 +26,15 @@ import (
 // serialization failure.
 const DefaultTxAttempts = 4
 
+// DefaultStatementTimeout bounds every statement of a store call whose context carries no statement
+// timeout (store.WithStatementTimeout).
+const DefaultStatementTimeout = 5 * time.Second
+
 // Store is the PostgreSQL store.
 type Store struct {
 	pool     *pgxpool.Pool
 	attempts int
+	timeout  time.Duration
 }
 
 var _ store.Store = (*Store)(nil)
@@ -37,20 +43,77 @@ var _ store.Store = (*Store)(nil)
 type Options struct {
 	// TxAttempts bounds Tx's retries on deadlock or serialization failure (default DefaultTxAttempts).
 	TxAttempts int
+	// StatementTimeout bounds every statement of a call whose context sets none
+	// (default DefaultStatementTimeout).
+	StatementTimeout time.Duration
 }
 
 // New returns a Store on an existing pool. The caller keeps ownership of the pool; opts may be nil.
 func New(pool *pgxpool.Pool, opts *Options) *Store {
-	s := &Store{pool: pool, attempts: DefaultTxAttempts}
+	s := &Store{pool: pool, attempts: DefaultTxAttempts, timeout: DefaultStatementTimeout}
 	if opts != nil && opts.TxAttempts > 0 {
 		s.attempts = opts.TxAttempts
+	}
+	if opts != nil && opts.StatementTimeout > 0 {
+		s.timeout = opts.StatementTimeout
 	}
 	return s
 }
 
+// statementTimeoutSQL sets the transaction's statement timeout; every call queues it right behind
+// its BEGIN, in the same round trip.
+const statementTimeoutSQL = "SELECT set_config('statement_timeout', $1, true)"
+
+// statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
+func (s *Store) statementTimeout(ctx context.Context) string {
+	d := store.StatementTimeout(ctx)
+	if d <= 0 {
+		d = s.timeout
+	}
+	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+// send sends b in one round trip as a transaction of its own: BEGIN (READ ONLY unless write), the
+// call's statement timeout, generic plans (see genericPlansSQL), b's statements, COMMIT. A failure
+// part way leaves that transaction aborted on the connection, so it is rolled back (or the
+// connection closed) before the connection goes back to the pool.
+func (s *Store) send(ctx context.Context, b *pgx.Batch, write bool) error {
+	full := &pgx.Batch{}
+	if write {
+		full.Queue("BEGIN")
+	} else {
+		full.Queue("BEGIN READ ONLY")
+	}
+	full.Queue(statementTimeoutSQL, s.statementTimeout(ctx))
+	full.Queue(genericPlansSQL)
+	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
+	full.Queue("COMMIT")
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return translate(err)
+	}
+	defer conn.Release()
+	err = conn.SendBatch(ctx, full).Close()
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	return translate(err)
+}
+
 // Open connects a new pool to dsn and returns a Store on it; Close releases the pool.
 func Open(ctx context.Context, dsn string) (*Store, error) {
-	pool, err := pgxpool.New(ctx, dsn)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%w: parse DSN: %w", store.ErrUnavailable, err)
+	}
+	// Every call sets its own statement timeout inside its transaction; the session default also
+	// bounds what runs before that (preparing a statement on a new connection).
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%w: open pool: %w", store.ErrUnavailable, err)
 	}
@@ -94,7 +157,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err != nil {
 		return translate(err)
 	}
-	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx)}
+	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx), timeout: s.statementTimeout(ctx)}
 	defer func() {
 		if err != nil && t.begun && !t.done {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -127,7 +190,12 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 
 // beginFunc runs fn in a plain pgx transaction; provisioning uses it, the write path uses Tx.
 func (s *Store) beginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
-	return translate(pgx.BeginFunc(ctx, s.pool, fn))
+	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, statementTimeoutSQL, s.statementTimeout(ctx)); err != nil {
+			return err
+		}
+		return fn(tx)
+	}))
 }
 
 func retryable(err error) bool {

@@ -114,9 +114,6 @@ func queueIdempotency(b *pgx.Batch, dst **store.IdempotencyRecord, team identity
 func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPrepareParams) (store.RememberPrepared, error) {
 	var out store.RememberPrepared
 	b := &pgx.Batch{}
-	// A read-only transaction inside the one batch, so the generic-plan setting applies to it.
-	b.Queue("BEGIN READ ONLY")
-	b.Queue(genericPlansSQL)
 	b.Queue(principalSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) error {
 		pr, err := scanPrincipal(row, p.Team, p.Profile)
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -132,9 +129,8 @@ func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPreparePara
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
-	b.Queue("COMMIT")
-	if err := s.sendReadBatch(ctx, b); err != nil {
-		return store.RememberPrepared{}, translate(err)
+	if err := s.send(ctx, b, false); err != nil {
+		return store.RememberPrepared{}, err
 	}
 	return out, nil
 }
@@ -144,26 +140,8 @@ func (s *Store) IdempotencyGet(ctx context.Context, team identity.TeamID, profil
 	var rec *store.IdempotencyRecord
 	b := &pgx.Batch{}
 	queueIdempotency(b, &rec, team, profile, key)
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return nil, translate(err)
+	if err := s.send(ctx, b, false); err != nil {
+		return nil, err
 	}
 	return rec, nil
-}
-
-// sendReadBatch sends a batch that opens and commits its own read-only transaction. A failure part
-// way leaves that transaction aborted on the connection, so it is rolled back (or the connection
-// closed) before the connection goes back to the pool.
-func (s *Store) sendReadBatch(ctx context.Context, b *pgx.Batch) error {
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Release()
-	err = conn.SendBatch(ctx, b).Close()
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-			_ = conn.Conn().Close(context.WithoutCancel(ctx))
-		}
-	}
-	return err
 }

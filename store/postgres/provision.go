@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -58,9 +59,14 @@ func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) 
 	for i, sc := range p.Scopes {
 		scopes[i] = string(sc)
 	}
-	ct, err := s.pool.Exec(ctx, profileInsertSQL, p.Team, p.Profile, p.Name, scopes, p.CreatedAt)
-	if err != nil {
-		return translate(err)
+	var ct pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(profileInsertSQL, p.Team, p.Profile, p.Name, scopes, p.CreatedAt).Exec(func(tag pgconn.CommandTag) error {
+		ct = tag
+		return nil
+	})
+	if err := s.send(ctx, b, true); err != nil {
+		return err
 	}
 	if ct.RowsAffected() == 0 {
 		return fmt.Errorf("team %s: %w", p.Team, store.ErrNotFound)
@@ -73,9 +79,14 @@ UPDATE profiles SET status = $3, updated_at = $4 WHERE team_id = $1 AND profile_
 
 // ProfileSetStatus changes a profile's status. ErrNotFound when it does not exist.
 func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusParams) error {
-	ct, err := s.pool.Exec(ctx, profileSetStatusSQL, p.Team, p.Profile, p.Status, p.UpdatedAt)
-	if err != nil {
-		return translate(err)
+	var ct pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(profileSetStatusSQL, p.Team, p.Profile, p.Status, p.UpdatedAt).Exec(func(tag pgconn.CommandTag) error {
+		ct = tag
+		return nil
+	})
+	if err := s.send(ctx, b, true); err != nil {
+		return err
 	}
 	if ct.RowsAffected() == 0 {
 		return fmt.Errorf("profile %s: %w", p.Profile, store.ErrNotFound)
@@ -114,8 +125,13 @@ func scanPrincipal(row pgx.Row, team identity.TeamID, profile identity.ProfileID
 
 // PrincipalLoad returns a profile with its team's policy in force. ErrNotFound when either is missing.
 func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) (store.Principal, error) {
-	pr, err := scanPrincipal(s.pool.QueryRow(ctx, principalSQL, p.Team, p.Profile), p.Team, p.Profile)
-	return pr, translate(err)
+	var pr store.Principal
+	b := &pgx.Batch{}
+	b.Queue(principalSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) (err error) {
+		pr, err = scanPrincipal(row, p.Team, p.Profile)
+		return err
+	})
+	return pr, s.send(ctx, b, false)
 }
 
 // PolicyAppend appends the next policy version of a team and returns it. ErrNotFound when the team
@@ -171,12 +187,13 @@ ORDER BY predicate_key, version DESC`
 
 // PredicateList returns the latest version of every predicate key of a team, ordered by key.
 func (s *Store) PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error) {
-	rows, err := s.pool.Query(ctx, predicateListSQL, team)
-	if err != nil {
-		return nil, translate(err)
-	}
-	preds, err := pgx.CollectRows(rows, scanPredicate)
-	return preds, translate(err)
+	var preds []relationship.Predicate
+	b := &pgx.Batch{}
+	b.Queue(predicateListSQL, team).Query(func(rows pgx.Rows) (err error) {
+		preds, err = pgx.CollectRows(rows, scanPredicate)
+		return err
+	})
+	return preds, s.send(ctx, b, false)
 }
 
 func scanPredicate(row pgx.CollectableRow) (relationship.Predicate, error) {

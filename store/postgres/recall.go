@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"math"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
@@ -20,7 +21,8 @@ import (
 //
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
-// entity IDs.
+// entity IDs, $10 the rows each source of hits may contribute plus one (a source that reaches it was
+// cut: the statement reports a 'truncated' row).
 //
 // recallState is a relationship's state at known_at (or now): its last transition recorded then.
 const recallState = `JOIN LATERAL (
@@ -43,25 +45,31 @@ const recallFilter = `r.team_id = $1
 
 const recallSearchSQL = `-- name: RecallSearch
 WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
-hits AS (
+text_hits AS (
     SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq)::float8 AS score
     FROM q
     JOIN fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
     JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
     WHERE $5::timestamptz IS NULL OR s.created_at <= $5::timestamptz
-  UNION ALL
-    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)::float8
+    LIMIT $10
+),
+subject_hits AS (
+    SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
     FROM q
     JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
     JOIN relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
     WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
-  UNION ALL
-    SELECT r.relationship_id, ts_rank_cd(n.search, q.tsq)::float8
+    LIMIT $10
+),
+object_hits AS (
+    SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
     FROM q
     JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
     JOIN relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
     WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
+    LIMIT $10
 ),
+hits AS (SELECT * FROM text_hits UNION ALL SELECT * FROM subject_hits UNION ALL SELECT * FROM object_hits),
 fulltext AS (
     SELECT r.relationship_id AS id,
            h.score + ts_rank_cd(to_tsvector('english', replace(r.predicate_key, '_', ' ') || ' ' ||
@@ -82,11 +90,17 @@ named AS (
   UNION
     SELECT unnest($9::text[])
 ),
+subject_named AS (
+    SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
+    LIMIT $10
+),
+object_named AS (
+    SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id
+    LIMIT $10
+),
 entity_hits AS (
     SELECT r.relationship_id AS id, count(*) AS matched
-    FROM (SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
-          UNION ALL
-          SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id) r
+    FROM (SELECT * FROM subject_named UNION ALL SELECT * FROM object_named) r
     GROUP BY r.relationship_id
 ),
 entity_name AS (
@@ -100,7 +114,12 @@ entity_name AS (
 )
 SELECT 'fulltext', id, score, status, tier, valid_to, version FROM fulltext
 UNION ALL
-SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name`
+SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name
+UNION ALL
+SELECT 'truncated', '', 0, '', '', NULL, 0
+WHERE (SELECT count(*) FROM text_hits) >= $10 OR (SELECT count(*) FROM subject_hits) >= $10
+   OR (SELECT count(*) FROM object_hits) >= $10 OR (SELECT count(*) FROM subject_named) >= $10
+   OR (SELECT count(*) FROM object_named) >= $10`
 
 // RecallSearch runs both ranking branches in one statement and returns each branch in rank order.
 func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (store.RecallSearch, error) {
@@ -110,12 +129,14 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	if names == nil {
 		names = []string{}
 	}
-	// A read-only transaction in the one round trip, so the statement runs its generic plan: planning
-	// it per call cost more than running it, and the custom plan at small team sizes chose a scan.
+	// One round trip; send runs it with its generic plan: planning it per call cost more than running
+	// it, and the custom plan at small team sizes chose a scan.
 	b := &pgx.Batch{}
-	b.Queue("BEGIN READ ONLY")
-	b.Queue(genericPlansSQL)
-	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand).
+	hits := int64(math.MaxInt64)
+	if p.MaxHits > 0 {
+		hits = int64(p.MaxHits) + 1
+	}
+	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, hits).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var branch, status, tier string
@@ -124,17 +145,19 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 					return err
 				}
 				r.Status, r.Tier = relationship.Status(status), relationship.Tier(tier)
-				if branch == "fulltext" {
+				switch branch {
+				case "fulltext":
 					out.FullText = append(out.FullText, r)
-				} else {
+				case "entity_name":
 					out.EntityName = append(out.EntityName, r)
+				default:
+					out.HitsTruncated = true
 				}
 			}
 			return rows.Err()
 		})
-	b.Queue("COMMIT")
-	if err := s.sendReadBatch(ctx, b); err != nil {
-		return store.RecallSearch{}, translate(err)
+	if err := s.send(ctx, b, false); err != nil {
+		return store.RecallSearch{}, err
 	}
 	return out, nil
 }
@@ -179,8 +202,6 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 		return out, err
 	}
 	b := &pgx.Batch{}
-	b.Queue("BEGIN READ ONLY")
-	b.Queue(genericPlansSQL)
 	b.Queue("-- name: RecallViews\n"+sql, args...).Query(func(rows pgx.Rows) error {
 		out.Views, err = pgx.CollectRows(rows, scanRelationshipView)
 		return err
@@ -207,9 +228,8 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 			return err
 		})
 	}
-	b.Queue("COMMIT")
-	if err := s.sendReadBatch(ctx, b); err != nil {
-		return store.RecallDetails{}, translate(err)
+	if err := s.send(ctx, b, false); err != nil {
+		return store.RecallDetails{}, err
 	}
 	return out, nil
 }

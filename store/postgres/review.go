@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -19,10 +20,12 @@ func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Poli
 	p := store.Policy{Team: team}
 	var ttl int64
 	var auth []string
-	err := s.pool.QueryRow(ctx, policyGetSQL, team).Scan(&p.Version, &ttl, &p.AutoWriteThreshold, &auth, &p.TimeZone,
-		&p.CreatedBy, &p.CreatedAt)
-	if err != nil {
-		return p, translate(err)
+	b := &pgx.Batch{}
+	b.Queue(policyGetSQL, team).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&p.Version, &ttl, &p.AutoWriteThreshold, &auth, &p.TimeZone, &p.CreatedBy, &p.CreatedAt)
+	})
+	if err := s.send(ctx, b, false); err != nil {
+		return p, err
 	}
 	p.ReviewTTL = time.Duration(ttl) * time.Second
 	for _, a := range auth {
@@ -38,12 +41,13 @@ ORDER BY team_id`
 
 // TeamsWithDueCases lists the teams with a live case due at now.
 func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identity.TeamID, error) {
-	rows, err := s.pool.Query(ctx, teamsWithDueCasesSQL, now)
-	if err != nil {
-		return nil, translate(err)
-	}
-	teams, err := pgx.CollectRows(rows, pgx.RowTo[identity.TeamID])
-	return teams, translate(err)
+	var teams []identity.TeamID
+	b := &pgx.Batch{}
+	b.Queue(teamsWithDueCasesSQL, now).Query(func(rows pgx.Rows) (err error) {
+		teams, err = pgx.CollectRows(rows, pgx.RowTo[identity.TeamID])
+		return err
+	})
+	return teams, s.send(ctx, b, false)
 }
 
 const nightlyReserveSQL = `-- name: NightlyReserve
@@ -52,9 +56,14 @@ ON CONFLICT DO NOTHING`
 
 // NightlyReserve reserves a team's run date; false when it was reserved before.
 func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams) (bool, error) {
-	ct, err := s.pool.Exec(ctx, nightlyReserveSQL, p.Team, p.RunDate.Format(time.DateOnly), p.Worker, p.Now)
-	if err != nil {
-		return false, translate(err)
+	var ct pgconn.CommandTag
+	b := &pgx.Batch{}
+	b.Queue(nightlyReserveSQL, p.Team, p.RunDate.Format(time.DateOnly), p.Worker, p.Now).Exec(func(tag pgconn.CommandTag) error {
+		ct = tag
+		return nil
+	})
+	if err := s.send(ctx, b, true); err != nil {
+		return false, err
 	}
 	return ct.RowsAffected() == 1, nil
 }
@@ -80,18 +89,19 @@ RETURNING c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.review
 
 // CaseClaimDue claims up to Batch due cases for one worker.
 func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([]store.ClaimedCase, error) {
-	rows, err := s.pool.Query(ctx, caseClaimSQL, p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.Batch, p.Token,
-		p.Lease.Seconds(), p.MaxAttempts)
-	if err != nil {
-		return nil, translate(err)
-	}
-	claimed, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ClaimedCase, error) {
-		var c store.ClaimedCase
-		err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &c.Attempts)
-		c.Key.Team = p.Team
-		return c, err
+	var claimed []store.ClaimedCase
+	b := &pgx.Batch{}
+	b.Queue(caseClaimSQL, p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.Batch, p.Token, p.Lease.Seconds(),
+		p.MaxAttempts).Query(func(rows pgx.Rows) (err error) {
+		claimed, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ClaimedCase, error) {
+			var c store.ClaimedCase
+			err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &c.Attempts)
+			c.Key.Team = p.Team
+			return c, err
+		})
+		return err
 	})
-	return claimed, translate(err)
+	return claimed, s.send(ctx, b, true)
 }
 
 // caseEscalateSQL escalates exhausted cases as the reviewer, each with one event that repeats the

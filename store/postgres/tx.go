@@ -24,6 +24,7 @@ type tx struct {
 	begun      bool // BEGIN has been sent
 	done       bool // COMMIT has been sent and succeeded, or the work is over
 	foldCommit bool // queue COMMIT behind the write batch
+	timeout    string // the statement timeout, in milliseconds
 }
 
 // genericPlansSQL makes the transaction's prepared statements use their generic plans. The write
@@ -42,6 +43,7 @@ func (t *tx) batch() (*pgx.Batch, error) {
 	b := &pgx.Batch{}
 	if !t.begun {
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+		b.Queue(statementTimeoutSQL, t.timeout)
 		b.Queue(genericPlansSQL)
 		t.begun = true
 	}
