@@ -21,9 +21,9 @@ import (
 // failpoint is armed, COMMIT behind the write batch.
 type tx struct {
 	conn       *pgx.Conn
-	begun      bool // BEGIN has been sent
-	done       bool // COMMIT has been sent and succeeded, or the work is over
-	foldCommit bool // queue COMMIT behind the write batch
+	begun      bool   // BEGIN has been sent
+	done       bool   // COMMIT has been sent and succeeded, or the work is over
+	foldCommit bool   // queue COMMIT behind the write batch
 	timeout    string // the statement timeout, in milliseconds
 }
 
