@@ -289,58 +289,62 @@ type ncState struct {
 	rels  map[densemem.RelationshipID]ncRelRow
 }
 
-// ncRead reads the whole database's cases and relationships in two statements.
+// ncRead reads the whole database's cases and relationships in one snapshot (readSnapshot): a
+// review transaction committing meanwhile shows up in both or in neither, never as a case still open
+// whose loser is already superseded.
 func ncRead(t *testing.T, e *env) ncState {
 	t.Helper()
 	ctx := context.Background()
 	st := ncState{cases: map[string]ncCaseRow{}, rels: map[densemem.RelationshipID]ncRelRow{}}
-	rows, err := e.pool.Query(ctx, `
-		SELECT c.conflict_id, c.status, c.version, count(ev.event_id), COALESCE(max(ev.case_version), 0),
-		       count(*) FILTER (WHERE ev.resulting_status = 'resolved'),
-		       count(*) FILTER (WHERE ev.resulting_status = 'resolved' AND ev.actor_kind = 'system_conflict_reviewer'),
-		       count(*) FILTER (WHERE ev.prior_status = 'open' AND ev.resulting_status = 'overdue'),
-		       count(*) FILTER (WHERE ev.reason_code = 'max_attempts_exhausted'),
-		       c.claim_token IS NOT NULL, c.review_attempts, c.effective_at, COALESCE(c.effective_time_basis, ''),
-		       COALESCE(c.preferred_position_id, ''), c.next_review_at
-		FROM conflict_cases c
-		LEFT JOIN conflict_events ev ON ev.team_id = c.team_id AND ev.conflict_id = c.conflict_id
-		GROUP BY c.team_id, c.conflict_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var r ncCaseRow
-		if err := rows.Scan(&id, &r.status, &r.version, &r.events, &r.maxEvent, &r.resolutions, &r.reviewerRes,
-			&r.overdueMarks, &r.escalations, &r.claimed, &r.attempts, &r.effectiveAt, &r.basis, &r.preferred, &r.nextReview); err != nil {
+	readSnapshot(t, e.pool, func(q pgx.Tx) {
+		rows, err := q.Query(ctx, `
+			SELECT c.conflict_id, c.status, c.version, count(ev.event_id), COALESCE(max(ev.case_version), 0),
+			       count(*) FILTER (WHERE ev.resulting_status = 'resolved'),
+			       count(*) FILTER (WHERE ev.resulting_status = 'resolved' AND ev.actor_kind = 'system_conflict_reviewer'),
+			       count(*) FILTER (WHERE ev.prior_status = 'open' AND ev.resulting_status = 'overdue'),
+			       count(*) FILTER (WHERE ev.reason_code = 'max_attempts_exhausted'),
+			       c.claim_token IS NOT NULL, c.review_attempts, c.effective_at, COALESCE(c.effective_time_basis, ''),
+			       COALESCE(c.preferred_position_id, ''), c.next_review_at
+			FROM conflict_cases c
+			LEFT JOIN conflict_events ev ON ev.team_id = c.team_id AND ev.conflict_id = c.conflict_id
+			GROUP BY c.team_id, c.conflict_id`)
+		if err != nil {
 			t.Fatal(err)
 		}
-		st.cases[id] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err = e.pool.Query(ctx, `
-		SELECT r.relationship_id, r.status, r.version, r.valid_to, count(t.transition_id),
-		       count(*) FILTER (WHERE t.to_status = 'superseded' AND t.actor_kind = 'system_conflict_reviewer'),
-		       count(*) FILTER (WHERE t.to_status = 'superseded')
-		FROM relationships r
-		LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-		GROUP BY r.team_id, r.relationship_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var r ncRelRow
-		if err := rows.Scan(&id, &r.status, &r.version, &r.validTo, &r.transitions, &r.byReviewer, &r.supersedings); err != nil {
+		for rows.Next() {
+			var id string
+			var r ncCaseRow
+			if err := rows.Scan(&id, &r.status, &r.version, &r.events, &r.maxEvent, &r.resolutions, &r.reviewerRes,
+				&r.overdueMarks, &r.escalations, &r.claimed, &r.attempts, &r.effectiveAt, &r.basis, &r.preferred, &r.nextReview); err != nil {
+				t.Fatal(err)
+			}
+			st.cases[id] = r
+		}
+		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		st.rels[densemem.RelationshipID(id)] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		rows, err = q.Query(ctx, `
+			SELECT r.relationship_id, r.status, r.version, r.valid_to, count(t.transition_id),
+			       count(*) FILTER (WHERE t.to_status = 'superseded' AND t.actor_kind = 'system_conflict_reviewer'),
+			       count(*) FILTER (WHERE t.to_status = 'superseded')
+			FROM relationships r
+			LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+			GROUP BY r.team_id, r.relationship_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			var r ncRelRow
+			if err := rows.Scan(&id, &r.status, &r.version, &r.validTo, &r.transitions, &r.byReviewer, &r.supersedings); err != nil {
+				t.Fatal(err)
+			}
+			st.rels[densemem.RelationshipID(id)] = r
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return st
 }
 
@@ -476,12 +480,10 @@ func ncWant(cases []*ncCase) (resolved, overdue int) {
 var ncTables = append(slices.Clone(dataTables), "conflict_cases", "conflict_positions", "conflict_position_members",
 	"conflict_events", "relationship_cross_references", "nightly_runs")
 
+// ncCounts returns the row counts of ncTables, read in one snapshot.
 func ncCounts(e *env) map[string]int {
-	out := map[string]int{}
-	for _, t := range ncTables {
-		out[t] = e.count(t)
-	}
-	return out
+	e.t.Helper()
+	return e.countsOf(ncTables)
 }
 
 // ncCheckCounts asserts the row counts moved by exactly delta (tables not named must not move).
@@ -745,27 +747,30 @@ func ncFaultClient(t *testing.T, e *env) (*densemem.Client, *ncFaultStore) {
 
 // ncCheckFailedClaims asserts that after a failed attempt each case is either given back (no claim)
 // or still held until exactly the failed attempt's lease end (docs/decisions.md 28: the lease is the
-// backoff), with the given attempts of the day; it returns how many are still held.
+// backoff), with the given attempts of the day; it returns how many are still held. The cases are read
+// in one snapshot.
 func ncCheckFailedClaims(t *testing.T, e *env, cases []*ncCase, attempts int, leaseEnd time.Time) int {
 	t.Helper()
 	held := 0
-	for _, c := range cases {
-		var claimed bool
-		var lease *time.Time
-		var n int
-		if err := e.pool.QueryRow(context.Background(), `SELECT claim_token IS NOT NULL, lease_expires_at, review_attempts
-			FROM conflict_cases WHERE conflict_id = $1`, c.id).Scan(&claimed, &lease, &n); err != nil {
-			t.Fatal(err)
+	readSnapshot(t, e.pool, func(q pgx.Tx) {
+		for _, c := range cases {
+			var claimed bool
+			var lease *time.Time
+			var n int
+			if err := q.QueryRow(context.Background(), `SELECT claim_token IS NOT NULL, lease_expires_at, review_attempts
+				FROM conflict_cases WHERE conflict_id = $1`, c.id).Scan(&claimed, &lease, &n); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case n != attempts:
+				t.Errorf("case %s: %d attempts, want %d", c.id, n, attempts)
+			case claimed && (lease == nil || !lease.Equal(leaseEnd)):
+				t.Errorf("case %s: still claimed with lease %v, want the failed attempt's lease ending %s", c.id, lease, leaseEnd)
+			case claimed:
+				held++
+			}
 		}
-		switch {
-		case n != attempts:
-			t.Errorf("case %s: %d attempts, want %d", c.id, n, attempts)
-		case claimed && (lease == nil || !lease.Equal(leaseEnd)):
-			t.Errorf("case %s: still claimed with lease %v, want the failed attempt's lease ending %s", c.id, lease, leaseEnd)
-		case claimed:
-			held++
-		}
-	}
+	})
 	return held
 }
 
