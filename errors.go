@@ -19,6 +19,9 @@ var (
 	ErrConflict              = store.ErrConflict
 	ErrUnavailable           = store.ErrUnavailable
 	ErrIntegrity             = store.ErrIntegrity
+	// ErrCommitUnknown: the COMMIT was sent but its answer was lost, so the call's transaction may or
+	// may not have committed. A Remember or Forget retried with the same idempotency key settles it.
+	ErrCommitUnknown = store.ErrCommitUnknown
 	// ErrVerifier: the configured Verifier failed or answered out of contract; nothing was written.
 	ErrVerifier = fmt.Errorf("densemem: verifier failed")
 )

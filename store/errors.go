@@ -26,4 +26,8 @@ var (
 	// ErrIntegrity: the database refused a write that would break one of its integrity rules
 	// (an append-only ledger, an immutable authored field, a missing transition).
 	ErrIntegrity = errors.New("densemem: integrity rule violated")
+	// ErrCommitUnknown: the transaction's COMMIT was sent, but its answer was lost (the connection
+	// broke or the context ended while it was in flight), so the transaction may or may not have
+	// committed. It is never retried; read the state again to learn the outcome.
+	ErrCommitUnknown = errors.New("densemem: transaction outcome unknown: commit sent, answer lost")
 )

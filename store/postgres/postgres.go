@@ -72,7 +72,9 @@ var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
 //
 // The transaction costs no round trips of its own: BEGIN travels in the batch of fn's first Tx call
 // and COMMIT in the batch of WriteSetApply (or alone, when fn wrote nothing). A failure anywhere rolls
-// the transaction back; a connection left in an unknown state is closed, never reused.
+// the transaction back; a connection left in an unknown state is closed, never reused. When the round
+// trip that carried COMMIT fails without proof that the transaction did not commit, Tx returns
+// store.ErrCommitUnknown and does not retry.
 func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var last error
 	for attempt := 0; attempt < s.attempts; attempt++ {
@@ -93,7 +95,9 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err != nil {
 		return err
 	}
-	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx)}
+	// With a failpoint armed COMMIT is sent alone, so an injected failure lands before it; the lost
+	// acknowledgement keeps it in the write batch, where production sends it.
+	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil}
 	defer func() {
 		if err != nil && t.begun && !t.done {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -117,7 +121,8 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err = failpoint.Check(ctx, "tx.before_commit"); err != nil {
 		return err
 	}
-	if _, err = t.conn.Exec(ctx, "COMMIT"); err != nil {
+	_, err = t.conn.Exec(ctx, "COMMIT")
+	if err = t.commitOutcome(ctx, failpoint.Armed(ctx), err); err != nil {
 		return err
 	}
 	t.done = true
@@ -142,7 +147,8 @@ func translate(err error) error {
 	}
 	for _, s := range []error{store.ErrNotFound, store.ErrForbidden, store.ErrNotOwner, store.ErrIdempotencyConflict,
 		store.ErrStaleConflictVersion, store.ErrNotMaterialToConflict, store.ErrStaleVersion, store.ErrConflict,
-		store.ErrUnavailable, store.ErrIntegrity, failpoint.ErrInjected, context.Canceled, context.DeadlineExceeded} {
+		store.ErrUnavailable, store.ErrIntegrity, store.ErrCommitUnknown, failpoint.ErrInjected, context.Canceled,
+		context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			return err
 		}
