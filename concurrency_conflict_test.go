@@ -248,13 +248,22 @@ type ccEventPosition struct {
 	} `json:"members"`
 }
 
-// ccCases loads every conflict case of the database with its events and membership rows.
+// ccCases loads every conflict case of the database with its events and membership rows, in one
+// snapshot.
 func ccCases(t *testing.T, e *env) []ccCase {
+	t.Helper()
+	var cases []ccCase
+	readSnapshot(t, e.pool, func(q pgx.Tx) { cases = ccCasesIn(t, q) })
+	return cases
+}
+
+// ccCasesIn loads every conflict case with its events and membership rows as q sees them.
+func ccCasesIn(t *testing.T, q dbReader) []ccCase {
 	t.Helper()
 	ctx := context.Background()
 	var cases []ccCase
 	byID := map[string]int{}
-	rows, err := e.pool.Query(ctx, `SELECT conflict_id, status, opened_by_profile_id, subject_entity_id, predicate_key,
+	rows, err := q.Query(ctx, `SELECT conflict_id, status, opened_by_profile_id, subject_entity_id, predicate_key,
 		scope, version FROM conflict_cases ORDER BY conflict_id`)
 	if err != nil {
 		t.Fatal(err)
@@ -272,7 +281,7 @@ func ccCases(t *testing.T, e *env) []ccCase {
 		t.Fatal(err)
 	}
 
-	rows, err = e.pool.Query(ctx, `SELECT conflict_id, case_version, COALESCE(prior_status, ''), resulting_status,
+	rows, err = q.Query(ctx, `SELECT conflict_id, case_version, COALESCE(prior_status, ''), resulting_status,
 		reason_code, COALESCE(actor_profile_id, actor_kind), ingest_id, positions FROM conflict_events
 		ORDER BY conflict_id, case_version`)
 	if err != nil {
@@ -307,7 +316,7 @@ func ccCases(t *testing.T, e *env) []ccCase {
 		t.Fatal(err)
 	}
 
-	rows, err = e.pool.Query(ctx, `SELECT conflict_id, position_id, relationship_id, relationship_version, owner_profile_id,
+	rows, err = q.Query(ctx, `SELECT conflict_id, position_id, relationship_id, relationship_version, owner_profile_id,
 		added_version, removed_version FROM conflict_position_members ORDER BY conflict_id, relationship_id, added_version`)
 	if err != nil {
 		t.Fatal(err)
@@ -373,58 +382,64 @@ func ccCheckLedger(t *testing.T, e *env) {
 	t.Helper()
 	ctx := context.Background()
 
+	// Relationships, positions and cases are read in one snapshot, so they agree with each other
+	// whatever commits meanwhile.
 	rels := map[string]ccRel{}
-	rows, err := e.pool.Query(ctx, `
-		SELECT r.relationship_id, r.owner_profile_id, r.status, r.tier, r.subject_entity_id, r.predicate_key, r.scope,
-		       COALESCE(r.object_entity_id, ''), COALESCE(r.object_value_id, ''), r.polarity, r.version, r.valid_to,
-		       count(t.transition_id)::int, COALESCE(min(t.to_version), 0), COALESCE(max(t.to_version), 0),
-		       count(DISTINCT t.to_version)::int
-		FROM relationships r
-		LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-		GROUP BY r.team_id, r.relationship_id
-		ORDER BY r.relationship_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var r ccRel
-		if err := rows.Scan(&r.ID, &r.Owner, &r.Status, &r.Tier, &r.Subject, &r.PredicateKey, &r.Scope, &r.ObjectEntity,
-			&r.ObjectValue, &r.Polarity, &r.Version, &r.ValidTo, &r.Transitions, &r.MinTo, &r.MaxTo, &r.Dn); err != nil {
-			t.Fatal(err)
-		}
-		rels[r.ID] = r
-		if r.Transitions != r.Version || r.Dn != r.Version || r.MinTo != 1 || r.MaxTo != r.Version {
-			t.Errorf("relationship %s (%s) is at version %d but has %d transitions (to_version %d..%d, %d distinct): %v",
-				r.ID, r.Status, r.Version, r.Transitions, r.MinTo, r.MaxTo, r.Dn, e.transitions(densemem.RelationshipID(r.ID)))
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-
 	type position struct{ conflict, objectEntity, objectValue, polarity string }
 	positions := map[string]position{}
-	rows, err = e.pool.Query(ctx, `SELECT position_id, conflict_id, COALESCE(object_entity_id, ''), COALESCE(object_value_id, ''),
-		polarity FROM conflict_positions`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var p position
-		if err := rows.Scan(&id, &p.conflict, &p.objectEntity, &p.objectValue, &p.polarity); err != nil {
+	var cases []ccCase
+	readSnapshot(t, e.pool, func(q pgx.Tx) {
+		rows, err := q.Query(ctx, `
+			SELECT r.relationship_id, r.owner_profile_id, r.status, r.tier, r.subject_entity_id, r.predicate_key, r.scope,
+			       COALESCE(r.object_entity_id, ''), COALESCE(r.object_value_id, ''), r.polarity, r.version, r.valid_to,
+			       count(t.transition_id)::int, COALESCE(min(t.to_version), 0), COALESCE(max(t.to_version), 0),
+			       count(DISTINCT t.to_version)::int
+			FROM relationships r
+			LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+			GROUP BY r.team_id, r.relationship_id
+			ORDER BY r.relationship_id`)
+		if err != nil {
 			t.Fatal(err)
 		}
-		positions[id] = p
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		for rows.Next() {
+			var r ccRel
+			if err := rows.Scan(&r.ID, &r.Owner, &r.Status, &r.Tier, &r.Subject, &r.PredicateKey, &r.Scope, &r.ObjectEntity,
+				&r.ObjectValue, &r.Polarity, &r.Version, &r.ValidTo, &r.Transitions, &r.MinTo, &r.MaxTo, &r.Dn); err != nil {
+				t.Fatal(err)
+			}
+			rels[r.ID] = r
+			if r.Transitions != r.Version || r.Dn != r.Version || r.MinTo != 1 || r.MaxTo != r.Version {
+				t.Errorf("relationship %s (%s) is at version %d but has %d transitions (to_version %d..%d, %d distinct): %v",
+					r.ID, r.Status, r.Version, r.Transitions, r.MinTo, r.MaxTo, r.Dn, e.transitions(densemem.RelationshipID(r.ID)))
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+
+		rows, err = q.Query(ctx, `SELECT position_id, conflict_id, COALESCE(object_entity_id, ''), COALESCE(object_value_id, ''),
+			polarity FROM conflict_positions`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			var p position
+			if err := rows.Scan(&id, &p.conflict, &p.objectEntity, &p.objectValue, &p.polarity); err != nil {
+				t.Fatal(err)
+			}
+			positions[id] = p
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+		cases = ccCasesIn(t, q)
+	})
 
 	live := map[string][]string{}
-	for _, c := range ccCases(t, e) {
+	for _, c := range cases {
 		versions := make([]int, len(c.Events))
 		for i, ev := range c.Events {
 			versions[i] = ev.Version

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem"
@@ -30,11 +31,7 @@ var cfTables = []string{"entities", "entity_names", "literal_values", "evidence_
 // cfCounts snapshots the row counts of cfTables.
 func (e *env) cfCounts() map[string]int {
 	e.t.Helper()
-	out := map[string]int{}
-	for _, t := range cfTables {
-		out[t] = e.cfInt("SELECT count(*) FROM " + t)
-	}
-	return out
+	return e.countsOf(cfTables)
 }
 
 // cfCountsDiff lists the tables whose counts differ.
@@ -83,7 +80,13 @@ func (e *env) cfStrings(query string, args ...any) []string {
 // cfKeyed runs a query returning (key, json text) pairs.
 func (e *env) cfKeyed(query string, args ...any) map[string]string {
 	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, query, args...)
+	return e.cfKeyedIn(e.pool, query, args...)
+}
+
+// cfKeyedIn runs a query returning (key, json text) pairs through q.
+func (e *env) cfKeyedIn(q dbReader, query string, args ...any) map[string]string {
+	e.t.Helper()
+	rows, err := q.Query(e.ctx, query, args...)
 	if err != nil {
 		e.t.Fatalf("%s: %v", query, err)
 	}
@@ -105,7 +108,7 @@ func (e *env) cfKeyed(query string, args ...any) map[string]string {
 // cfProfileSnapshot returns, as JSON text keyed by table and primary key, every row that belongs to
 // profile p: its relationships with their supports and transitions, its observations with their
 // verification and resolution events, its fragments with their content, the entities it created,
-// its review items and its idempotency records.
+// its review items and its idempotency records, all read in one snapshot.
 func (e *env) cfProfileSnapshot(p densemem.ProfileID) map[string]map[string]string {
 	e.t.Helper()
 	const owned = `(SELECT relationship_id FROM relationships WHERE owner_profile_id = $1)`
@@ -130,9 +133,11 @@ func (e *env) cfProfileSnapshot(p densemem.ProfileID) map[string]map[string]stri
 		"idempotency_records": `SELECT idempotency_key, to_jsonb(t)::text FROM idempotency_records t WHERE profile_id = $1`,
 	}
 	out := map[string]map[string]string{}
-	for table, q := range queries {
-		out[table] = e.cfKeyed(q, p)
-	}
+	readSnapshot(e.t, e.pool, func(tx pgx.Tx) {
+		for table, q := range queries {
+			out[table] = e.cfKeyedIn(tx, q, p)
+		}
+	})
 	return out
 }
 
@@ -191,7 +196,13 @@ type cfCase struct {
 
 func (e *env) cfCases() []cfCase {
 	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT conflict_id, kind, subject_entity_id, predicate_key, scope, status,
+	return e.cfCasesIn(e.pool)
+}
+
+// cfCasesIn reads every conflict case through q.
+func (e *env) cfCasesIn(q dbReader) []cfCase {
+	e.t.Helper()
+	rows, err := q.Query(e.ctx, `SELECT conflict_id, kind, subject_entity_id, predicate_key, scope, status,
 		opened_by_profile_id, version, opened_at, review_due_at, next_review_at, resolved_at, preferred_position_id,
 		claim_token, review_attempts FROM conflict_cases ORDER BY opened_at, conflict_id`)
 	if err != nil {
@@ -215,7 +226,13 @@ func (e *env) cfCases() []cfCase {
 
 func (e *env) cfCase(id string) cfCase {
 	e.t.Helper()
-	for _, c := range e.cfCases() {
+	return e.cfCaseIn(e.pool, id)
+}
+
+// cfCaseIn reads one conflict case through q.
+func (e *env) cfCaseIn(q dbReader, id string) cfCase {
+	e.t.Helper()
+	for _, c := range e.cfCasesIn(q) {
 		if c.ID == id {
 			return c
 		}
@@ -244,7 +261,13 @@ type cfEventPosition struct {
 
 func (e *env) cfEvents(caseID string) []cfEvent {
 	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
+	return e.cfEventsIn(e.pool, caseID)
+}
+
+// cfEventsIn reads a case's events through q, in version order.
+func (e *env) cfEventsIn(q dbReader, caseID string) []cfEvent {
+	e.t.Helper()
+	rows, err := q.Query(e.ctx, `SELECT case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
 		COALESCE(actor_profile_id, ''), reason_code, ingest_id, created_at, positions
 		FROM conflict_events WHERE conflict_id = $1 ORDER BY case_version`, caseID)
 	if err != nil {
@@ -305,10 +328,15 @@ func (e *env) cfMembers(caseID string) map[densemem.RelationshipID]cfMember {
 }
 
 // cfCheckEventLedger checks that a case's events are numbered 1..version without gaps, one per version.
+// The case and its events are read in one snapshot.
 func (e *env) cfCheckEventLedger(caseID string) []cfEvent {
 	e.t.Helper()
-	evs := e.cfEvents(caseID)
-	c := e.cfCase(caseID)
+	var evs []cfEvent
+	var c cfCase
+	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
+		evs = e.cfEventsIn(q, caseID)
+		c = e.cfCaseIn(q, caseID)
+	})
 	if len(evs) != c.Version {
 		e.t.Errorf("case %s at version %d has %d events", caseID, c.Version, len(evs))
 	}

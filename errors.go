@@ -24,6 +24,9 @@ var (
 	// ErrInternal: an unexpected database failure; the driver's error stays in the chain
 	// (errors.As reaches *pgconn.PgError) and nothing of the failed call was written.
 	ErrInternal = store.ErrInternal
+	// ErrCommitUnknown: the COMMIT was sent but its answer was lost, so the call's transaction may or
+	// may not have committed. A Remember or Forget retried with the same idempotency key settles it.
+	ErrCommitUnknown = store.ErrCommitUnknown
 	// ErrVerifier: the configured Verifier failed or answered out of contract; nothing was written.
 	ErrVerifier = fmt.Errorf("densemem: verifier failed")
 )

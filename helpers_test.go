@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
@@ -187,14 +188,55 @@ func (e *env) remember(p densemem.Principal, f fact) densemem.RelationshipOutcom
 	return pl.RelationshipOutcomes[0]
 }
 
+// dbReader is what the read helpers query: the pool, or the transaction of one snapshot.
+type dbReader interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// readSnapshot runs read in one REPEATABLE READ, READ ONLY transaction, so every query read makes sees
+// the same committed state: a transaction committing meanwhile (a cancelled worker's COMMIT still on
+// its way) is seen whole by all of them or by none. A helper that reads related state in more than
+// one query and checks it across them reads here, never through the pool, whose queries each see the
+// state of their own moment and can together show a state the database never had.
+func readSnapshot(t testing.TB, pool *pgxpool.Pool, read func(q pgx.Tx)) {
+	t.Helper()
+	err := pgx.BeginTxFunc(context.Background(), pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
+		func(tx pgx.Tx) error {
+			read(tx)
+			return nil
+		})
+	if err != nil {
+		t.Fatalf("snapshot read: %v", err)
+	}
+}
+
 // count returns the number of rows of table in the test database.
 func (e *env) count(table string) int {
 	e.t.Helper()
+	return countIn(e.t, e.pool, table)
+}
+
+// countIn returns the number of rows of table as q sees them.
+func countIn(t testing.TB, q dbReader, table string) int {
+	t.Helper()
 	var n int
-	if err := e.pool.QueryRow(e.ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-		e.t.Fatal(err)
+	if err := q.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
+		t.Fatalf("count %s: %v", table, err)
 	}
 	return n
+}
+
+// countsOf returns the row counts of tables, read in one snapshot.
+func (e *env) countsOf(tables []string) map[string]int {
+	e.t.Helper()
+	out := map[string]int{}
+	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
+		for _, t := range tables {
+			out[t] = countIn(e.t, q, t)
+		}
+	})
+	return out
 }
 
 // dataTables are every table a Remember or Forget may write.
@@ -204,11 +246,8 @@ var dataTables = []string{"entities", "entity_names", "literal_values", "evidenc
 
 // counts snapshots the row counts of dataTables.
 func (e *env) counts() map[string]int {
-	out := map[string]int{}
-	for _, t := range dataTables {
-		out[t] = e.count(t)
-	}
-	return out
+	e.t.Helper()
+	return e.countsOf(dataTables)
 }
 
 // relationshipState reads a relationship's stored status, tier, valid_to and version.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem"
@@ -55,8 +56,14 @@ func (e *env) invEdges(id densemem.RelationshipID) int {
 // invSnapshot returns every row of table as JSON text keyed by the row's primary key columns.
 func (e *env) invSnapshot(table string, pk ...string) map[string]string {
 	e.t.Helper()
+	return e.invSnapshotIn(e.pool, table, pk...)
+}
+
+// invSnapshotIn returns every row of table as q sees it, as JSON text keyed by its primary key columns.
+func (e *env) invSnapshotIn(q dbReader, table string, pk ...string) map[string]string {
+	e.t.Helper()
 	keyExpr := "concat_ws('|', " + strings.Join(pk, ", ") + ")"
-	rows, err := e.pool.Query(e.ctx, fmt.Sprintf(`SELECT %s, to_jsonb(t)::text FROM %s t`, keyExpr, table))
+	rows, err := q.Query(e.ctx, fmt.Sprintf(`SELECT %s, to_jsonb(t)::text FROM %s t`, keyExpr, table))
 	if err != nil {
 		e.t.Fatalf("snapshot %s: %v", table, err)
 	}
@@ -98,10 +105,18 @@ var invLedgers = []invLedger{
 // invLedgerSnapshot snapshots every append-only ledger.
 func (e *env) invLedgerSnapshot() map[string]map[string]string {
 	e.t.Helper()
+	return e.invLedgersSnapshot(invLedgers)
+}
+
+// invLedgersSnapshot snapshots the given ledgers, all in one snapshot.
+func (e *env) invLedgersSnapshot(ledgers []invLedger) map[string]map[string]string {
+	e.t.Helper()
 	out := map[string]map[string]string{}
-	for _, l := range invLedgers {
-		out[l.table] = e.invSnapshot(l.table, l.pk...)
-	}
+	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
+		for _, l := range ledgers {
+			out[l.table] = e.invSnapshotIn(q, l.table, l.pk...)
+		}
+	})
 	return out
 }
 
@@ -656,10 +671,7 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 	e.remember(e.B, deploy("production", "main")) // another owner's evidence on the same key
 
 	evidenceTables := invLedgers[3:9] // fragments, contents, observations, verifications, resolutions, supports
-	before := map[string]map[string]string{}
-	for _, l := range evidenceTables {
-		before[l.table] = e.invSnapshot(l.table, l.pk...)
-	}
+	before := e.invLedgersSnapshot(evidenceTables)
 	for table, rows := range before {
 		if len(rows) == 0 {
 			t.Fatalf("%s is empty before the correction; the test would prove nothing", table)
@@ -670,10 +682,7 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 	if out.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("correction: category %s, want superseded_prior", out.Category)
 	}
-	after := map[string]map[string]string{}
-	for _, l := range evidenceTables {
-		after[l.table] = e.invSnapshot(l.table, l.pk...)
-	}
+	after := e.invLedgersSnapshot(evidenceTables)
 	for table, rows := range before {
 		// The rows that existed before, as they are now: every one must still be there, unchanged.
 		kept := map[string]string{}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem"
 )
@@ -523,76 +524,75 @@ var kpCountTables = []string{"relationships", "relationship_transitions", "suppo
 	"observations", "verification_events", "conflict_cases", "conflict_events", "conflict_position_members",
 	"relationship_cross_references", "idempotency_records", "review_items", "entities", "entity_names"}
 
-// counts returns the row counts of kpCountTables.
+// counts returns the row counts of kpCountTables, read in one snapshot.
 func (w *kpWorld) counts() map[string]int {
-	out := map[string]int{}
-	for _, table := range kpCountTables {
-		out[table] = w.e.count(table)
-	}
-	return out
+	w.t.Helper()
+	return w.e.countsOf(kpCountTables)
 }
 
-// snapshot reads the stored relationships, cases and support links of the team.
+// snapshot reads the stored relationships, cases and support links of the team, in one snapshot.
 func (w *kpWorld) snapshot() kpSnapshot {
 	w.t.Helper()
 	e := w.e
 	snap := kpSnapshot{rels: map[densemem.RelationshipID]kpRel{}, cases: map[string]kpCase{},
 		supports: map[densemem.RelationshipID][]densemem.FragmentID{}}
-	rows, err := e.pool.Query(e.ctx, `
-		SELECT r.relationship_id, r.owner_profile_id, sn.name, onm.name, r.polarity, r.status, r.tier,
-		       r.valid_from, r.valid_to, r.version, r.created_at
-		FROM relationships r
-		JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
-		              ORDER BY n.created_at LIMIT 1) sn ON true
-		JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.object_entity_id
-		              ORDER BY n.created_at LIMIT 1) onm ON true
-		WHERE r.team_id = $1`, e.team)
-	if err != nil {
-		w.fatalf("snapshot relationships: %v", err)
-	}
-	for rows.Next() {
-		var r kpRel
-		var pol, status, tier string
-		if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.Object, &pol, &status, &tier, &r.ValidFrom, &r.ValidTo,
-			&r.Version, &r.CreatedAt); err != nil {
+	readSnapshot(w.t, e.pool, func(q pgx.Tx) {
+		rows, err := q.Query(e.ctx, `
+			SELECT r.relationship_id, r.owner_profile_id, sn.name, onm.name, r.polarity, r.status, r.tier,
+			       r.valid_from, r.valid_to, r.version, r.created_at
+			FROM relationships r
+			JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
+			              ORDER BY n.created_at LIMIT 1) sn ON true
+			JOIN LATERAL (SELECT name FROM entity_names n WHERE n.team_id = r.team_id AND n.entity_id = r.object_entity_id
+			              ORDER BY n.created_at LIMIT 1) onm ON true
+			WHERE r.team_id = $1`, e.team)
+		if err != nil {
 			w.fatalf("snapshot relationships: %v", err)
 		}
-		r.Polarity, r.Status, r.Tier = densemem.Polarity(pol), densemem.Status(status), densemem.Tier(tier)
-		snap.rels[r.ID] = r
-	}
-	if rows.Close(); rows.Err() != nil {
-		w.fatalf("snapshot relationships: %v", rows.Err())
-	}
-	rows, err = e.pool.Query(e.ctx, `SELECT conflict_id, status, version FROM conflict_cases WHERE team_id = $1`, e.team)
-	if err != nil {
-		w.fatalf("snapshot cases: %v", err)
-	}
-	for rows.Next() {
-		var c kpCase
-		if err := rows.Scan(&c.ID, &c.Status, &c.Version); err != nil {
+		for rows.Next() {
+			var r kpRel
+			var pol, status, tier string
+			if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.Object, &pol, &status, &tier, &r.ValidFrom, &r.ValidTo,
+				&r.Version, &r.CreatedAt); err != nil {
+				w.fatalf("snapshot relationships: %v", err)
+			}
+			r.Polarity, r.Status, r.Tier = densemem.Polarity(pol), densemem.Status(status), densemem.Tier(tier)
+			snap.rels[r.ID] = r
+		}
+		if rows.Close(); rows.Err() != nil {
+			w.fatalf("snapshot relationships: %v", rows.Err())
+		}
+		rows, err = q.Query(e.ctx, `SELECT conflict_id, status, version FROM conflict_cases WHERE team_id = $1`, e.team)
+		if err != nil {
 			w.fatalf("snapshot cases: %v", err)
 		}
-		snap.cases[c.ID] = c
-	}
-	if rows.Close(); rows.Err() != nil {
-		w.fatalf("snapshot cases: %v", rows.Err())
-	}
-	rows, err = e.pool.Query(e.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
-		ORDER BY relationship_id, created_at, support_id`, e.team)
-	if err != nil {
-		w.fatalf("snapshot supports: %v", err)
-	}
-	for rows.Next() {
-		var rel densemem.RelationshipID
-		var frag densemem.FragmentID
-		if err := rows.Scan(&rel, &frag); err != nil {
+		for rows.Next() {
+			var c kpCase
+			if err := rows.Scan(&c.ID, &c.Status, &c.Version); err != nil {
+				w.fatalf("snapshot cases: %v", err)
+			}
+			snap.cases[c.ID] = c
+		}
+		if rows.Close(); rows.Err() != nil {
+			w.fatalf("snapshot cases: %v", rows.Err())
+		}
+		rows, err = q.Query(e.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
+			ORDER BY relationship_id, created_at, support_id`, e.team)
+		if err != nil {
 			w.fatalf("snapshot supports: %v", err)
 		}
-		snap.supports[rel] = append(snap.supports[rel], frag)
-	}
-	if rows.Close(); rows.Err() != nil {
-		w.fatalf("snapshot supports: %v", rows.Err())
-	}
+		for rows.Next() {
+			var rel densemem.RelationshipID
+			var frag densemem.FragmentID
+			if err := rows.Scan(&rel, &frag); err != nil {
+				w.fatalf("snapshot supports: %v", err)
+			}
+			snap.supports[rel] = append(snap.supports[rel], frag)
+		}
+		if rows.Close(); rows.Err() != nil {
+			w.fatalf("snapshot supports: %v", rows.Err())
+		}
+	})
 	return snap
 }
 

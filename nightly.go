@@ -12,7 +12,8 @@ import (
 type NightlyReviewRequest = review.Request
 
 // NightlyReviewReport counts what a nightly run did: cases claimed, resolved, marked overdue,
-// dismissed, kept open, failed, and escalated after exhausting the day's attempts.
+// dismissed, kept open, failed, of unknown outcome (the COMMIT's answer was lost; listed by ID), lost
+// to another worker, and escalated after exhausting the day's attempts.
 type NightlyReviewReport = review.Report
 
 // RunNightlyReview runs the deterministic, model-free Conflict reviewer: for each team it reserves

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -289,58 +290,62 @@ type ncState struct {
 	rels  map[densemem.RelationshipID]ncRelRow
 }
 
-// ncRead reads the whole database's cases and relationships in two statements.
+// ncRead reads the whole database's cases and relationships in one snapshot (readSnapshot): a
+// review transaction committing meanwhile shows up in both or in neither, never as a case still open
+// whose loser is already superseded.
 func ncRead(t *testing.T, e *env) ncState {
 	t.Helper()
 	ctx := context.Background()
 	st := ncState{cases: map[string]ncCaseRow{}, rels: map[densemem.RelationshipID]ncRelRow{}}
-	rows, err := e.pool.Query(ctx, `
-		SELECT c.conflict_id, c.status, c.version, count(ev.event_id), COALESCE(max(ev.case_version), 0),
-		       count(*) FILTER (WHERE ev.resulting_status = 'resolved'),
-		       count(*) FILTER (WHERE ev.resulting_status = 'resolved' AND ev.actor_kind = 'system_conflict_reviewer'),
-		       count(*) FILTER (WHERE ev.prior_status = 'open' AND ev.resulting_status = 'overdue'),
-		       count(*) FILTER (WHERE ev.reason_code = 'max_attempts_exhausted'),
-		       c.claim_token IS NOT NULL, c.review_attempts, c.effective_at, COALESCE(c.effective_time_basis, ''),
-		       COALESCE(c.preferred_position_id, ''), c.next_review_at
-		FROM conflict_cases c
-		LEFT JOIN conflict_events ev ON ev.team_id = c.team_id AND ev.conflict_id = c.conflict_id
-		GROUP BY c.team_id, c.conflict_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var r ncCaseRow
-		if err := rows.Scan(&id, &r.status, &r.version, &r.events, &r.maxEvent, &r.resolutions, &r.reviewerRes,
-			&r.overdueMarks, &r.escalations, &r.claimed, &r.attempts, &r.effectiveAt, &r.basis, &r.preferred, &r.nextReview); err != nil {
+	readSnapshot(t, e.pool, func(q pgx.Tx) {
+		rows, err := q.Query(ctx, `
+			SELECT c.conflict_id, c.status, c.version, count(ev.event_id), COALESCE(max(ev.case_version), 0),
+			       count(*) FILTER (WHERE ev.resulting_status = 'resolved'),
+			       count(*) FILTER (WHERE ev.resulting_status = 'resolved' AND ev.actor_kind = 'system_conflict_reviewer'),
+			       count(*) FILTER (WHERE ev.prior_status = 'open' AND ev.resulting_status = 'overdue'),
+			       count(*) FILTER (WHERE ev.reason_code = 'max_attempts_exhausted'),
+			       c.claim_token IS NOT NULL, c.review_attempts, c.effective_at, COALESCE(c.effective_time_basis, ''),
+			       COALESCE(c.preferred_position_id, ''), c.next_review_at
+			FROM conflict_cases c
+			LEFT JOIN conflict_events ev ON ev.team_id = c.team_id AND ev.conflict_id = c.conflict_id
+			GROUP BY c.team_id, c.conflict_id`)
+		if err != nil {
 			t.Fatal(err)
 		}
-		st.cases[id] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	rows, err = e.pool.Query(ctx, `
-		SELECT r.relationship_id, r.status, r.version, r.valid_to, count(t.transition_id),
-		       count(*) FILTER (WHERE t.to_status = 'superseded' AND t.actor_kind = 'system_conflict_reviewer'),
-		       count(*) FILTER (WHERE t.to_status = 'superseded')
-		FROM relationships r
-		LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-		GROUP BY r.team_id, r.relationship_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var r ncRelRow
-		if err := rows.Scan(&id, &r.status, &r.version, &r.validTo, &r.transitions, &r.byReviewer, &r.supersedings); err != nil {
+		for rows.Next() {
+			var id string
+			var r ncCaseRow
+			if err := rows.Scan(&id, &r.status, &r.version, &r.events, &r.maxEvent, &r.resolutions, &r.reviewerRes,
+				&r.overdueMarks, &r.escalations, &r.claimed, &r.attempts, &r.effectiveAt, &r.basis, &r.preferred, &r.nextReview); err != nil {
+				t.Fatal(err)
+			}
+			st.cases[id] = r
+		}
+		if err := rows.Err(); err != nil {
 			t.Fatal(err)
 		}
-		st.rels[densemem.RelationshipID(id)] = r
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+		rows, err = q.Query(ctx, `
+			SELECT r.relationship_id, r.status, r.version, r.valid_to, count(t.transition_id),
+			       count(*) FILTER (WHERE t.to_status = 'superseded' AND t.actor_kind = 'system_conflict_reviewer'),
+			       count(*) FILTER (WHERE t.to_status = 'superseded')
+			FROM relationships r
+			LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+			GROUP BY r.team_id, r.relationship_id`)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for rows.Next() {
+			var id string
+			var r ncRelRow
+			if err := rows.Scan(&id, &r.status, &r.version, &r.validTo, &r.transitions, &r.byReviewer, &r.supersedings); err != nil {
+				t.Fatal(err)
+			}
+			st.rels[densemem.RelationshipID(id)] = r
+		}
+		if err := rows.Err(); err != nil {
+			t.Fatal(err)
+		}
+	})
 	return st
 }
 
@@ -476,12 +481,10 @@ func ncWant(cases []*ncCase) (resolved, overdue int) {
 var ncTables = append(slices.Clone(dataTables), "conflict_cases", "conflict_positions", "conflict_position_members",
 	"conflict_events", "relationship_cross_references", "nightly_runs")
 
+// ncCounts returns the row counts of ncTables, read in one snapshot.
 func ncCounts(e *env) map[string]int {
-	out := map[string]int{}
-	for _, t := range ncTables {
-		out[t] = e.count(t)
-	}
-	return out
+	e.t.Helper()
+	return e.countsOf(ncTables)
 }
 
 // ncCheckCounts asserts the row counts moved by exactly delta (tables not named must not move).
@@ -509,7 +512,10 @@ func ncSum(reps []*densemem.NightlyReviewReport) densemem.NightlyReviewReport {
 		s.Dismissed += r.Dismissed
 		s.KeptOpen += r.KeptOpen
 		s.Failed += r.Failed
+		s.Unknown += r.Unknown
+		s.UnknownCaseIDs = append(s.UnknownCaseIDs, r.UnknownCaseIDs...)
 		s.Escalated += r.Escalated
+		s.Lost += r.Lost
 	}
 	return s
 }
@@ -574,8 +580,8 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	sum := ncSum(reps)
 	want := densemem.NightlyReviewReport{Teams: sum.Teams, Reserved: teams, Claimed: len(cases), Resolved: wantResolved,
 		Overdue: wantOverdue}
-	if sum != want {
-		t.Errorf("reports add up to %+v, want %+v", sum, want)
+	if d := cmp.Diff(want, sum); d != "" {
+		t.Errorf("reports add up wrong (-want +got):\n%s", d)
 	}
 
 	st := ncRead(t, e)
@@ -653,8 +659,8 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 
 	// Same clock: the lease holds, nobody else can take the cases.
 	rep, err = e.client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "second"})
-	if err != nil || *rep != (densemem.NightlyReviewReport{Teams: 1}) {
-		t.Errorf("second worker at the same instant: %+v, %v; want a run that claims nothing", *rep, err)
+	if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1}, *rep); err != nil || d != "" {
+		t.Errorf("second worker at the same instant: %v; want a run that claims nothing (-want +got):\n%s", err, d)
 	}
 	check("after a second worker at the same instant", 1)
 
@@ -673,8 +679,8 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := densemem.NightlyReviewReport{Teams: 1, Claimed: len(cases), Resolved: wantResolved, Overdue: wantOverdue}
-	if *rep != want {
-		t.Errorf("rescuer: %+v, want %+v", *rep, want)
+	if d := cmp.Diff(want, *rep); d != "" {
+		t.Errorf("rescuer (-want +got):\n%s", d)
 	}
 	st := ncRead(t, e)
 	ncCheckDone(t, st, cases)
@@ -687,12 +693,14 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 }
 
 // ncFaultStore is the real PostgreSQL store with a fault injected into its transactions: before runs
-// ahead of the n-th Tx call (1-based, counting every call), wrap may wrap that call's transaction.
-// The reviewer uses Tx once per case review, so n counts case reviews.
+// ahead of the n-th Tx call (1-based, counting every call), arm may arm failpoints on that call's
+// context, wrap may wrap that call's transaction. The reviewer uses Tx once per case review, so n
+// counts case reviews.
 type ncFaultStore struct {
 	*postgres.Store
 	calls  atomic.Int64
 	before func(ctx context.Context, n int64)
+	arm    func(ctx context.Context, n int64) context.Context
 	wrap   func(ctx context.Context, n int64, tx store.Tx) store.Tx
 }
 
@@ -700,6 +708,9 @@ func (s *ncFaultStore) Tx(ctx context.Context, fn func(ctx context.Context, tx s
 	n := s.calls.Add(1)
 	if s.before != nil {
 		s.before(ctx, n)
+	}
+	if s.arm != nil {
+		ctx = s.arm(ctx, n)
 	}
 	return s.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if s.wrap != nil {
@@ -745,27 +756,30 @@ func ncFaultClient(t *testing.T, e *env) (*densemem.Client, *ncFaultStore) {
 
 // ncCheckFailedClaims asserts that after a failed attempt each case is either given back (no claim)
 // or still held until exactly the failed attempt's lease end (docs/decisions.md 28: the lease is the
-// backoff), with the given attempts of the day; it returns how many are still held.
+// backoff), with the given attempts of the day; it returns how many are still held. The cases are read
+// in one snapshot.
 func ncCheckFailedClaims(t *testing.T, e *env, cases []*ncCase, attempts int, leaseEnd time.Time) int {
 	t.Helper()
 	held := 0
-	for _, c := range cases {
-		var claimed bool
-		var lease *time.Time
-		var n int
-		if err := e.pool.QueryRow(context.Background(), `SELECT claim_token IS NOT NULL, lease_expires_at, review_attempts
-			FROM conflict_cases WHERE conflict_id = $1`, c.id).Scan(&claimed, &lease, &n); err != nil {
-			t.Fatal(err)
+	readSnapshot(t, e.pool, func(q pgx.Tx) {
+		for _, c := range cases {
+			var claimed bool
+			var lease *time.Time
+			var n int
+			if err := q.QueryRow(context.Background(), `SELECT claim_token IS NOT NULL, lease_expires_at, review_attempts
+				FROM conflict_cases WHERE conflict_id = $1`, c.id).Scan(&claimed, &lease, &n); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case n != attempts:
+				t.Errorf("case %s: %d attempts, want %d", c.id, n, attempts)
+			case claimed && (lease == nil || !lease.Equal(leaseEnd)):
+				t.Errorf("case %s: still claimed with lease %v, want the failed attempt's lease ending %s", c.id, lease, leaseEnd)
+			case claimed:
+				held++
+			}
 		}
-		switch {
-		case n != attempts:
-			t.Errorf("case %s: %d attempts, want %d", c.id, n, attempts)
-		case claimed && (lease == nil || !lease.Equal(leaseEnd)):
-			t.Errorf("case %s: still claimed with lease %v, want the failed attempt's lease ending %s", c.id, lease, leaseEnd)
-		case claimed:
-			held++
-		}
-	}
+	})
 	return held
 }
 
@@ -793,8 +807,8 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatalf("failing run: %v", err)
 			}
-			if want := (densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Failed: n}); *rep != want {
-				t.Errorf("failing run: %+v, want %+v", *rep, want)
+			if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Failed: n}, *rep); d != "" {
+				t.Errorf("failing run (-want +got):\n%s", d)
 			}
 			st := ncRead(t, e)
 			if done := ncCheckAtomic(t, st, before, cases); done != 0 {
@@ -897,8 +911,8 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if want := (densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Resolved: resolved, Overdue: overdue}); *rep != want {
-				t.Errorf("next-day run: %+v, want %+v", *rep, want)
+			if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Resolved: resolved, Overdue: overdue}, *rep); d != "" {
+				t.Errorf("next-day run (-want +got):\n%s", d)
 			}
 			ncCheckDone(t, ncRead(t, e), cases)
 			concCheckLedger(t, e)
@@ -967,7 +981,8 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
 		defer cancel()
 
-		interrupted := 0
+		// Over all rounds: reviews the database acknowledged, and reviews of unknown outcome.
+		interrupted, known, unknown := 0, 0, 0
 		for round := 0; round < 3*n; round++ {
 			runCtx, stop := context.WithCancel(ctx)
 			target := fs.calls.Load() + 1 + int64(round%3) // the 1st, 2nd or 3rd review of the round
@@ -986,8 +1001,18 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				}
 				interrupted++
 			}
+			known += rep.Resolved + rep.Overdue + rep.Dismissed + rep.KeptOpen
+			unknown += rep.Unknown
 			st := ncRead(t, e)
-			if done := ncCheckAtomic(t, st, before, cases); done == len(cases) {
+			done := ncCheckAtomic(t, st, before, cases)
+			// Every acknowledged review committed and no failed one did; one of unknown outcome may have
+			// (its COMMIT may even be arriving still). A case is acknowledged at most once: once
+			// resolved it is not due again.
+			if done < known || done > known+unknown {
+				t.Errorf("round %d: %d cases reviewed in the database, but the reports say %d acknowledged and %d of unknown outcome",
+					round, done, known, unknown)
+			}
+			if done == len(cases) {
 				t.Logf("every case reviewed after %d rounds, %d of them interrupted", round+1, interrupted)
 				break
 			}
@@ -998,6 +1023,71 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		ncCheckDone(t, ncRead(t, e), cases)
 		concCheckLedger(t, e)
 	})
+}
+
+// TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown: the answers of three review COMMITs
+// are lost (failpoint tx.commit_ack_lost: the COMMIT runs, then the connection closes before its
+// answer is read). Counting those reviews as failed under-counts what the database holds (a host saw
+// 192 reviews reported for 200 committed); the run reports them as Unknown instead and lists their
+// cases. The report adds up to the claimed cases, and the reviews the database holds (read in one
+// snapshot) lie between the acknowledged ones and those plus the unknown ones. Here every lost COMMIT
+// ran, so the database holds every review, the unknown ones included.
+func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
+	t.Parallel()
+	const n = 12
+	lost := []int64{2, 5, 9} // the reviews whose COMMIT loses its answer
+	e := newEnv(t, ncQuiet)
+	cases := ncMustSeed(t, e, n, ncMixed)
+	e.clock.Advance(ncPastDeadline)
+	client, fs := ncFaultClient(t, e)
+	before := ncRead(t, e)
+	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	defer cancel()
+
+	fs.arm = func(ctx context.Context, call int64) context.Context {
+		if slices.Contains(lost, call) {
+			return failpoint.Arm(ctx, "tx.commit_ack_lost")
+		}
+		return ctx
+	}
+	rep, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "unlucky"})
+	if err != nil {
+		t.Fatalf("run: %v; want the run to go on past the lost answers", err)
+	}
+	t.Logf("run with %d lost COMMIT answers: %+v", len(lost), *rep)
+	acked := rep.Resolved + rep.Overdue + rep.Dismissed + rep.KeptOpen
+	if sum := acked + rep.Failed + rep.Unknown + rep.Lost; rep.Claimed != n || sum != rep.Claimed {
+		t.Errorf("report %+v: %d claimed, outcomes add up to %d; want %d claimed and every one counted once", *rep,
+			rep.Claimed, sum, n)
+	}
+	if rep.Unknown != len(lost) || rep.Failed != 0 {
+		t.Errorf("report %+v: %d unknown, %d failed; want the %d reviews whose answer was lost unknown, none failed", *rep,
+			rep.Unknown, rep.Failed, len(lost))
+	}
+	seeded := map[string]bool{}
+	for _, c := range cases {
+		seeded[c.id] = true
+	}
+	listed := map[string]bool{}
+	for _, id := range rep.UnknownCaseIDs {
+		if !seeded[string(id)] || listed[string(id)] {
+			t.Errorf("unknown case IDs %v: %s is not a claimed case or is listed twice", rep.UnknownCaseIDs, id)
+		}
+		listed[string(id)] = true
+	}
+	if len(rep.UnknownCaseIDs) != rep.Unknown {
+		t.Errorf("unknown case IDs %v, want the %d unknown cases", rep.UnknownCaseIDs, rep.Unknown)
+	}
+
+	st := ncRead(t, e)
+	done := ncCheckAtomic(t, st, before, cases)
+	if done < acked || done > acked+rep.Unknown {
+		t.Errorf("%d cases reviewed in the database; the report says %d acknowledged and %d of unknown outcome", done,
+			acked, rep.Unknown)
+	}
+	ncCheckDone(t, st, cases)
+	concCheckLedger(t, e)
+	concSupersededOnce(t, e)
 }
 
 // ncAdminConn opens a connection of its own to the env's database, closed when the test ends.
@@ -1371,11 +1461,11 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 	if err != nil || slowErr != nil {
 		t.Fatalf("fast worker: %v; slow worker: %v", err, slowErr)
 	}
-	if want := (densemem.NightlyReviewReport{Teams: 1, Claimed: n, Resolved: resolved, Overdue: overdue}); *rep != want {
-		t.Errorf("fast worker: %+v, want %+v", *rep, want)
+	if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Claimed: n, Resolved: resolved, Overdue: overdue}, *rep); d != "" {
+		t.Errorf("fast worker (-want +got):\n%s", d)
 	}
-	if want := (densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Lost: n}); *slowRep != want {
-		t.Errorf("slow worker: %+v, want %+v (every claim lost)", *slowRep, want)
+	if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Lost: n}, *slowRep); d != "" {
+		t.Errorf("slow worker, want every claim lost (-want +got):\n%s", d)
 	}
 	ncCheckDone(t, ncRead(t, e), cases)
 	concCheckLedger(t, e)

@@ -45,7 +45,11 @@ type Request struct {
 	MaxCases int `json:"max_cases,omitempty"`
 }
 
-// Report counts what one worker's run did.
+// Report counts what one worker's run did. When Run returns no error, each claimed case is counted in
+// exactly one of Resolved, Overdue, Dismissed, KeptOpen, Failed, Unknown and Lost, so they add up to
+// Claimed; a run that stopped early leaves its remaining claims to expire. The first four are reviews
+// the database acknowledged, Failed ones it certainly did not commit, Unknown ones it may have: the
+// run committed at least Resolved+Overdue+Dismissed+KeptOpen reviews and at most Unknown more.
 type Report struct {
 	Teams int `json:"teams"`
 	// Reserved counts the team run dates this worker reserved first; later workers only help.
@@ -55,7 +59,16 @@ type Report struct {
 	Overdue   int `json:"overdue"`
 	Dismissed int `json:"dismissed"`
 	KeptOpen  int `json:"kept_open"`
-	Failed    int `json:"failed"`
+	// Failed counts reviews that did not commit: the case stays due and unresolved.
+	Failed int `json:"failed"`
+	// Unknown counts reviews whose COMMIT was sent but whose answer was lost (the connection broke or
+	// the context ended while it was in flight): each such case is either reviewed completely or
+	// untouched, due and unresolved like a failed one. They are not counted in Failed.
+	Unknown int `json:"unknown"`
+	// UnknownCaseIDs lists the cases counted in Unknown, in review order; it never holds more than the
+	// cases this worker claimed. A case among them that did not commit keeps its claim until the lease
+	// expires, and a later run reviews it.
+	UnknownCaseIDs []conflict.ID `json:"unknown_case_ids,omitempty"`
 	// Escalated counts cases whose attempts of the run date were exhausted.
 	Escalated int `json:"escalated"`
 	// Lost counts claims that were no longer this worker's or no longer live when reviewed.
@@ -69,7 +82,8 @@ var errLost = errors.New("densemem review: claim lost")
 // Run reviews the due cases of the requested teams: it reserves each team's run date, escalates
 // cases whose attempts of the day are exhausted, then claims due cases in batches and reviews each
 // in its own transaction. A failed case stays due and unresolved; its lease expiry makes it
-// reclaimable. A team's error does not stop the other teams: Run returns the report of everything
+// reclaimable. A case whose COMMIT's answer was lost is counted as Unknown, not Failed: it is either
+// reviewed or, like a failed one, due and unresolved. A team's error does not stop the other teams: Run returns the report of everything
 // it did together with the joined errors, and stops early when ctx ends.
 func Run(ctx context.Context, cfg Config, req Request) (Report, error) {
 	if cfg.Batch <= 0 {
@@ -175,6 +189,18 @@ func runTeam(ctx context.Context, cfg Config, req Request, team identity.TeamID,
 			if errors.Is(err, errLost) {
 				// Another worker or a lifecycle change (a forget that dismissed the case) got there first.
 				rep.Lost++
+				continue
+			}
+			if errors.Is(err, store.ErrCommitUnknown) {
+				// The COMMIT left but its answer did not come back: the case is reviewed completely or not
+				// at all, and which is unknown here. Not settled by a read: the COMMIT may still be arriving.
+				rep.Unknown++
+				rep.UnknownCaseIDs = append(rep.UnknownCaseIDs, c.ID)
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case has an unknown outcome", "team", team,
+					"conflict_id", c.ID, "attempt", c.Attempts, "error", err)
 				continue
 			}
 			if err != nil {

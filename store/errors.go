@@ -33,4 +33,8 @@ var (
 	// database). The driver's error stays in the chain for diagnostics; nothing of the failed
 	// transaction remains.
 	ErrInternal = errors.New("densemem: internal store error")
+	// ErrCommitUnknown: the transaction's COMMIT was sent, but its answer was lost (the connection
+	// broke or the context ended while it was in flight), so the transaction may or may not have
+	// committed. It is never retried; read the state again to learn the outcome.
+	ErrCommitUnknown = errors.New("densemem: transaction outcome unknown: commit sent, answer lost")
 )

@@ -67,7 +67,8 @@ type Store interface {
 
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
-	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable, or fn's.
+	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable,
+	// ErrCommitUnknown when the COMMIT was sent but its answer was lost (never retried), or fn's.
 	// An implementation may open the transaction with fn's first Tx call and commit it with
 	// WriteSetApply, to save round trips.
 	Tx(ctx context.Context, fn func(ctx context.Context, tx Tx) error) error
@@ -85,7 +86,9 @@ type Tx interface {
 	KeysLock(ctx context.Context, p KeysLockParams) (KeysLocked, error)
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
-	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains.
+	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the
+	// call carries the COMMIT and its answer is lost, it fails with ErrCommitUnknown: the transaction
+	// may or may not have committed.
 	WriteSetApply(ctx context.Context, ws WriteSet) error
 }
 

@@ -66,7 +66,9 @@
 // is counted in Report.Failed and logged by the library through Config.Logger; the worker gives its
 // claim back, so the case stays due and unresolved and is tried again on the same run date, up to
 // Config.Nightly.MaxAttempts attempts; then it is escalated once (Report.Escalated) and waits for the
-// next run date. Nothing is ever resolved by a fallback, and nobody repairs a case with SQL: an
+// next run date. A case whose review COMMIT was sent but whose answer was lost is counted in
+// Report.Unknown instead (its ID in Report.UnknownCaseIDs): it is either reviewed or, like a failed
+// one, retried by a later run. Nothing is ever resolved by a fallback, and nobody repairs a case with SQL: an
 // operator inspects an overdue case and a team member submits evidence.
 //
 // Hosts built into minimal images should embed the time zone database (the blank import of

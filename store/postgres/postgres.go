@@ -136,7 +136,9 @@ var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
 //
 // The transaction costs no round trips of its own: BEGIN travels in the batch of fn's first Tx call
 // and COMMIT in the batch of WriteSetApply (or alone, when fn wrote nothing). A failure anywhere rolls
-// the transaction back; a connection left in an unknown state is closed, never reused.
+// the transaction back; a connection left in an unknown state is closed, never reused. When the round
+// trip that carried COMMIT fails without proof that the transaction did not commit, Tx returns
+// store.ErrCommitUnknown and does not retry.
 func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	var last error
 	for attempt := 0; attempt < s.attempts; attempt++ {
@@ -157,7 +159,10 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err != nil {
 		return translate(err)
 	}
-	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx), timeout: s.statementTimeout(ctx)}
+	// With a failpoint armed COMMIT is sent alone, so an injected failure lands before it; the lost
+	// acknowledgement keeps it in the write batch, where production sends it.
+	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil,
+		timeout: s.statementTimeout(ctx)}
 	defer func() {
 		if err != nil && t.begun && !t.done {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -181,7 +186,8 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err = failpoint.Check(ctx, "tx.before_commit"); err != nil {
 		return err
 	}
-	if _, err = t.conn.Exec(ctx, "COMMIT"); err != nil {
+	_, err = t.conn.Exec(ctx, "COMMIT")
+	if err = t.commitOutcome(ctx, failpoint.Armed(ctx), err); err != nil {
 		return translate(err)
 	}
 	t.done = true
@@ -212,8 +218,8 @@ func translate(err error) error {
 	}
 	for _, s := range []error{store.ErrNotFound, store.ErrForbidden, store.ErrNotOwner, store.ErrIdempotencyConflict,
 		store.ErrStaleConflictVersion, store.ErrNotMaterialToConflict, store.ErrStaleVersion, store.ErrConflict,
-		store.ErrUnavailable, store.ErrIntegrity, store.ErrTimeout, store.ErrInternal, failpoint.ErrInjected,
-		context.Canceled, context.DeadlineExceeded} {
+		store.ErrUnavailable, store.ErrIntegrity, store.ErrTimeout, store.ErrInternal, store.ErrCommitUnknown,
+		failpoint.ErrInjected, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			return err
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -478,11 +479,38 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if commit {
 		b.Queue("COMMIT")
 	}
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	err = t.conn.SendBatch(ctx, b).Close()
+	if commit {
+		err = t.commitOutcome(ctx, armed, err)
+	}
+	if err != nil {
 		return translate(err)
 	}
 	t.done = commit
 	return nil
+}
+
+// failCommitAckLost is the failpoint that loses the answer of a COMMIT that succeeded: the round trip
+// carrying COMMIT runs to its end, then the connection is closed and the answer dropped, as when the
+// network fails between the server's commit and its acknowledgement.
+const failCommitAckLost = "tx.commit_ack_lost"
+
+// commitOutcome settles err, the result of the round trip that carried COMMIT. An error the server
+// reported means it did not commit (the transaction was aborted before or at COMMIT), and an error
+// raised before anything was sent means COMMIT never left: both are returned as they are. Any other
+// error lost the answer of a COMMIT that may have run, and becomes store.ErrCommitUnknown. armed says
+// whether failpoints are armed on ctx, so an unarmed call costs nothing more.
+func (t *tx) commitOutcome(ctx context.Context, armed bool, err error) error {
+	if err == nil && armed {
+		if err = failpoint.Check(ctx, failCommitAckLost); err != nil {
+			_ = t.conn.Close(context.WithoutCancel(ctx))
+		}
+	}
+	var pgErr *pgconn.PgError
+	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", store.ErrCommitUnknown, translate(err))
 }
 
 func dateOrNil(t *time.Time) any {
