@@ -35,6 +35,13 @@ type Limits struct {
 	MaxRelationships int // proposal relationships per Remember (200)
 	MaxCitations     int // citations per relationship (20)
 	MaxTextBytes     int // bytes of a name, ref, predicate phrase, scope or key (512)
+	// MaxTraceItems is the most items a Trace request may ask for per list with TraceRequest.Limit
+	// (500); a request that says nothing gets DefaultTraceItems (50), or MaxTraceItems when smaller.
+	MaxTraceItems int
+	// MaxTraceContentBytes bounds the fragment content and excerpt bytes one Trace response carries
+	// (1 MiB, and at least twice MaxContentBytes, so every evidence item fits alone on a page);
+	// evidence past it has ContentOmitted. New rejects a value below twice MaxContentBytes.
+	MaxTraceContentBytes int
 }
 
 // Defaults.
@@ -47,6 +54,10 @@ const (
 	DefaultMaxRelationships   = 200
 	DefaultMaxCitations       = 20
 	DefaultMaxTextBytes       = 512
+	// DefaultTraceItems is the number of items per Trace list when TraceRequest.Limit is 0.
+	DefaultTraceItems           = 50
+	DefaultMaxTraceItems        = 500
+	DefaultMaxTraceContentBytes = 1 << 20
 )
 
 func (c *Config) withDefaults() Config {
@@ -75,10 +86,14 @@ func (c *Config) withDefaults() Config {
 		def int
 	}{{&l.MaxEvidence, DefaultMaxEvidence}, {&l.MaxContentBytes, DefaultMaxContentBytes},
 		{&l.MaxEntities, DefaultMaxEntities}, {&l.MaxRelationships, DefaultMaxRelationships},
-		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes}} {
+		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
+		{&l.MaxTraceItems, DefaultMaxTraceItems}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
+	}
+	if l.MaxTraceContentBytes <= 0 {
+		l.MaxTraceContentBytes = max(DefaultMaxTraceContentBytes, 2*l.MaxContentBytes)
 	}
 	return out
 }

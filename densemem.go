@@ -43,6 +43,11 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.nightly",
 			Message: "batch must be within 1..10000, lease within 10s..1h, max attempts within 1..20"}}}
 	}
+	if l := c.Limits; l.MaxTraceContentBytes < 2*l.MaxContentBytes {
+		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.limits.max_trace_content_bytes",
+			Message: fmt.Sprintf("%d is less than twice max_content_bytes (%d), so one evidence item could never be traced with its content",
+				l.MaxTraceContentBytes, l.MaxContentBytes)}}}
+	}
 	return &Client{store: st, cfg: c}, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -142,12 +143,21 @@ func (s *Store) IdempotencyGet(ctx context.Context, team identity.TeamID, profil
 // way leaves that transaction aborted on the connection, so it is rolled back (or the connection
 // closed) before the connection goes back to the pool.
 func (s *Store) sendReadBatch(ctx context.Context, b *pgx.Batch) error {
+	return s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
+		return conn.SendBatch(ctx, b).Close()
+	})
+}
+
+// withReadConn runs fn on one pooled connection, for reads whose batches open and end their own
+// transaction. When fn fails with a transaction still open, it is rolled back (or the connection
+// closed) before the connection goes back to the pool.
+func (s *Store) withReadConn(ctx context.Context, fn func(conn *pgxpool.Conn) error) error {
 	conn, err := s.pool.Acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Release()
-	err = conn.SendBatch(ctx, b).Close()
+	err = fn(conn)
 	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
 		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
 			_ = conn.Conn().Close(context.WithoutCancel(ctx))
