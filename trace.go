@@ -477,7 +477,7 @@ type traceCursor struct {
 
 // encode renders the cursor as unpadded base64url of its JSON.
 func (c traceCursor) encode() string {
-	if !c.At.IsZero() {
+	if len(c.IDs) > 0 {
 		c.Micros = c.At.UnixMicro()
 	}
 	b, _ := json.Marshal(c)
