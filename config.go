@@ -39,8 +39,9 @@ type Limits struct {
 	// (500); a request that says nothing gets DefaultTraceItems (50), or MaxTraceItems when smaller.
 	MaxTraceItems int
 	// MaxTraceContentBytes bounds the fragment content and excerpt bytes one Trace response carries
-	// (1 MiB, and at least twice MaxContentBytes, so every evidence item fits alone on a page);
-	// evidence past it has ContentOmitted. New rejects a value below twice MaxContentBytes.
+	// (1 MiB, or twice MaxContentBytes when that is more); evidence past it has ContentOmitted. It
+	// must be at least twice MaxContentBytes, so an evidence item and its excerpt fit on a page
+	// alone: New rejects a smaller value.
 	MaxTraceContentBytes int
 }
 
@@ -54,7 +55,8 @@ const (
 	DefaultMaxRelationships   = 200
 	DefaultMaxCitations       = 20
 	DefaultMaxTextBytes       = 512
-	// DefaultTraceItems is the number of items per Trace list when TraceRequest.Limit is 0.
+	// DefaultTraceItems is the number of items per Trace list when TraceRequest.Limit is 0
+	// (Limits.MaxTraceItems when that is smaller).
 	DefaultTraceItems           = 50
 	DefaultMaxTraceItems        = 500
 	DefaultMaxTraceContentBytes = 1 << 20

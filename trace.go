@@ -20,11 +20,19 @@ import (
 //
 // Every list of the response is bounded: it holds at most Limit items in its own order, starting
 // after After's cursor for it (or at its first item), and TraceResult.Truncated names each list that
-// has more, with the cursor of its next page. The lists, by name: evidence (support links, by
-// created_at then support ID), observations, verifications, identity_resolutions, review_items,
-// cross_references and conflicts (cases, by opened_at then conflict ID; each is by created_at then its
-// ID), transitions (by to_version), and each case's events (by case version, oldest first, under the
-// name "conflicts.<conflict_id>.events"). Neighbours are bounded by MaxEdges instead.
+// has more, with the cursor of its next page. The lists, by name and order:
+//
+//   - evidence: support links, by recorded time, then observation, verification and support ID
+//   - observations: by recorded time, then ID
+//   - verifications: by their observation's recorded time and ID, then verification ID
+//   - transitions: by version
+//   - identity_resolutions, review_items, cross_references: by recorded time, then ID
+//   - conflicts: cases, by opening time, then conflict ID
+//   - conflicts.<conflict_id>.events: one case's events, by case version, oldest first
+//
+// Neighbours are bounded by MaxEdges instead. Each response is read in one transaction, so its
+// pages describe one instant; pages of later requests see what was recorded since, after their
+// cursors.
 type TraceRequest struct {
 	RelationshipID         RelationshipID `json:"relationship_id"`
 	IncludeEvidenceContent bool           `json:"include_evidence_content"`
@@ -68,11 +76,18 @@ func TraceConflictEventsList(conflictID string) string {
 // TraceResult explains one relationship: its current state, the evidence behind it, and its history.
 // Each list holds one page (see TraceRequest); Truncated says which lists have more.
 type TraceResult struct {
-	Relationship        RelationshipDetail   `json:"relationship"`
-	Evidence            []TraceEvidence      `json:"evidence"`
-	Observations        []TraceObservation   `json:"observations"`
-	Verifications       []TraceVerification  `json:"verifications,omitempty"`
-	Transitions         []TraceTransition    `json:"transitions,omitempty"`
+	Relationship RelationshipDetail `json:"relationship"`
+	Evidence     []TraceEvidence    `json:"evidence"`
+	// Observations are the observations behind its supports and the one that created it.
+	Observations []TraceObservation `json:"observations"`
+	// Verifications (with IncludeVerification) are the verification events its supports cite and
+	// those of the observation that created it.
+	Verifications []TraceVerification `json:"verifications,omitempty"`
+	// Transitions (with IncludeTransitions) are its transitions, the system reviewer's included.
+	Transitions []TraceTransition `json:"transitions,omitempty"`
+	// IdentityResolutions are the resolution events of its subject and object entities (every
+	// mention resolved to them, by any observation) and the other events of the observation that
+	// created it.
 	IdentityResolutions []IdentityResolution `json:"identity_resolutions"`
 	// ReviewItems are the review items about this relationship or naming it as a conflicting prior,
 	// with their server-supplied choices.
@@ -216,7 +231,8 @@ type TraceTransition struct {
 	CreatedAt             time.Time      `json:"created_at"`
 }
 
-// IdentityResolution is one entity resolution event of the relationship's entities or observations.
+// IdentityResolution is one entity resolution event of the relationship's entities or of the
+// observation that created it.
 type IdentityResolution struct {
 	ResolutionID  string            `json:"resolution_id"`
 	ObservationID string            `json:"observation_id"`
