@@ -96,10 +96,10 @@ func (s *Store) RelationshipGet(ctx context.Context, team identity.TeamID, id re
 
 // Every Trace list is read a page at a time: the rows strictly after the page's key in the list's
 // order, LIMIT the page size plus one (the extra row only tells that the list goes on). Keyed lists
-// take the key as $3 (time) and $4… (the IDs of the list's order, three for supports, two for
-// verifications), with -infinity and empty IDs for the first page, and the limit after them. Each list is read through an
-// index in its order (migration 00007) and its plan streams: it stops after its LIMIT rows, however
-// long the list is.
+// take the key as $3 (time) and $4… (the IDs of the list's order: three for supports, two for
+// verifications, else one), with -infinity and empty IDs for the first page, then the limit. Each
+// list is read through an index in its order (migration 00007) with a LIMIT on every branch, so its
+// plan stops after a page however long the list is (TestTracePlansReadOnlyAPage).
 const (
 	traceSupportsSQL = `-- name: TraceSupports
 SELECT p.support_id, p.relationship_id, p.fragment_id, p.observation_id, p.verification_id, p.span_start, p.span_end,
@@ -280,9 +280,9 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 	return args
 }
 
-// queueKeyed queues a keyed list query (team, relationship, key with ids IDs, limit+1, extra) whose rows scan
-// into a value and its key. It keeps at most limit rows in *dst and, when there were more, points
-// *next at the key of the last one kept.
+// queueKeyed queues a keyed list query (team, relationship, key with ids IDs, limit+1, extra) whose
+// rows scan into a value and its key. It keeps at most limit rows in *dst and, when there were more,
+// points *next at the key of the last one kept.
 func queueKeyed[T any](b *pgx.Batch, p store.TraceLoadParams, sql string, k *store.TraceKey, ids int, dst *[]T,
 	next **store.TraceKey, scan func(pgx.CollectableRow) (T, store.TraceKey, error), extra ...any) {
 	args := append(append([]any{p.Team, p.RelationshipID}, keyArgs(k, ids)...), p.Limit+1)
