@@ -56,6 +56,14 @@ type Limits struct {
 	// StatementTimeout bounds every statement of every store call (5 s); a statement past it is
 	// cancelled by PostgreSQL and the call fails with ErrTimeout, writing nothing.
 	StatementTimeout time.Duration
+	// MaxTraceItems is the most items a Trace request may ask for per list with TraceRequest.Limit
+	// (500); a request that says nothing gets DefaultTraceItems (50), or MaxTraceItems when smaller.
+	MaxTraceItems int
+	// MaxTraceContentBytes bounds the fragment content and excerpt bytes one Trace response carries
+	// (1 MiB, or twice MaxContentBytes when that is more); evidence past it has ContentOmitted. It
+	// must be at least twice MaxContentBytes, so an evidence item and its excerpt fit on a page
+	// alone: New rejects a smaller value.
+	MaxTraceContentBytes int
 }
 
 // Defaults.
@@ -79,6 +87,11 @@ const (
 	HardMaxAliasesPerEntity = 255
 	// MaxIdentityContextKeys bounds the keys of one identity_context.
 	MaxIdentityContextKeys = 20
+	// DefaultTraceItems is the number of items per Trace list when TraceRequest.Limit is 0
+	// (Limits.MaxTraceItems when that is smaller).
+	DefaultTraceItems           = 50
+	DefaultMaxTraceItems        = 500
+	DefaultMaxTraceContentBytes = 1 << 20
 )
 
 func (c *Config) withDefaults() Config {
@@ -110,13 +123,16 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
 		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
-		{&l.MaxRecallHits, DefaultMaxRecallHits}} {
+		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}
 	}
 	if l.StatementTimeout <= 0 {
 		l.StatementTimeout = DefaultStatementTimeout
+	}
+	if l.MaxTraceContentBytes <= 0 {
+		l.MaxTraceContentBytes = max(DefaultMaxTraceContentBytes, 2*l.MaxContentBytes)
 	}
 	return out
 }

@@ -47,6 +47,11 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.limits.max_aliases_per_entity",
 			Message: fmt.Sprintf("must be at most %d", HardMaxAliasesPerEntity)}}}
 	}
+	if l := c.Limits; l.MaxTraceContentBytes < 2*l.MaxContentBytes {
+		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.limits.max_trace_content_bytes",
+			Message: fmt.Sprintf("%d is less than twice max_content_bytes (%d), so one evidence item could never be traced with its content",
+				l.MaxTraceContentBytes, l.MaxContentBytes)}}}
+	}
 	return &Client{store: st, cfg: c}, nil
 }
 

@@ -2,9 +2,13 @@ package densemem
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
@@ -13,6 +17,22 @@ import (
 )
 
 // TraceRequest asks for the history of one relationship of the caller's team.
+//
+// Every list of the response is bounded: it holds at most Limit items in its own order, starting
+// after After's cursor for it (or at its first item), and TraceResult.Truncated names each list that
+// has more, with the cursor of its next page. The lists, by name and order:
+//
+//   - evidence: support links, by recorded time, then observation, verification and support ID
+//   - observations: by recorded time, then ID
+//   - verifications: by their observation's recorded time and ID, then verification ID
+//   - transitions: by version
+//   - identity_resolutions, review_items, cross_references: by recorded time, then ID
+//   - conflicts: cases, by opening time, then conflict ID
+//   - conflicts.<conflict_id>.events: one case's events, by case version, oldest first
+//
+// Neighbours are bounded by MaxEdges instead. Each response is read in one transaction, so its
+// pages describe one instant; pages of later requests see what was recorded since, after their
+// cursors.
 type TraceRequest struct {
 	RelationshipID         RelationshipID `json:"relationship_id"`
 	IncludeEvidenceContent bool           `json:"include_evidence_content"`
@@ -22,15 +42,52 @@ type TraceRequest struct {
 	MaxDepth int `json:"max_depth"`
 	// MaxEdges bounds the number of neighbours (0..100).
 	MaxEdges int `json:"max_edges"`
+	// Limit is the most items returned per list, and per case for its events: 0 means
+	// DefaultTraceItems (50, or Limits.MaxTraceItems when smaller); otherwise 1..Limits.MaxTraceItems
+	// (default 500).
+	Limit int `json:"limit,omitempty"`
+	// After maps a list name to the cursor (TraceTruncation.NextAfter) after which that list's page
+	// starts; lists not named start at their first item. To read a list's next page, send the same
+	// request with the list's entry set to its NextAfter (keeping the other entries, so a case's
+	// events cursor finds its case on the same conflicts page). A case's events cursor is ignored when
+	// the case is not on the response's conflicts page. Cursors are opaque; an unknown list name or a
+	// cursor that is not one this list issued is a *ValidationError at "after.<list>".
+	After map[string]string `json:"after,omitempty"`
+}
+
+// Names of the lists of a TraceResult, as TraceTruncation.List and TraceRequest.After spell them.
+// A case's events are named TraceConflictEventsList(conflictID).
+const (
+	TraceListEvidence            = "evidence"
+	TraceListObservations        = "observations"
+	TraceListVerifications       = "verifications"
+	TraceListTransitions         = "transitions"
+	TraceListIdentityResolutions = "identity_resolutions"
+	TraceListReviewItems         = "review_items"
+	TraceListCrossReferences     = "cross_references"
+	TraceListConflicts           = "conflicts"
+)
+
+// TraceConflictEventsList returns the list name of one case's events: "conflicts.<conflictID>.events".
+func TraceConflictEventsList(conflictID string) string {
+	return TraceListConflicts + "." + conflictID + ".events"
 }
 
 // TraceResult explains one relationship: its current state, the evidence behind it, and its history.
+// Each list holds one page (see TraceRequest); Truncated says which lists have more.
 type TraceResult struct {
-	Relationship        RelationshipDetail   `json:"relationship"`
-	Evidence            []TraceEvidence      `json:"evidence"`
-	Observations        []TraceObservation   `json:"observations"`
-	Verifications       []TraceVerification  `json:"verifications,omitempty"`
-	Transitions         []TraceTransition    `json:"transitions,omitempty"`
+	Relationship RelationshipDetail `json:"relationship"`
+	Evidence     []TraceEvidence    `json:"evidence"`
+	// Observations are the observations behind its supports and the one that created it.
+	Observations []TraceObservation `json:"observations"`
+	// Verifications (with IncludeVerification) are the verification events its supports cite and
+	// those of the observation that created it.
+	Verifications []TraceVerification `json:"verifications,omitempty"`
+	// Transitions (with IncludeTransitions) are its transitions, the system reviewer's included.
+	Transitions []TraceTransition `json:"transitions,omitempty"`
+	// IdentityResolutions are the resolution events of its subject and object entities (every
+	// mention resolved to them, by any observation) and the other events of the observation that
+	// created it.
 	IdentityResolutions []IdentityResolution `json:"identity_resolutions"`
 	// ReviewItems are the review items about this relationship or naming it as a conflicting prior,
 	// with their server-supplied choices.
@@ -41,6 +98,19 @@ type TraceResult struct {
 	Conflicts           []TraceConflict       `json:"conflicts"`
 	Neighbours          []RelationshipSummary `json:"neighbours"`
 	NeighboursTruncated bool                  `json:"neighbours_truncated,omitempty"`
+	// Truncated has one entry per list that has items after those returned, in the order of the
+	// fields above, case events after the conflicts entry. Empty when every list is complete.
+	Truncated []TraceTruncation `json:"truncated,omitempty"`
+}
+
+// TraceTruncation reports that a list of a TraceResult has more items than it returned.
+type TraceTruncation struct {
+	// List is the list's name (TraceListEvidence, …, or TraceConflictEventsList(id)).
+	List string `json:"list"`
+	// Returned is the number of items the list holds in this response.
+	Returned int `json:"returned"`
+	// NextAfter is the cursor to send as TraceRequest.After[List] for the list's next page.
+	NextAfter string `json:"next_after"`
 }
 
 // EntityRefView names an entity.
@@ -98,10 +168,16 @@ type TraceEvidence struct {
 	Authority       evidence.Authority  `json:"authority"`
 	SourceGroup     string              `json:"source_group"`
 	AuthorProfileID ProfileID           `json:"author_profile_id"`
-	// Excerpt is the cited span and Content the whole fragment; both only with IncludeEvidenceContent.
-	Excerpt   string    `json:"excerpt,omitempty"`
-	Content   string    `json:"content,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
+	// Excerpt is the cited span and Content the whole fragment; both only with IncludeEvidenceContent,
+	// and only while the response's content budget (Limits.MaxTraceContentBytes) lasts.
+	Excerpt string `json:"excerpt,omitempty"`
+	Content string `json:"content,omitempty"`
+	// ContentOmitted reports that content was asked for but the budget was spent by the entries before
+	// this one: this entry and every later one of the page leave Content and Excerpt empty, and the
+	// evidence entry of TraceResult.Truncated resumes at the first of them, so its NextAfter returns
+	// them again with their content.
+	ContentOmitted bool      `json:"content_omitted,omitempty"`
+	CreatedAt      time.Time `json:"created_at"`
 }
 
 // TraceObservation is one immutable observation behind the relationship.
@@ -155,7 +231,8 @@ type TraceTransition struct {
 	CreatedAt             time.Time      `json:"created_at"`
 }
 
-// IdentityResolution is one entity resolution event of the relationship's entities or observations.
+// IdentityResolution is one entity resolution event of the relationship's entities or of the
+// observation that created it.
 type IdentityResolution struct {
 	ResolutionID  string            `json:"resolution_id"`
 	ObservationID string            `json:"observation_id"`
@@ -198,7 +275,7 @@ type TraceCrossReference struct {
 	CreatedAt          time.Time      `json:"created_at"`
 }
 
-// TraceConflict is a conflict case with its current positions and every event.
+// TraceConflict is a conflict case with its current positions and a page of its events.
 type TraceConflict struct {
 	ConflictID          string     `json:"conflict_id"`
 	Kind                string     `json:"kind"`
@@ -210,10 +287,13 @@ type TraceConflict struct {
 	PreferredPositionID string     `json:"preferred_position_id,omitempty"`
 	// EffectiveAt and EffectiveTimeBasis are the resolution's cutoff and how it was chosen
 	// (evidence_time or recorded_fallback).
-	EffectiveAt        *time.Time           `json:"effective_at,omitempty"`
-	EffectiveTimeBasis string               `json:"effective_time_basis,omitempty"`
-	Positions          []TraceCasePosition  `json:"positions"`
-	Events             []TraceConflictEvent `json:"events"`
+	EffectiveAt        *time.Time          `json:"effective_at,omitempty"`
+	EffectiveTimeBasis string              `json:"effective_time_basis,omitempty"`
+	Positions          []TraceCasePosition `json:"positions"`
+	// Events are the case's events in case-version order, oldest first, at most TraceRequest.Limit
+	// of them; when the case has more, Truncated names TraceConflictEventsList(ConflictID). The
+	// case's current status, version and positions above are always its latest.
+	Events []TraceConflictEvent `json:"events"`
 }
 
 // TraceCasePosition is one position of a case as its latest event records it.
@@ -245,79 +325,94 @@ type TraceConflictEvent struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
-// Trace returns the history of one relationship of the caller's team, whoever owns it: current
-// state, evidence with spans (and content when asked), observations, verification events,
-// transitions, identity resolution history and neighbouring active relationships.
+// Trace returns one page of the history of one relationship of the caller's team, whoever owns it:
+// current state, evidence with spans (and content when asked), observations, verification events,
+// transitions, identity resolution history, review items, cross-references, conflict cases and
+// neighbouring active relationships. Every list is bounded by the request's Limit and every list cut
+// short is named in Truncated with the cursor of its next page; all lists are read in one
+// transaction, so they describe the same instant.
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (also for another team's ID).
 func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*TraceResult, error) {
 	ctx = c.bound(ctx)
-	var ps problems
-	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
-	if req.MaxDepth < 0 || req.MaxDepth > 4 {
-		ps.add("max_depth", "must be within 0..4")
-	}
-	if req.MaxEdges < 0 || req.MaxEdges > 100 {
-		ps.add("max_edges", "must be within 0..100")
-	}
-	if err := ps.err(); err != nil {
+	limit, after, err := validateTrace(&req, c.cfg.Limits)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
 		return nil, err
 	}
 	d, err := c.store.TraceLoad(ctx, store.TraceLoadParams{Team: p.TeamID, RelationshipID: req.RelationshipID,
-		IncludeContent: req.IncludeEvidenceContent, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges})
+		IncludeContent: req.IncludeEvidenceContent, IncludeVerifications: req.IncludeVerification,
+		IncludeTransitions: req.IncludeTransitions, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges,
+		Limit: limit, ContentBudget: c.cfg.Limits.MaxTraceContentBytes, After: after})
 	if err != nil {
 		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
 	}
 	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
 		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{},
 		CrossReferences: []TraceCrossReference{}, Conflicts: []TraceConflict{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
-	frags := map[FragmentID]store.FragmentRow{}
-	for _, f := range d.Fragments {
-		frags[f.ID] = f
-	}
-	var counted []evidence.Support
-	for _, s := range d.Supports {
-		f := frags[s.FragmentID]
+	out.Relationship.SourceCount, _ = evidence.CountGroups(d.SupportKeys)
+
+	// Evidence: content while the budget lasts (the store cut it by stored lengths; the bytes
+	// themselves are counted again here), then none for the rest of the page.
+	budget, omitFrom := c.cfg.Limits.MaxTraceContentBytes, -1
+	for i, s := range d.Supports {
 		te := TraceEvidence{SupportID: s.ID, FragmentID: s.FragmentID, ObservationID: s.ObservationID,
-			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: f.SourceType, Authority: s.Authority,
+			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: s.SourceType, Authority: s.Authority,
 			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, CreatedAt: s.CreatedAt}
-		if req.IncludeEvidenceContent && s.End <= len(f.Content) {
-			te.Content, te.Excerpt = f.Content, f.Content[s.Start:s.End]
+		if req.IncludeEvidenceContent {
+			fits := omitFrom < 0 && !s.ContentOmitted && s.End <= len(s.Content) && len(s.Content)+s.End-s.Start <= budget
+			switch {
+			case fits:
+				te.Content, te.Excerpt = s.Content, s.Content[s.Start:s.End]
+				budget -= len(te.Content) + len(te.Excerpt)
+			case omitFrom >= 0 || s.ContentOmitted || len(s.Content)+s.End-s.Start > budget:
+				te.ContentOmitted = true
+				if omitFrom < 0 {
+					omitFrom = i
+				}
+			}
 		}
 		out.Evidence = append(out.Evidence, te)
-		counted = append(counted, evidence.Support{Group: s.SourceGroup, ContentHash: s.ContentHash, Effective: true})
 	}
-	out.Relationship.SourceCount, _ = evidence.CountGroups(counted)
+	if omitFrom > 0 {
+		// Resume at the first entry without its content, so the next page carries it.
+		out.truncate(TraceListEvidence, len(out.Evidence), &d.Supports[omitFrom-1].Key)
+	} else {
+		out.truncate(TraceListEvidence, len(out.Evidence), d.Next.Supports)
+	}
+
 	for _, o := range d.Observations {
 		out.Observations = append(out.Observations, TraceObservation{ObservationID: o.ID, ProfileID: o.Profile,
 			IngestID: o.IngestID, SubjectName: o.SubjectName, PredicatePhrase: o.PredicatePhrase, PredicateKey: o.PredicateKey,
 			ObjectName: o.ObjectName, Polarity: o.Polarity, Modality: o.Modality, Scope: o.Scope, ValidFrom: o.ValidFrom,
 			ValidTo: o.ValidTo, Citations: o.Citations, CreatedAt: o.CreatedAt})
 	}
-	if req.IncludeVerification {
-		for _, v := range d.Verifications {
-			out.Verifications = append(out.Verifications, TraceVerification{VerificationID: v.ID, ObservationID: v.ObservationID,
-				Verifier: v.Verifier, Verdict: v.Verdict, Confidence: v.Confidence, Rationale: v.Rationale,
-				ConfirmedValidFrom: v.ConfirmedValidFrom, SupportGranted: v.SupportGranted, CreatedAt: v.CreatedAt})
-		}
+	out.truncate(TraceListObservations, len(out.Observations), d.Next.Observations)
+	for _, v := range d.Verifications {
+		out.Verifications = append(out.Verifications, TraceVerification{VerificationID: v.ID, ObservationID: v.ObservationID,
+			Verifier: v.Verifier, Verdict: v.Verdict, Confidence: v.Confidence, Rationale: v.Rationale,
+			ConfirmedValidFrom: v.ConfirmedValidFrom, SupportGranted: v.SupportGranted, CreatedAt: v.CreatedAt})
 	}
-	if req.IncludeTransitions {
-		for _, t := range d.Transitions {
-			out.Transitions = append(out.Transitions, TraceTransition{TransitionID: t.ID, FromStatus: t.FromStatus,
-				ToStatus: t.ToStatus, FromTier: t.FromTier, ToTier: t.ToTier, FromValidTo: t.FromValidTo, ToValidTo: t.ToValidTo,
-				FromVersion: t.FromVersion, ToVersion: t.ToVersion, Reason: t.Reason, ActorKind: t.ActorKind,
-				ActorProfileID: t.ActorProfile, RelatedRelationshipID: t.Related, IngestID: t.IngestID,
-				IdempotencyKey: t.IdempotencyKey, CreatedAt: t.CreatedAt})
-		}
+	out.truncate(TraceListVerifications, len(out.Verifications), d.Next.Verifications)
+	for _, t := range d.Transitions {
+		out.Transitions = append(out.Transitions, TraceTransition{TransitionID: t.ID, FromStatus: t.FromStatus,
+			ToStatus: t.ToStatus, FromTier: t.FromTier, ToTier: t.ToTier, FromValidTo: t.FromValidTo, ToValidTo: t.ToValidTo,
+			FromVersion: t.FromVersion, ToVersion: t.ToVersion, Reason: t.Reason, ActorKind: t.ActorKind,
+			ActorProfileID: t.ActorProfile, RelatedRelationshipID: t.Related, IngestID: t.IngestID,
+			IdempotencyKey: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+	}
+	if d.Next.Transitions > 0 {
+		out.Truncated = append(out.Truncated, TraceTruncation{List: TraceListTransitions, Returned: len(out.Transitions),
+			NextAfter: traceCursor{List: TraceListTransitions, Version: d.Next.Transitions}.encode()})
 	}
 	for _, r := range d.Resolutions {
 		out.IdentityResolutions = append(out.IdentityResolutions, IdentityResolution{ResolutionID: r.ID,
 			ObservationID: r.ObservationID, MentionRef: r.MentionRef, MentionName: r.MentionName, EntityKind: r.EntityKind,
 			EntityID: r.EntityID, Decision: r.Decision, CandidateIDs: r.Candidates, ProfileID: r.Profile, CreatedAt: r.CreatedAt})
 	}
+	out.truncate(TraceListIdentityResolutions, len(out.IdentityResolutions), d.Next.Resolutions)
 	for _, ri := range d.ReviewItems {
 		item := TraceReviewItem{ReviewID: ri.ID, Kind: ri.Kind, Status: ri.Status, IngestID: ri.IngestID,
 			PlacementItemID: ri.PlacementItemID, ProfileID: ri.Profile, ObservationID: ri.ObservationID,
@@ -331,6 +426,7 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		}
 		out.ReviewItems = append(out.ReviewItems, item)
 	}
+	out.truncate(TraceListReviewItems, len(out.ReviewItems), d.Next.ReviewItems)
 	for _, x := range d.CrossReferences {
 		dir := "outgoing"
 		if x.To == req.RelationshipID {
@@ -340,6 +436,8 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 			Direction: dir, FromRelationshipID: x.From, FromVersion: x.FromVersion, ToRelationshipID: x.To,
 			ToVersion: x.ToVersion, AuthorProfileID: x.Author, VerificationID: x.VerificationID, CreatedAt: x.CreatedAt})
 	}
+	out.truncate(TraceListCrossReferences, len(out.CrossReferences), d.Next.CrossReferences)
+	var eventCuts []TraceTruncation
 	for _, tc := range d.Cases {
 		cs := tc.Case
 		tcv := TraceConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Status: string(cs.Status), Version: cs.Version,
@@ -359,12 +457,92 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 				ActorProfileID: e.ActorProfile, Reason: e.Reason, PolicyVersion: e.PolicyVersion, TimeBasis: e.TimeBasis,
 				CreatedAt: e.CreatedAt})
 		}
+		if tc.EventsNext > 0 {
+			list := TraceConflictEventsList(tcv.ConflictID)
+			eventCuts = append(eventCuts, TraceTruncation{List: list, Returned: len(tcv.Events),
+				NextAfter: traceCursor{List: list, Version: tc.EventsNext}.encode()})
+		}
 		out.Conflicts = append(out.Conflicts, tcv)
 	}
+	out.truncate(TraceListConflicts, len(out.Conflicts), d.Next.Cases)
+	out.Truncated = append(out.Truncated, eventCuts...)
 	for _, n := range d.Neighbours {
 		out.Neighbours = append(out.Neighbours, summary(n))
 	}
 	return out, nil
+}
+
+// truncate records, when next is set, that list goes on after the returned items, from next.
+func (r *TraceResult) truncate(list string, returned int, next *store.TraceKey) {
+	if next == nil {
+		return
+	}
+	c := traceCursor{List: list, At: next.At, IDs: next.IDs}
+	r.Truncated = append(r.Truncated, TraceTruncation{List: list, Returned: returned, NextAfter: c.encode()})
+}
+
+// traceCursor is the position of the last item of a Trace list's page, as a cursor encodes it: the
+// list's name, then the item's order key (store.TraceKey), or its version for transitions and case
+// events.
+type traceCursor struct {
+	List    string    `json:"l"`
+	At      time.Time `json:"-"`
+	Micros  int64     `json:"t,omitempty"`
+	IDs     []string  `json:"ids,omitempty"`
+	Version int       `json:"v,omitempty"`
+}
+
+// encode renders the cursor as unpadded base64url of its JSON.
+func (c traceCursor) encode() string {
+	if len(c.IDs) > 0 {
+		c.Micros = c.At.UnixMicro()
+	}
+	b, _ := json.Marshal(c)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// decodeTraceCursor reads a cursor that list issued, or says why it is not one.
+func decodeTraceCursor(list, s string, l Limits) (traceCursor, error) {
+	var c traceCursor
+	if len(s) > 2*l.MaxTextBytes+256 {
+		return c, fmt.Errorf("is %d bytes, longer than any cursor", len(s))
+	}
+	b, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil {
+		return c, fmt.Errorf("is not a cursor")
+	}
+	if err := json.Unmarshal(b, &c); err != nil {
+		return c, fmt.Errorf("is not a cursor")
+	}
+	if c.List != list {
+		return c, fmt.Errorf("is not a cursor of this list")
+	}
+	if list == TraceListTransitions || strings.HasPrefix(list, TraceListConflicts+".") {
+		if c.Version < 1 || c.Version > math.MaxInt32 {
+			return c, fmt.Errorf("is not a cursor: version %d", c.Version)
+		}
+		return c, nil
+	}
+	c.At = time.UnixMicro(c.Micros).UTC()
+	if y := c.At.Year(); y < 1 || y > 9999 {
+		return c, fmt.Errorf("is not a cursor: time outside years 0001..9999")
+	}
+	ids := 1
+	switch list {
+	case TraceListEvidence:
+		ids = 3
+	case TraceListVerifications:
+		ids = 2
+	}
+	if len(c.IDs) != ids {
+		return c, fmt.Errorf("is not a cursor: %d IDs", len(c.IDs))
+	}
+	for _, id := range c.IDs {
+		if id == "" || !utf8.ValidString(id) || strings.ContainsRune(id, 0) || len(id) > l.MaxTextBytes {
+			return c, fmt.Errorf("is not a cursor: bad ID")
+		}
+	}
+	return c, nil
 }
 
 func summary(v store.RelationshipView) RelationshipSummary {

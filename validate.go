@@ -10,8 +10,10 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
 )
 
 var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
@@ -352,4 +354,86 @@ func normalizedRelationship(r ProposedRelationship) (relationship.Polarity, rela
 		mod = relationship.ModalityStatement
 	}
 	return pol, mod, relationship.NormalizeScope(r.Scope)
+}
+
+// traceLists are the names TraceRequest.After accepts besides a case's events.
+var traceLists = []string{TraceListEvidence, TraceListObservations, TraceListVerifications, TraceListTransitions,
+	TraceListIdentityResolutions, TraceListReviewItems, TraceListCrossReferences, TraceListConflicts}
+
+// validateTrace checks a Trace request without the database and returns every problem, or the page
+// size and where each list's page starts.
+func validateTrace(req *TraceRequest, l Limits) (int, store.TraceAfter, error) {
+	var ps problems
+	var after store.TraceAfter
+	checkText(&ps, "relationship_id", string(req.RelationshipID), true, l.MaxTextBytes)
+	if req.MaxDepth < 0 || req.MaxDepth > 4 {
+		ps.add("max_depth", "must be within 0..4")
+	}
+	if req.MaxEdges < 0 || req.MaxEdges > 100 {
+		ps.add("max_edges", "must be within 0..100")
+	}
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = min(DefaultTraceItems, l.MaxTraceItems)
+	case limit < 0 || limit > l.MaxTraceItems:
+		ps.add("limit", "must be within 1..%d (0 means %d)", l.MaxTraceItems, min(DefaultTraceItems, l.MaxTraceItems))
+	}
+	// Eight lists and the events of each case of a page; more entries than that cannot all be used.
+	if n := len(req.After); n > len(traceLists)+l.MaxTraceItems {
+		ps.add("after", "has %d entries, more than the limit of %d", n, len(traceLists)+l.MaxTraceItems)
+		return 0, after, ps.err()
+	}
+	for _, list := range sortedKeys(req.After) {
+		path := "after." + list
+		if !utf8.ValidString(list) || strings.ContainsRune(list, 0) || len(list) > l.MaxTextBytes+len("conflicts..events") {
+			ps.add("after", "%q is not a list name", list)
+			continue
+		}
+		conflictID, isEvents := strings.CutPrefix(list, TraceListConflicts+".")
+		conflictID, suffixed := strings.CutSuffix(conflictID, ".events")
+		isEvents = isEvents && suffixed && conflictID != "" && len(conflictID) <= l.MaxTextBytes
+		if !isEvents && !slices.Contains(traceLists, list) {
+			ps.add(path, "unknown list (want one of %s, or conflicts.<conflict_id>.events)", strings.Join(traceLists, ", "))
+			continue
+		}
+		if list == TraceListVerifications && !req.IncludeVerification {
+			ps.add(path, "pages a list the request does not include (set include_verification)")
+			continue
+		}
+		if list == TraceListTransitions && !req.IncludeTransitions {
+			ps.add(path, "pages a list the request does not include (set include_transitions)")
+			continue
+		}
+		c, err := decodeTraceCursor(list, req.After[list], l)
+		if err != nil {
+			ps.add(path, "%v", err)
+			continue
+		}
+		key := &store.TraceKey{At: c.At, IDs: c.IDs}
+		switch list {
+		case TraceListEvidence:
+			after.Supports = key
+		case TraceListObservations:
+			after.Observations = key
+		case TraceListVerifications:
+			after.Verifications = key
+		case TraceListIdentityResolutions:
+			after.Resolutions = key
+		case TraceListReviewItems:
+			after.ReviewItems = key
+		case TraceListCrossReferences:
+			after.CrossReferences = key
+		case TraceListConflicts:
+			after.Cases = key
+		case TraceListTransitions:
+			after.Transitions = c.Version
+		default:
+			if after.CaseEvents == nil {
+				after.CaseEvents = map[conflict.ID]int{}
+			}
+			after.CaseEvents[conflict.ID(conflictID)] = c.Version
+		}
+	}
+	return limit, after, ps.err()
 }

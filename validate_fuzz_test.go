@@ -5,13 +5,18 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/store"
 )
 
 // fuzzSeeds are valid and invalid JSON requests.
@@ -416,6 +421,145 @@ func TestValidateCanonicalValueIsAFixedPoint(t *testing.T) {
 			if err != nil || again != canon {
 				t.Errorf("%s %q: canonical %q is not a fixed point: %q, %v", v.Type, v.Value, canon, again, err)
 			}
+		}
+	}
+}
+
+// traceFuzzSeeds are JSON Trace requests, valid and not.
+var traceFuzzSeeds = []string{
+	`{"relationship_id":"rel_1"}`,
+	`{"relationship_id":"rel_1","limit":500,"include_verification":true,"include_transitions":true,"max_depth":4,"max_edges":100}`,
+	`{"relationship_id":"rel_1","limit":-1,"max_depth":5,"max_edges":-1}`,
+	`{"relationship_id":"","limit":501,"after":{"evidence":"!!","nope":"x","conflicts..events":"","transitions":"e30"}}`,
+	`{"relationship_id":"rel_1","after":{"conflicts.cf_1.events":"eyJsIjoiY29uZmxpY3RzLmNmXzEuZXZlbnRzIiwidiI6M30"}}`,
+	`{"relationship_id":"rel_1","after":{"evidence":"eyJsIjoiZXZpZGVuY2UiLCJ0IjoxLCJpZHMiOlsibyIsInYiLCJzIl19"}}`,
+	`{"relationship_id":"rel_1","after":{"conflicts":"eyJsIjoiY29uZmxpY3RzIiwidCI6LTk5OTk5OTk5OTk5OTk5OTk5OTksImlkcyI6WyJ4Il19"}}`,
+}
+
+// FuzzTraceRequestValidate checks that validating any Trace request either returns a
+// *ValidationError whose problems all have a path, or a page size within bounds and a page start
+// for every After entry, which encodes back to the cursor it came from.
+func FuzzTraceRequestValidate(f *testing.F) {
+	for _, s := range traceFuzzSeeds {
+		f.Add([]byte(s))
+	}
+	limits := (&Config{}).withDefaults().Limits
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var req TraceRequest
+		if json.Unmarshal(data, &req) != nil {
+			return
+		}
+		limit, after, err := validateTrace(&req, limits)
+		if err != nil {
+			var ve *ValidationError
+			if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+				t.Fatalf("error %v is not a *ValidationError with problems", err)
+			}
+			for _, p := range ve.Problems {
+				if p.Path == "" || p.Message == "" {
+					t.Fatalf("problem without path or message: %+v", p)
+				}
+			}
+			return
+		}
+		if limit < 1 || limit > limits.MaxTraceItems {
+			t.Fatalf("accepted limit %d (request %d)", limit, req.Limit)
+		}
+		for list, cursor := range req.After {
+			var key *store.TraceKey
+			version := 0
+			switch list {
+			case TraceListEvidence:
+				key = after.Supports
+			case TraceListObservations:
+				key = after.Observations
+			case TraceListVerifications:
+				key = after.Verifications
+			case TraceListIdentityResolutions:
+				key = after.Resolutions
+			case TraceListReviewItems:
+				key = after.ReviewItems
+			case TraceListCrossReferences:
+				key = after.CrossReferences
+			case TraceListConflicts:
+				key = after.Cases
+			case TraceListTransitions:
+				version = after.Transitions
+			default:
+				id, ok := strings.CutPrefix(list, "conflicts.")
+				id, ok2 := strings.CutSuffix(id, ".events")
+				if !ok || !ok2 {
+					t.Fatalf("accepted list %q", list)
+				}
+				version = after.CaseEvents[conflict.ID(id)]
+			}
+			again := traceCursor{List: list, Version: version}
+			if key != nil {
+				again.At, again.IDs = key.At, key.IDs
+			} else if version < 1 {
+				t.Fatalf("accepted %s without a page start", list)
+			}
+			if c, err := decodeTraceCursor(list, again.encode(), limits); err != nil || !c.At.Equal(again.At) ||
+				!slices.Equal(c.IDs, again.IDs) || c.Version != again.Version {
+				t.Fatalf("%s: cursor %q re-encodes to one that decodes to %+v, %v", list, cursor, c, err)
+			}
+		}
+	})
+}
+
+// TestTraceCursorRoundTrip checks that a cursor Trace issues for each list is accepted by the next
+// request as the same page start.
+func TestTraceCursorRoundTrip(t *testing.T) {
+	t.Parallel()
+	limits := (&Config{}).withDefaults().Limits
+	at := time.Date(2026, 6, 1, 9, 0, 0, 123456000, time.UTC)
+	for _, tc := range []struct {
+		list string
+		c    traceCursor
+	}{
+		{TraceListEvidence, traceCursor{At: at, IDs: []string{"obs_1", "ver_1", "sup_1"}}},
+		{TraceListObservations, traceCursor{At: at, IDs: []string{"obs_1"}}},
+		{TraceListVerifications, traceCursor{At: at, IDs: []string{"obs_1", "ver_1"}}},
+		{TraceListIdentityResolutions, traceCursor{At: time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC), IDs: []string{"res_☃"}}},
+		{TraceListReviewItems, traceCursor{At: time.Date(9999, 12, 31, 23, 59, 59, 999999000, time.UTC), IDs: []string{"rev_1"}}},
+		{TraceListCrossReferences, traceCursor{At: time.Unix(0, 0).UTC(), IDs: []string{"x"}}},
+		{TraceListConflicts, traceCursor{At: at, IDs: []string{"cf_1"}}},
+		{TraceListTransitions, traceCursor{Version: 7}},
+		{TraceConflictEventsList("cf_1"), traceCursor{Version: 2}},
+	} {
+		c := tc.c
+		c.List = tc.list
+		req := TraceRequest{RelationshipID: "rel_1", IncludeVerification: true, IncludeTransitions: true,
+			After: map[string]string{tc.list: c.encode()}}
+		_, after, err := validateTrace(&req, limits)
+		if err != nil {
+			t.Errorf("%s: %v", tc.list, err)
+			continue
+		}
+		want := store.TraceAfter{}
+		key := &store.TraceKey{At: c.At, IDs: c.IDs}
+		switch tc.list {
+		case TraceListEvidence:
+			want.Supports = key
+		case TraceListObservations:
+			want.Observations = key
+		case TraceListVerifications:
+			want.Verifications = key
+		case TraceListIdentityResolutions:
+			want.Resolutions = key
+		case TraceListReviewItems:
+			want.ReviewItems = key
+		case TraceListCrossReferences:
+			want.CrossReferences = key
+		case TraceListConflicts:
+			want.Cases = key
+		case TraceListTransitions:
+			want.Transitions = 7
+		default:
+			want.CaseEvents = map[conflict.ID]int{"cf_1": 2}
+		}
+		if diff := cmp.Diff(want, after); diff != "" {
+			t.Errorf("%s page start (-want +got):\n%s", tc.list, diff)
 		}
 	}
 }

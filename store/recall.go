@@ -106,8 +106,11 @@ type RecallDetails struct {
 	Cases    []RecallCase
 }
 
-// TraceCase is a conflict case a traced relationship belongs or belonged to, with every event.
+// TraceCase is a conflict case a traced relationship belongs or belonged to, with a page of its
+// events in case-version order.
 type TraceCase struct {
 	Case   RecallCase
 	Events []CaseEventRow
+	// EventsNext is the case version of the page's last event when the case has events after it, else 0.
+	EventsNext int
 }

@@ -42,7 +42,9 @@ type Store interface {
 	RememberPrepare(ctx context.Context, p RememberPrepareParams) (RememberPrepared, error)
 	// RelationshipGet returns one relationship of a team. ErrNotFound when absent.
 	RelationshipGet(ctx context.Context, team identity.TeamID, id relationship.ID) (relationship.Relationship, error)
-	// TraceLoad returns everything Trace shows about one relationship. ErrNotFound when absent.
+	// TraceLoad returns one page of everything Trace shows about one relationship, read in one
+	// read-only REPEATABLE READ transaction, so every list reflects the same instant. ErrNotFound
+	// when absent.
 	TraceLoad(ctx context.Context, p TraceLoadParams) (TraceData, error)
 	// RecallSearch runs the ranked candidate branches of a recall in one round trip.
 	RecallSearch(ctx context.Context, p RecallSearchParams) (RecallSearch, error)

@@ -3,19 +3,75 @@ package store
 import (
 	"time"
 
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 )
 
-// TraceLoadParams names the relationship to trace and how far to look.
+// TraceLoadParams names the relationship to trace, how far to look, and which page of each list to read.
 type TraceLoadParams struct {
 	Team           identity.TeamID
 	RelationshipID relationship.ID
+	// IncludeContent asks for fragment content on the support page, within ContentBudget.
 	IncludeContent bool
+	// IncludeVerifications and IncludeTransitions ask for those lists; without them they are not read.
+	IncludeVerifications bool
+	IncludeTransitions   bool
 	// MaxDepth bounds the hops of neighbouring active relationships (0 = none).
 	MaxDepth int
 	// MaxEdges bounds the number of neighbours returned.
 	MaxEdges int
+	// Limit is the most rows returned per list (1 or more), and per case for its events. The store
+	// reads one row more to report whether the list goes on (TraceNext).
+	Limit int
+	// ContentBudget bounds the bytes of fragment content plus cited span that the support page
+	// carries: supports carry them, in list order, while the running total stays within the budget;
+	// from the first one past it, every later support of the page has ContentOmitted.
+	ContentBudget int
+	// After says where each list's page starts.
+	After TraceAfter
+}
+
+// TraceKey is a position in a Trace list: a page holds the rows strictly after it in the list's
+// order, (At, IDs...). Most lists are ordered by (created_at, ID); supports by (created_at,
+// observation ID, verification ID, support ID), verifications by (their observation's created_at,
+// observation ID, verification ID), cases by (opened_at, conflict ID).
+type TraceKey struct {
+	At  time.Time
+	IDs []string
+}
+
+// TraceAfter holds where each list's page starts. A nil key, a zero version or a missing case starts
+// the list at its first row.
+type TraceAfter struct {
+	Supports, Observations, Verifications, Resolutions, ReviewItems, CrossReferences *TraceKey
+	// Cases are ordered by opened_at, then conflict ID.
+	Cases *TraceKey
+	// Transitions are ordered by to_version: the page holds the versions after this one.
+	Transitions int
+	// CaseEvents holds, per case, the case version after which its events resume.
+	CaseEvents map[conflict.ID]int
+}
+
+// TraceNext holds, per list whose page did not reach its end, the key of the page's last row: the
+// next page starts after it. Nil (or zero) when the page holds the rest of the list.
+type TraceNext struct {
+	Supports, Observations, Verifications, Resolutions, ReviewItems, CrossReferences, Cases *TraceKey
+	Transitions                                                                             int
+}
+
+// TraceSupport is one support link of a Trace page with what Trace shows of its fragment.
+type TraceSupport struct {
+	SupportLinkRow
+	SourceType evidence.SourceType
+	// Content is the fragment's verbatim content, set only when IncludeContent and the page's
+	// content budget carried it.
+	Content string
+	// ContentOmitted reports that content was asked for and the budget was spent before this support.
+	ContentOmitted bool
+	// Key is the support's position in the list.
+	Key TraceKey
 }
 
 // RelationshipView is a relationship with the names a reader needs.
@@ -32,20 +88,26 @@ type RelationshipView struct {
 	UpdatedAt    time.Time
 }
 
-// TraceData is the stored history of one relationship.
+// TraceData is one page of the stored history of one relationship: every list holds at most Limit
+// rows in its order, starting after its TraceAfter position.
 type TraceData struct {
-	Relationship  RelationshipView
-	Supports      []SupportLinkRow
-	Fragments     []FragmentRow // Content empty unless IncludeContent
+	Relationship RelationshipView
+	// SupportKeys are the distinct (source group, content hash) pairs of all of the relationship's
+	// supports, not only those of the page, for counting its source groups.
+	SupportKeys   []evidence.Support
+	Supports      []TraceSupport
 	Observations  []ObservationRow
-	Verifications []VerificationRow
-	Transitions   []TransitionRow
+	Verifications []VerificationRow // empty unless IncludeVerifications
+	Transitions   []TransitionRow   // empty unless IncludeTransitions
 	Resolutions   []ResolutionRow
 	ReviewItems   []ReviewItemView
 	// CrossReferences are the cross-references from and to the relationship.
 	CrossReferences []CrossReferenceRow
-	// Cases are the conflict cases the relationship ever belonged to, with every event.
-	Cases      []TraceCase
+	// Cases are the conflict cases the relationship ever belonged to, each with a page of events.
+	Cases []TraceCase
+	// Next says which lists go on after their page, and from where (a case's events:
+	// TraceCase.EventsNext).
+	Next       TraceNext
 	Neighbours []RelationshipView
 	// NeighboursTruncated reports that MaxEdges cut the neighbour list.
 	NeighboursTruncated bool

@@ -74,9 +74,8 @@ func (s *Store) statementTimeout(ctx context.Context) string {
 }
 
 // send sends b in one round trip as a transaction of its own: BEGIN (READ ONLY unless write), the
-// call's statement timeout, generic plans (see genericPlansSQL), b's statements, COMMIT. A failure
-// part way leaves that transaction aborted on the connection, so it is rolled back (or the
-// connection closed) before the connection goes back to the pool.
+// call's statement timeout, generic plans (see genericPlansSQL), b's statements, COMMIT (on one
+// connection, through withReadConn).
 func (s *Store) send(ctx context.Context, b *pgx.Batch, write bool) error {
 	full := &pgx.Batch{}
 	if write {
@@ -88,18 +87,9 @@ func (s *Store) send(ctx context.Context, b *pgx.Batch, write bool) error {
 	full.Queue(genericPlansSQL)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	full.Queue("COMMIT")
-	conn, err := s.pool.Acquire(ctx)
-	if err != nil {
-		return translate(err)
-	}
-	defer conn.Release()
-	err = conn.SendBatch(ctx, full).Close()
-	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
-		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
-			_ = conn.Conn().Close(context.WithoutCancel(ctx))
-		}
-	}
-	return translate(err)
+	return translate(s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
+		return conn.SendBatch(ctx, full).Close()
+	}))
 }
 
 // Open connects a new pool to dsn and returns a Store on it; Close releases the pool.

@@ -6,6 +6,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -144,4 +145,22 @@ func (s *Store) IdempotencyGet(ctx context.Context, team identity.TeamID, profil
 		return nil, err
 	}
 	return rec, nil
+}
+
+// withReadConn runs fn on one pooled connection, for reads whose batches open and end their own
+// transaction. When fn fails with a transaction still open, it is rolled back (or the connection
+// closed) before the connection goes back to the pool.
+func (s *Store) withReadConn(ctx context.Context, fn func(conn *pgxpool.Conn) error) error {
+	conn, err := s.pool.Acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Release()
+	err = fn(conn)
+	if err != nil && conn.Conn().PgConn().TxStatus() != 'I' {
+		if _, rerr := conn.Exec(context.WithoutCancel(ctx), "ROLLBACK"); rerr != nil {
+			_ = conn.Conn().Close(context.WithoutCancel(ctx))
+		}
+	}
+	return err
 }

@@ -8,6 +8,8 @@ import (
 	sq "github.com/Masterminds/squirrel"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -92,133 +94,300 @@ func (s *Store) RelationshipGet(ctx context.Context, team identity.TeamID, id re
 	return v.Relationship, err
 }
 
+// Every Trace list is read a page at a time: the rows strictly after the page's key in the list's
+// order, LIMIT the page size plus one (the extra row only tells that the list goes on). Keyed lists
+// take the key as $3 (time) and $4… (the IDs of the list's order: three for supports, two for
+// verifications, else one), with -infinity and empty IDs for the first page, then the limit. Each
+// list is read through an index in its order (migration 00007) with a LIMIT on every branch, so its
+// plan stops after a page however long the list is (TestTracePlansReadOnlyAPage).
 const (
 	traceSupportsSQL = `-- name: TraceSupports
-SELECT support_id, relationship_id, fragment_id, observation_id, verification_id, span_start, span_end, source_group,
-       content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at
-FROM support_links WHERE team_id = $1 AND relationship_id = $2 ORDER BY created_at, support_id`
-	traceFragmentsSQL = `-- name: TraceFragments
-SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
-       f.source_key, f.source_revision, f.content_sha256, CASE WHEN $3 THEN c.content ELSE '' END, f.created_at
-FROM evidence_fragments f JOIN fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
-WHERE f.team_id = $1 AND f.fragment_id IN (SELECT fragment_id FROM support_links WHERE team_id = $1 AND relationship_id = $2)
-ORDER BY f.created_at, f.fragment_id`
-	traceObservationIDs = `(SELECT observation_id FROM support_links WHERE team_id = $1 AND relationship_id = $2
-  UNION SELECT observation_id FROM relationships WHERE team_id = $1 AND relationship_id = $2)`
+SELECT p.support_id, p.relationship_id, p.fragment_id, p.observation_id, p.verification_id, p.span_start, p.span_end,
+       p.source_group, p.content_sha256, p.authority, p.author_profile_id, p.profile_id, p.ingest_id, p.created_at,
+       f.source_type,
+       CASE WHEN $8 AND sum(f.content_length + p.span_end - p.span_start) OVER w <= $9 THEN c.content ELSE '' END,
+       $8 AND sum(f.content_length + p.span_end - p.span_start) OVER w > $9
+FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verification_id, s.span_start,
+             s.span_end, s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id,
+             s.created_at
+      FROM support_links s
+      WHERE s.team_id = $1 AND s.relationship_id = $2
+        AND (s.created_at, s.observation_id, s.verification_id, s.support_id) > ($3, $4, $5, $6)
+      ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $7) p
+JOIN evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
+JOIN fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
+WINDOW w AS (ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id)
+ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
+	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash).
+	traceSupportKeysSQL = `-- name: TraceSupportKeys
+SELECT DISTINCT source_group, content_sha256 FROM support_links WHERE team_id = $1 AND relationship_id = $2`
+
+	// traceOwnObservation is the observation that created the relationship (o), when no support of the
+	// relationship came from it; the supports' observations are read from the support index.
+	traceOwnObservation = `relationships r
+   JOIN observations o ON o.team_id = r.team_id AND o.observation_id = r.observation_id`
+	// traceObservationsSQL pages the relationship's observations in (created_at, observation_id)
+	// order: those of its supports, read in the support index's order (a support link is recorded
+	// with its observation, so they share created_at), and the one that created it.
 	traceObservationsSQL = `-- name: TraceObservations
-SELECT observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name, predicate_phrase,
-       COALESCE(predicate_key, ''), COALESCE(predicate_version, 0), object_ref, object_name, object_value, polarity,
-       modality, scope, valid_from, valid_to, citations, created_at
-FROM observations WHERE team_id = $1 AND observation_id IN ` + traceObservationIDs + `
-ORDER BY created_at, observation_id`
+SELECT o.observation_id, o.ingest_id, o.profile_id, o.proposal_id, o.subject_ref, o.subject_name, o.predicate_phrase,
+       COALESCE(o.predicate_key, ''), COALESCE(o.predicate_version, 0), o.object_ref, o.object_name, o.object_value,
+       o.polarity, o.modality, o.scope, o.valid_from, o.valid_to, o.citations, o.created_at, k.created_at
+FROM (
+  (SELECT DISTINCT s.created_at, s.observation_id FROM support_links s
+   WHERE s.team_id = $1 AND s.relationship_id = $2 AND (s.created_at, s.observation_id) > ($3, $4)
+   ORDER BY s.created_at, s.observation_id LIMIT $5)
+  UNION ALL
+  (SELECT o.created_at, o.observation_id FROM ` + traceOwnObservation + `
+   WHERE r.team_id = $1 AND r.relationship_id = $2 AND (o.created_at, o.observation_id) > ($3, $4)
+     AND NOT EXISTS (SELECT 1 FROM support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
+                     AND s.created_at = o.created_at AND s.observation_id = o.observation_id))
+) k
+JOIN observations o ON o.team_id = $1 AND o.observation_id = k.observation_id
+ORDER BY k.created_at, k.observation_id LIMIT $5`
+	// traceVerificationsSQL pages the verification events behind the relationship: those its supports
+	// cite and those of the observation that created it, in (observation created_at, observation ID,
+	// verification ID) order.
 	traceVerificationsSQL = `-- name: TraceVerifications
-SELECT verification_id, observation_id, verifier, verdict, confidence, rationale, confirmed_valid_from,
-       support_granted, created_at
-FROM verification_events WHERE team_id = $1 AND observation_id IN ` + traceObservationIDs + `
-ORDER BY created_at, verification_id`
+SELECT v.verification_id, v.observation_id, v.verifier, v.verdict, v.confidence, v.rationale, v.confirmed_valid_from,
+       v.support_granted, v.created_at, k.created_at
+FROM (
+  (SELECT DISTINCT s.created_at, s.observation_id, s.verification_id FROM support_links s
+   WHERE s.team_id = $1 AND s.relationship_id = $2 AND (s.created_at, s.observation_id, s.verification_id) > ($3, $4, $5)
+   ORDER BY s.created_at, s.observation_id, s.verification_id LIMIT $6)
+  UNION ALL
+  (SELECT o.created_at, o.observation_id, v.verification_id FROM ` + traceOwnObservation + `
+   JOIN verification_events v ON v.team_id = o.team_id AND v.observation_id = o.observation_id
+   WHERE r.team_id = $1 AND r.relationship_id = $2 AND (o.created_at, o.observation_id, v.verification_id) > ($3, $4, $5)
+     AND NOT EXISTS (SELECT 1 FROM support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
+                     AND s.created_at = o.created_at AND s.observation_id = o.observation_id
+                     AND s.verification_id = v.verification_id))
+) k
+JOIN verification_events v ON v.team_id = $1 AND v.verification_id = k.verification_id
+ORDER BY k.created_at, k.observation_id, k.verification_id LIMIT $6`
 	traceTransitionsSQL = `-- name: TraceTransitions
 SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COALESCE(from_tier, ''), to_tier,
        from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
        COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at
-FROM relationship_transitions WHERE team_id = $1 AND relationship_id = $2 ORDER BY to_version`
+FROM relationship_transitions WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
+ORDER BY to_version LIMIT $4`
+	// traceResolutionsSQL reads the resolution history of the relationship's subject and object and
+	// the other events of the observation that created it as three ordered, limited branches, each
+	// an index scan of entity_resolution_events in (created_at, resolution_id) order, merged and cut
+	// to the page. An OR of them would read and sort a hub entity's whole history.
 	traceResolutionsSQL = `-- name: TraceResolutions
+WITH rel AS (SELECT subject_entity_id AS subj, object_entity_id AS obj, observation_id AS obs FROM relationships
+             WHERE team_id = $1 AND relationship_id = $2)
 SELECT resolution_id, observation_id, mention_ref, mention_name, entity_kind, COALESCE(entity_id, ''), decision,
        candidate_ids, profile_id, ingest_id, created_at
-FROM entity_resolution_events
-WHERE team_id = $1 AND (entity_id = ANY($3::text[]) OR observation_id IN ` + traceObservationIDs + `)
-ORDER BY created_at, resolution_id`
-)
-
-const traceReviewItemsSQL = `-- name: TraceReviewItems
+FROM (
+  (SELECT * FROM entity_resolution_events
+   WHERE team_id = $1 AND entity_id = (SELECT subj FROM rel) AND (created_at, resolution_id) > ($3, $4)
+   ORDER BY created_at, resolution_id LIMIT $5)
+  UNION ALL
+  (SELECT * FROM entity_resolution_events
+   WHERE team_id = $1 AND entity_id = (SELECT obj FROM rel WHERE obj <> subj) AND (created_at, resolution_id) > ($3, $4)
+   ORDER BY created_at, resolution_id LIMIT $5)
+  UNION ALL
+  (SELECT * FROM entity_resolution_events
+   WHERE team_id = $1 AND observation_id = (SELECT obs FROM rel) AND (created_at, resolution_id) > ($3, $4)
+     AND (entity_id IS NULL OR (entity_id <> (SELECT subj FROM rel) AND entity_id IS DISTINCT FROM (SELECT obj FROM rel)))
+   ORDER BY created_at, resolution_id LIMIT $5)
+) x
+ORDER BY created_at, resolution_id LIMIT $5`
+	// traceReviewItemsSQL reads the items about the relationship and those naming it as a related
+	// prior (the second branch leaves out the first's rows).
+	traceReviewItemsSQL = `-- name: TraceReviewItems
 SELECT review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id, COALESCE(relationship_id, ''),
        related_ids, choices, created_at, resolved_at
-FROM review_items WHERE team_id = $1 AND (relationship_id = $2 OR $2 = ANY(related_ids))
-ORDER BY created_at, review_id`
-
-const traceCrossRefsSQL = `-- name: TraceCrossReferences
+FROM (
+  (SELECT * FROM review_items
+   WHERE team_id = $1 AND relationship_id = $2 AND (created_at, review_id) > ($3, $4)
+   ORDER BY created_at, review_id LIMIT $5)
+  UNION ALL
+  (SELECT * FROM review_items
+   WHERE team_id = $1 AND related_ids @> ARRAY[$2]::text[] AND relationship_id IS DISTINCT FROM $2
+     AND (created_at, review_id) > ($3, $4)
+   ORDER BY created_at, review_id LIMIT $5)
+) x
+ORDER BY created_at, review_id LIMIT $5`
+	traceCrossRefsSQL = `-- name: TraceCrossReferences
 SELECT xref_id, kind, from_relationship_id, from_version, to_relationship_id, to_version, author_profile_id,
        COALESCE(verification_id, ''), ingest_id, created_at
-FROM relationship_cross_references
-WHERE team_id = $1 AND (from_relationship_id = $2 OR to_relationship_id = $2)
-ORDER BY created_at, xref_id`
+FROM (
+  (SELECT * FROM relationship_cross_references
+   WHERE team_id = $1 AND from_relationship_id = $2 AND (created_at, xref_id) > ($3, $4)
+   ORDER BY created_at, xref_id LIMIT $5)
+  UNION ALL
+  (SELECT * FROM relationship_cross_references
+   WHERE team_id = $1 AND to_relationship_id = $2 AND from_relationship_id <> $2 AND (created_at, xref_id) > ($3, $4)
+   ORDER BY created_at, xref_id LIMIT $5)
+) x
+ORDER BY created_at, xref_id LIMIT $5`
+	// traceCasePage is the page of cases the relationship is or was a member of, in (opened_at,
+	// conflict_id) order, found through its membership rows.
+	traceCasePage = `SELECT c.conflict_id, c.opened_at
+FROM (SELECT DISTINCT m.conflict_id FROM conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = $2) m
+JOIN conflict_cases c ON c.team_id = $1 AND c.conflict_id = m.conflict_id
+WHERE (c.opened_at, c.conflict_id) > ($3, $4)
+ORDER BY c.opened_at, c.conflict_id LIMIT $5`
+	// traceCasesSQL reads the page of cases, each with the status and membership of its latest event
+	// (the columns of recallCasesSQL).
+	traceCasesSQL = `-- name: TraceCases
+WITH page AS (` + traceCasePage + `)
+SELECT c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting_status, e.case_version, c.opened_at,
+       c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
+       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind
+FROM page p
+JOIN conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
+CROSS JOIN LATERAL (SELECT resulting_status, case_version, positions FROM conflict_events e
+                    WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
+ORDER BY p.opened_at, p.conflict_id`
+	// traceCaseEventsSQL reads, for each case of the same page, its events after the case version
+	// given for it in $6/$7 (0 when absent), LIMIT $5 per case.
+	traceCaseEventsSQL = `-- name: TraceCaseEvents
+WITH page AS (` + traceCasePage + `)
+SELECT e.event_id, e.conflict_id, e.case_version, COALESCE(e.prior_status, ''), e.resulting_status, e.actor_kind,
+       COALESCE(e.actor_profile_id, ''), e.reason_code, e.policy_version, COALESCE(e.time_basis, ''), e.referenced,
+       e.positions, e.ingest_id, e.created_at
+FROM page p
+LEFT JOIN unnest($6::text[], $7::int[]) AS a(conflict_id, after_version) ON a.conflict_id = p.conflict_id
+CROSS JOIN LATERAL (SELECT * FROM conflict_events e
+                    WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id AND e.case_version > COALESCE(a.after_version, 0)
+                    ORDER BY e.case_version LIMIT $5) e
+ORDER BY e.conflict_id, e.case_version`
+)
 
-const traceCaseEventsSQL = `-- name: TraceCaseEvents
-SELECT event_id, conflict_id, case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
-       COALESCE(actor_profile_id, ''), reason_code, policy_version, COALESCE(time_basis, ''), referenced, positions,
-       ingest_id, created_at
-FROM conflict_events
-WHERE team_id = $1 AND conflict_id IN (SELECT conflict_id FROM conflict_position_members WHERE team_id = $1 AND relationship_id = $2)
-ORDER BY conflict_id, case_version`
+// traceNoParallelSQL keeps Trace's reads in its own backend: every list stops after a page, and a
+// parallel scan's workers read ahead of the LIMIT (a page of 50 observations read 400–1,200 support
+// rows in two workers instead of 51).
+const traceNoParallelSQL = "SELECT set_config('max_parallel_workers_per_gather', '0', true)"
 
-// TraceLoad returns the stored history of one relationship. ErrNotFound when absent.
+// keyArgs returns a page's key as the $3, $4, … arguments of a keyed list query whose order has ids
+// ID columns after the time: -infinity and empty IDs before the first row.
+func keyArgs(k *store.TraceKey, ids int) []any {
+	args := []any{pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}}
+	if k != nil {
+		args[0] = pgtype.Timestamptz{Time: k.At, Valid: true}
+	}
+	for i := range ids {
+		id := ""
+		if k != nil && i < len(k.IDs) {
+			id = k.IDs[i]
+		}
+		args = append(args, id)
+	}
+	return args
+}
+
+// queueKeyed queues a keyed list query (team, relationship, key with ids IDs, limit+1, extra) whose
+// rows scan into a value and its key. It keeps at most limit rows in *dst and, when there were more,
+// points *next at the key of the last one kept.
+func queueKeyed[T any](b *pgx.Batch, p store.TraceLoadParams, sql string, k *store.TraceKey, ids int, dst *[]T,
+	next **store.TraceKey, scan func(pgx.CollectableRow) (T, store.TraceKey, error), extra ...any) {
+	args := append(append([]any{p.Team, p.RelationshipID}, keyArgs(k, ids)...), p.Limit+1)
+	args = append(args, extra...)
+	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
+		var keys []store.TraceKey
+		got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (T, error) {
+			v, key, err := scan(row)
+			keys = append(keys, key)
+			return v, err
+		})
+		if err != nil {
+			return err
+		}
+		if len(got) > p.Limit {
+			got, *next = got[:p.Limit], &keys[p.Limit-1]
+		}
+		*dst = got
+		return nil
+	})
+}
+
+// TraceLoad returns one page of the stored history of one relationship, read in one read-only
+// REPEATABLE READ transaction: one round trip with the first hop of neighbours, one more per further
+// hop. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
+	if p.Limit < 1 {
+		return store.TraceData{}, fmt.Errorf("densemem store: trace limit %d is not positive", p.Limit)
+	}
 	var out store.TraceData
-	var err error
-	if out.Relationship, err = s.relationshipView(ctx, p.Team, p.RelationshipID); err != nil {
+	var views []store.RelationshipView
+	b := &pgx.Batch{}
+	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+	b.Queue(statementTimeoutSQL, s.statementTimeout(ctx))
+	b.Queue(traceNoParallelSQL)
+	sql, args, err := relationshipViewQuery(p.Team).Where(sq.Eq{"r.relationship_id": p.RelationshipID}).ToSql()
+	if err != nil {
 		return out, err
 	}
-	rel := out.Relationship.Relationship
-	entities := []string{string(rel.Subject)}
-	if rel.Object.EntityID != "" {
-		entities = append(entities, string(rel.Object.EntityID))
-	}
-	b := &pgx.Batch{}
-	b.Queue(traceSupportsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.Supports, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportLinkRow, error) {
-			var s store.SupportLinkRow
-			var auth string
+	b.Queue("-- name: TraceRelationship\n"+sql, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		views, err = pgx.CollectRows(rows, scanRelationshipView)
+		return err
+	})
+	queueKeyed(b, p, traceSupportsSQL, p.After.Supports, 3, &out.Supports, &out.Next.Supports,
+		func(row pgx.CollectableRow) (store.TraceSupport, store.TraceKey, error) {
+			var s store.TraceSupport
+			var auth, st string
 			err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
-				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt)
-			s.Team, s.Authority = p.Team, evidence.Authority(auth)
-			return s, err
+				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &st, &s.Content,
+				&s.ContentOmitted)
+			s.Team, s.Authority, s.SourceType = p.Team, evidence.Authority(auth), evidence.SourceType(st)
+			s.Key = store.TraceKey{At: s.CreatedAt, IDs: []string{s.ObservationID, s.VerificationID, s.ID}}
+			return s, s.Key, err
+		}, p.IncludeContent, int64(p.ContentBudget))
+	b.Queue(traceSupportKeysSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+		var err error
+		out.SupportKeys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (evidence.Support, error) {
+			s := evidence.Support{Effective: true}
+			return s, row.Scan(&s.Group, &s.ContentHash)
 		})
 		return err
 	})
-	b.Queue(traceFragmentsSQL, p.Team, p.RelationshipID, p.IncludeContent).Query(func(rows pgx.Rows) error {
-		out.Fragments, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FragmentRow, error) {
-			var f store.FragmentRow
-			var st, auth string
-			err := row.Scan(&f.ID, &f.IngestID, &f.EvidenceIndex, &f.Author, &st, &auth, &f.SourceGroup, &f.SourceKey,
-				&f.Revision, &f.ContentHash, &f.Content, &f.CreatedAt)
-			f.Team, f.SourceType, f.Authority = p.Team, evidence.SourceType(st), evidence.Authority(auth)
-			return f, err
-		})
-		return err
-	})
-	b.Queue(traceObservationsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.Observations, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ObservationRow, error) {
+	queueKeyed(b, p, traceObservationsSQL, p.After.Observations, 1, &out.Observations, &out.Next.Observations,
+		func(row pgx.CollectableRow) (store.ObservationRow, store.TraceKey, error) {
 			var o store.ObservationRow
 			var value, cites []byte
 			var pol, mod string
+			var key store.TraceKey
 			err := row.Scan(&o.ID, &o.IngestID, &o.Profile, &o.ProposalID, &o.SubjectRef, &o.SubjectName,
 				&o.PredicatePhrase, &o.PredicateKey, &o.PredicateVersion, &o.ObjectRef, &o.ObjectName, &value, &pol,
-				&mod, &o.Scope, &o.ValidFrom, &o.ValidTo, &cites, &o.CreatedAt)
+				&mod, &o.Scope, &o.ValidFrom, &o.ValidTo, &cites, &o.CreatedAt, &key.At)
 			o.Team, o.Polarity, o.Modality = p.Team, relationship.Polarity(pol), relationship.Modality(mod)
 			if value != nil {
 				o.ObjectValue = json.RawMessage(value)
 			}
 			o.Citations = json.RawMessage(cites)
-			return o, err
+			key.IDs = []string{o.ID}
+			return o, key, err
 		})
-		return err
-	})
-	b.Queue(traceVerificationsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.Verifications, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.VerificationRow, error) {
-			var v store.VerificationRow
-			var verdict string
-			err := row.Scan(&v.ID, &v.ObservationID, &v.Verifier, &verdict, &v.Confidence, &v.Rationale,
-				&v.ConfirmedValidFrom, &v.SupportGranted, &v.CreatedAt)
-			v.Team, v.Verdict = p.Team, evidence.Verdict(verdict)
-			return v, err
+	if p.IncludeVerifications {
+		queueKeyed(b, p, traceVerificationsSQL, p.After.Verifications, 2, &out.Verifications, &out.Next.Verifications,
+			func(row pgx.CollectableRow) (store.VerificationRow, store.TraceKey, error) {
+				var v store.VerificationRow
+				var verdict string
+				var key store.TraceKey
+				err := row.Scan(&v.ID, &v.ObservationID, &v.Verifier, &verdict, &v.Confidence, &v.Rationale,
+					&v.ConfirmedValidFrom, &v.SupportGranted, &v.CreatedAt, &key.At)
+				v.Team, v.Verdict = p.Team, evidence.Verdict(verdict)
+				key.IDs = []string{v.ObservationID, v.ID}
+				return v, key, err
+			})
+	}
+	if p.IncludeTransitions {
+		b.Queue(traceTransitionsSQL, p.Team, p.RelationshipID, p.After.Transitions, p.Limit+1).Query(func(rows pgx.Rows) error {
+			got, err := pgx.CollectRows(rows, scanTransition)
+			if len(got) > p.Limit {
+				got, out.Next.Transitions = got[:p.Limit], got[p.Limit-1].ToVersion
+			}
+			out.Transitions = got
+			return err
 		})
-		return err
-	})
-	b.Queue(traceTransitionsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.Transitions, err = pgx.CollectRows(rows, scanTransition)
-		return err
-	})
-	b.Queue(traceResolutionsSQL, p.Team, p.RelationshipID, entities).Query(func(rows pgx.Rows) error {
-		out.Resolutions, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ResolutionRow, error) {
+	}
+	queueKeyed(b, p, traceResolutionsSQL, p.After.Resolutions, 1, &out.Resolutions, &out.Next.Resolutions,
+		func(row pgx.CollectableRow) (store.ResolutionRow, store.TraceKey, error) {
 			var r store.ResolutionRow
 			var decision string
 			var cands []string
@@ -228,40 +397,39 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 			for _, c := range cands {
 				r.Candidates = append(r.Candidates, identity.EntityID(c))
 			}
-			return r, err
+			return r, store.TraceKey{At: r.CreatedAt, IDs: []string{r.ID}}, err
 		})
-		return err
-	})
-	b.Queue(traceReviewItemsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.ReviewItems, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ReviewItemView, error) {
+	queueKeyed(b, p, traceReviewItemsSQL, p.After.ReviewItems, 1, &out.ReviewItems, &out.Next.ReviewItems,
+		func(row pgx.CollectableRow) (store.ReviewItemView, store.TraceKey, error) {
 			var v store.ReviewItemView
 			var choices []byte
 			err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
 				&v.RelationshipID, &v.Related, &choices, &v.CreatedAt, &v.ResolvedAt)
 			v.Team, v.Choices = p.Team, json.RawMessage(choices)
-			return v, err
+			return v, store.TraceKey{At: v.CreatedAt, IDs: []string{v.ID}}, err
 		})
-		return err
-	})
-	b.Queue(traceCrossRefsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		out.CrossReferences, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CrossReferenceRow, error) {
+	queueKeyed(b, p, traceCrossRefsSQL, p.After.CrossReferences, 1, &out.CrossReferences, &out.Next.CrossReferences,
+		func(row pgx.CollectableRow) (store.CrossReferenceRow, store.TraceKey, error) {
 			var x store.CrossReferenceRow
 			err := row.Scan(&x.ID, &x.Kind, &x.From, &x.FromVersion, &x.To, &x.ToVersion, &x.Author, &x.VerificationID,
 				&x.IngestID, &x.CreatedAt)
 			x.Team = p.Team
-			return x, err
+			return x, store.TraceKey{At: x.CreatedAt, IDs: []string{x.ID}}, err
 		})
-		return err
-	})
 	var cases []store.RecallCase
-	b.Queue(recallCasesSQL, p.Team, []string{string(p.RelationshipID)}, nil).Query(func(rows pgx.Rows) error {
-		cases, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallCase, error) {
-			return scanRecallCase(row, p.Team)
+	queueKeyed(b, p, traceCasesSQL, p.After.Cases, 1, &cases, &out.Next.Cases,
+		func(row pgx.CollectableRow) (store.RecallCase, store.TraceKey, error) {
+			c, err := scanRecallCase(row, p.Team)
+			return c, store.TraceKey{At: c.OpenedAt, IDs: []string{string(c.ID)}}, err
 		})
-		return err
-	})
+	afterIDs, afterVersions := []string{}, []int32{}
+	for id, v := range p.After.CaseEvents {
+		afterIDs, afterVersions = append(afterIDs, string(id)), append(afterVersions, int32(v))
+	}
 	var events []store.CaseEventRow
-	b.Queue(traceCaseEventsSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
+	eventArgs := append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1, afterIDs, afterVersions)
+	b.Queue(traceCaseEventsSQL, eventArgs...).Query(func(rows pgx.Rows) error {
+		var err error
 		events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseEventRow, error) {
 			var e store.CaseEventRow
 			var prior, resulting string
@@ -274,9 +442,34 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 		})
 		return err
 	})
-	if err := s.pool.SendBatch(ctx, b).Close(); err != nil {
-		return out, translate(err)
+	walk := p.MaxDepth > 0 && p.MaxEdges > 0
+	var hop []store.RelationshipView
+	if walk {
+		if err := queueHop(b, p, &hop, []string{string(p.RelationshipID)}, sq.Or{
+			sq.Expr("r.subject_entity_id IN "+traceEndsSQL, p.Team, p.RelationshipID),
+			sq.Expr("r.object_entity_id IN "+traceEndsSQL, p.Team, p.RelationshipID)}, p.MaxEdges); err != nil {
+			return out, err
+		}
 	}
+	if !walk || p.MaxDepth == 1 {
+		b.Queue("COMMIT")
+	}
+	err = s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
+		if len(views) != 1 {
+			return fmt.Errorf("relationship %s: %w", p.RelationshipID, store.ErrNotFound)
+		}
+		if walk {
+			return s.walkNeighbours(ctx, conn, p, &out, views[0].Relationship, hop)
+		}
+		return nil
+	})
+	if err != nil {
+		return store.TraceData{}, translate(err)
+	}
+	out.Relationship = views[0]
 	for _, c := range cases {
 		tc := store.TraceCase{Case: c}
 		for _, e := range events {
@@ -284,10 +477,10 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 				tc.Events = append(tc.Events, e)
 			}
 		}
+		if len(tc.Events) > p.Limit {
+			tc.Events, tc.EventsNext = tc.Events[:p.Limit], tc.Events[p.Limit-1].CaseVersion
+		}
 		out.Cases = append(out.Cases, tc)
-	}
-	if err := s.loadNeighbours(ctx, p, &out, entities); err != nil {
-		return out, err
 	}
 	return out, nil
 }
@@ -303,28 +496,44 @@ func scanTransition(row pgx.CollectableRow) (store.TransitionRow, error) {
 	return t, err
 }
 
-// loadNeighbours walks active relationships that share an entity, breadth first, up to MaxDepth hops
-// and MaxEdges relationships. One query per hop.
-func (s *Store) loadNeighbours(ctx context.Context, p store.TraceLoadParams, out *store.TraceData, frontier []string) error {
-	seenRel := []string{string(p.RelationshipID)}
-	seenEnt := map[string]bool{}
-	for _, e := range frontier {
-		seenEnt[e] = true
+// traceEndsSQL is the subject and object entities of the traced relationship: the first hop's frontier.
+const traceEndsSQL = `(SELECT v.e FROM relationships x CROSS JOIN LATERAL (VALUES (x.subject_entity_id), (x.object_entity_id)) v(e)
+ WHERE x.team_id = ? AND x.relationship_id = ? AND v.e IS NOT NULL)`
+
+// queueHop queues one hop of the neighbour walk: active relationships outside seen that touch the
+// frontier, in (created_at, relationship_id) order, at most room+1 of them.
+func queueHop(b *pgx.Batch, p store.TraceLoadParams, dst *[]store.RelationshipView, seen []string, frontier sq.Sqlizer, room int) error {
+	sql, args, err := relationshipViewQuery(p.Team).
+		Where(sq.Eq{"r.status": string(relationship.StatusActive)}).
+		Where(sq.NotEq{"r.relationship_id": seen}).
+		Where(frontier).
+		OrderBy("r.created_at", "r.relationship_id").
+		Limit(uint64(room + 1)).ToSql()
+	if err != nil {
+		return err
 	}
-	for depth := 0; depth < p.MaxDepth && len(frontier) > 0; depth++ {
+	b.Queue("-- name: TraceNeighbours\n"+sql, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		*dst, err = pgx.CollectRows(rows, scanRelationshipView)
+		return err
+	})
+	return nil
+}
+
+// walkNeighbours walks active relationships that share an entity, breadth first, up to MaxDepth hops
+// and MaxEdges relationships, inside the transaction TraceLoad opened on conn. first is the first
+// hop, read in TraceLoad's batch; every further hop is one round trip, and COMMIT travels with the
+// last one (or alone when the walk stops early).
+func (s *Store) walkNeighbours(ctx context.Context, conn *pgxpool.Conn, p store.TraceLoadParams, out *store.TraceData,
+	rel relationship.Relationship, first []store.RelationshipView) error {
+	seenRel := []string{string(p.RelationshipID)}
+	seenEnt := map[string]bool{string(rel.Subject): true}
+	if rel.Object.EntityID != "" {
+		seenEnt[string(rel.Object.EntityID)] = true
+	}
+	found := first
+	for depth := 1; ; depth++ {
 		room := p.MaxEdges - len(out.Neighbours)
-		if room <= 0 {
-			break
-		}
-		found, err := relationshipViews(ctx, s.pool, relationshipViewQuery(p.Team).
-			Where(sq.Eq{"r.status": string(relationship.StatusActive)}).
-			Where(sq.NotEq{"r.relationship_id": seenRel}).
-			Where(sq.Or{sq.Eq{"r.subject_entity_id": frontier}, sq.Eq{"r.object_entity_id": frontier}}).
-			OrderBy("r.created_at", "r.relationship_id").
-			Limit(uint64(room+1)))
-		if err != nil {
-			return err
-		}
 		if len(found) > room {
 			found, out.NeighboursTruncated = found[:room], true
 		}
@@ -339,7 +548,23 @@ func (s *Store) loadNeighbours(ctx context.Context, p store.TraceLoadParams, out
 				}
 			}
 		}
-		frontier = next
+		if depth == p.MaxDepth {
+			return nil // COMMIT travelled with this hop
+		}
+		room = p.MaxEdges - len(out.Neighbours)
+		if room <= 0 || len(next) == 0 {
+			_, err := conn.Exec(ctx, "COMMIT")
+			return err
+		}
+		b := &pgx.Batch{}
+		if err := queueHop(b, p, &found, seenRel, sq.Or{sq.Eq{"r.subject_entity_id": next}, sq.Eq{"r.object_entity_id": next}}, room); err != nil {
+			return err
+		}
+		if depth+1 == p.MaxDepth {
+			b.Queue("COMMIT")
+		}
+		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+			return err
+		}
 	}
-	return nil
 }
