@@ -205,7 +205,7 @@ func TestRecallBoundsQueryTermsAndCandidates(t *testing.T) {
 // TestStatementTimeoutIsErrTimeout: a store call whose statement runs past Limits.StatementTimeout
 // (here: waiting on locks the test holds) fails with ErrTimeout and writes nothing. The client runs on
 // one connection that has prepared its statements already, so the waits happen while statements
-// execute, under the transaction's timeout (see decision 45 for statement preparation).
+// execute, under the transaction's timeout (see decision 46 for statement preparation).
 func TestStatementTimeoutIsErrTimeout(t *testing.T) {
 	t.Parallel()
 	url := testdb.NewURL(t)
