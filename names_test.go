@@ -227,3 +227,49 @@ func countLocksWhileBlocked(t *testing.T, e *env, call func(context.Context) err
 	}
 	return held
 }
+
+// TestConcurrentNameLocksAcrossTheBound: writers that lock one name one by one and a writer with more
+// names than MaxAdvisoryLocks (which takes the team's name lock exclusively instead) still exclude
+// each other, so the name gets one entity; and writers of two look-alike spellings (Latin and
+// Cyrillic) serialise on the shared skeleton, so one creates and the other is asked which entity it
+// means.
+func TestConcurrentNameLocksAcrossTheBound(t *testing.T) {
+	t.Parallel()
+	const n, max = 12, 4
+	e := newEnv(t, func(c *densemem.Config) { c.Limits.MaxAdvisoryLocks = max })
+	results := concRemember(t, e, e.A, n, func(i int) densemem.RememberRequest {
+		req := place("shared", fmt.Sprintf("branch-%d", i)).request(fmt.Sprintf("shared-%d", i))
+		if i%2 == 0 {
+			for j := range max + 2 { // past the bound: the team's name lock, exclusive
+				req.Proposal.Entities = append(req.Proposal.Entities, densemem.ProposedEntity{Ref: fmt.Sprint("x", j),
+					Name: fmt.Sprintf("extra-%d-%d", i, j), EntityKind: "environment"})
+			}
+		}
+		return req
+	})
+	for i, r := range results {
+		concOutcome(t, fmt.Sprintf("call %d", i), r)
+	}
+	if ids := concEntities(t, e, "environment", "shared"); len(ids) != 1 {
+		t.Errorf("environment shared: entities %v, want exactly one", ids)
+	}
+
+	results = concRemember(t, e, e.B, 2, func(i int) densemem.RememberRequest {
+		return place([]string{"production", "pr\u043eduction"}[i], "main").request(fmt.Sprintf("look-alike-%d", i))
+	})
+	created, asked := 0, 0
+	for i, r := range results {
+		if r.err != nil {
+			t.Fatalf("look-alike call %d: %v", i, r.err)
+		}
+		switch r.pl.Entities[0].Decision {
+		case identity.DecisionCreated:
+			created++
+		case identity.DecisionAmbiguous:
+			asked++
+		}
+	}
+	if created != 1 || asked != 1 {
+		t.Errorf("look-alikes written at once: %d created and %d asked, want 1 and 1", created, asked)
+	}
+}
