@@ -228,3 +228,67 @@ func TestRecallFindsSeededSubjects(t *testing.T) {
 		t.Errorf("restating a loaded relationship: %s (%s), want %s", out.Category, out.Reason, densemem.CategorySupported)
 	}
 }
+
+// BenchmarkRecallHostileQueries runs the queries the hardening issue found unbounded against a team
+// of 20k relationships: words common to half the team ("environment branch", "works on project")
+// and a 500-character query of 60 OR-ed note words. Each op runs the query once with the default
+// limits (MaxQueryTerms 16, MaxRecallHits 2,000) and once with both lifted (the behaviour before),
+// alternating, and the benchmark reports each side's p50 and their ratio.
+//
+//	go test -run '^$' -bench RecallHostileQueries -benchtime 30x .
+func BenchmarkRecallHostileQueries(b *testing.B) {
+	w := rbLoad(b, 20_000)
+	unbounded, err := densemem.New(w.store, &densemem.Config{Clock: w.clock.Now,
+		Limits: densemem.Limits{MaxQueryTerms: 1 << 20, MaxRecallHits: 1 << 30, StatementTimeout: time.Minute}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	// 60 words of the loader's note vocabulary: each matches a few percent of the team.
+	notes := strings.Fields(`amber anchor apple arbor arctic arrow aspen atlas aurora autumn badger bamboo banner
+		barley basalt beacon bison blossom boulder bramble breeze bridge bronze brook cactus canyon carbon cargo cedar
+		cellar cherry cinder citrus clover cobalt comet copper coral cosmos cotton crane crater crystal cypress dahlia
+		delta desert dingo dolphin dragon drift dune eagle ember emerald engine falcon fennel fern ferry`)
+	or60 := strings.Join(notes[:60], " or ")
+	for _, q := range []struct{ name, query string }{
+		{"common-words", "environment branch"},
+		{"predicate-phrase", "works on project"},
+		{"or60", or60[:min(len(or60), 500)]},
+	} {
+		b.Run(q.name, func(b *testing.B) {
+			req := densemem.RecallRequest{Query: q.query, Limit: 10}
+			for range 2 { // warm up both clients
+				if _, err := w.client.Recall(w.ctx, w.A, req); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := unbounded.Recall(w.ctx, w.A, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var bounded, open []time.Duration
+			var truncated bool
+			for b.Loop() {
+				start := time.Now()
+				res, err := w.client.Recall(w.ctx, w.A, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				bounded = append(bounded, time.Since(start))
+				truncated = res.CandidatesTruncated || res.QueryTermsDropped > 0
+				start = time.Now()
+				if _, err := unbounded.Recall(w.ctx, w.A, req); err != nil {
+					b.Fatal(err)
+				}
+				open = append(open, time.Since(start))
+			}
+			slices.Sort(bounded)
+			slices.Sort(open)
+			pb, po := rbPercentile(bounded, 0.5), rbPercentile(open, 0.5)
+			b.ReportMetric(pb, "p50-ms-bounded")
+			b.ReportMetric(po, "p50-ms-unbounded")
+			b.ReportMetric(pb/po, "ratio-bounded/unbounded")
+			if truncated {
+				b.ReportMetric(1, "truncated")
+			}
+		})
+	}
+}
