@@ -16,6 +16,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/pgtrace"
 	"github.com/densemem/densemem/internal/testdb"
 )
@@ -213,9 +214,9 @@ var floorInserts = []string{
 	`INSERT INTO entities (team_id, entity_id, entity_kind, identity_context, created_by, ingest_id, created_at)
 VALUES (@team, @subject, 'environment', @context, @profile, @ingest, @now),
        (@team, @object, 'git_branch', @context, @profile, @ingest, @now)`,
-	`INSERT INTO entity_names (team_id, entity_id, name, normalized_name, name_kind, created_at)
-VALUES (@team, @subject, @subject_name, @subject_norm, 'canonical', @now),
-       (@team, @object, @object_name, @object_norm, 'canonical', @now)`,
+	`INSERT INTO entity_names (team_id, entity_id, name, normalized_name, skeleton, name_kind, created_at)
+VALUES (@team, @subject, @subject_name, @subject_norm, @subject_skeleton, 'canonical', @now),
+       (@team, @object, @object_name, @object_norm, @object_skeleton, 'canonical', @now)`,
 	`INSERT INTO evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
     authority, source_group, source_key, source_revision, content_sha256, content_length, created_at)
 VALUES (@team, @fragment, @ingest, 0, @profile, 'manual', 'standard', @group, '', '', @hash, octet_length(@content::text), @now)`,
@@ -256,7 +257,7 @@ VALUES (@team, @profile, @key, 'remember', @request_hash, @ingest, @result, @now
 var floorParams = []string{"team", "profile", "ingest", "now", "context", "subject", "object", "subject_name",
 	"subject_norm", "object_name", "object_norm", "fragment", "content", "group", "hash", "observation",
 	"predicate_version", "citations", "verification", "rationale", "resolution_s", "resolution_o", "relationship",
-	"support", "span_end", "transition", "key", "request_hash", "result"}
+	"support", "span_end", "transition", "key", "request_hash", "result", "subject_skeleton", "object_skeleton"}
 
 // floorStmt is a statement with positional parameters and, for each, the index of its value in a
 // floorOp.
@@ -351,11 +352,13 @@ func (fx *floorFixture) op(be *benchEnv, i int) []any {
 	id := func(prefix string) string { return fmt.Sprintf("%s_floor%021d", prefix, i) }
 	hash := evidence.ContentHash(f.content)
 	citations := fmt.Appendf(nil, `[{"evidence_index":0,"start":0,"end":%d}]`, len(f.content))
+	subjectKey, objectKey := identity.NormalizeName(f.subject), identity.NormalizeName(f.object)
 	return []any{fx.team, fx.profile, id("ing"), be.clock.Now(), []byte("{}"), id("ent_s"), id("ent_o"), f.subject,
-		strings.ToLower(f.subject), f.object, strings.ToLower(f.object), id("frg"), f.content,
+		subjectKey, f.object, objectKey, id("frg"), f.content,
 		evidence.GroupLabel("", "", hash), hash, id("obs"), fx.predicateVersion, citations, id("ver"),
 		"the cited text names the subject and the object", id("res_s"), id("res_o"), id("rel"), id("sup"),
-		len(f.content), id("trn"), fmt.Sprintf("floor-%d", i), fx.requestHash, fx.result}
+		len(f.content), id("trn"), fmt.Sprintf("floor-%d", i), fx.requestHash, fx.result,
+		identity.Skeleton(subjectKey), identity.Skeleton(objectKey)}
 }
 
 // queue queues the floor INSERTs of one op on b, one statement per table.
