@@ -201,7 +201,9 @@ func countLocksWhileBlocked(t *testing.T, e *env, call func(context.Context) err
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(e.ctx) }()
-	if _, err := tx.Exec(e.ctx, `SELECT 1 FROM profiles WHERE profile_id = $1 FOR UPDATE`, e.A.ProfileID); err != nil {
+	var holder int
+	if err := tx.QueryRow(e.ctx, `SELECT pg_backend_pid() FROM profiles WHERE profile_id = $1 FOR UPDATE`, e.A.ProfileID).
+		Scan(&holder); err != nil {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
@@ -209,11 +211,13 @@ func countLocksWhileBlocked(t *testing.T, e *env, call func(context.Context) err
 	held := -1
 	deadline := time.Now().Add(30 * time.Second)
 	for held < 0 && time.Now().Before(deadline) {
-		// The writer is blocked once some backend waits for a lock on the profile row.
-		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FILTER (WHERE l.locktype = 'advisory')
+		// The writer is blocked once its backend waits for the test's transaction (the profile row).
+		// pg_locks is one snapshot, read apart from pg_blocking_pids: the waiting lock must be in it
+		// too, or the snapshot may predate the writer's advisory locks.
+		err := e.pool.QueryRow(e.ctx, `SELECT count(*) FILTER (WHERE l.locktype = 'advisory' AND l.granted)
 			FROM pg_stat_activity a JOIN pg_locks l ON l.pid = a.pid
-			WHERE a.datname = current_database() AND a.wait_event_type = 'Lock' AND a.pid <> pg_backend_pid()
-			GROUP BY a.pid`).Scan(&held)
+			WHERE $1 = ANY(pg_blocking_pids(a.pid))
+			GROUP BY a.pid HAVING bool_or(NOT l.granted)`, holder).Scan(&held)
 		if err != nil {
 			held = -1
 			time.Sleep(5 * time.Millisecond) // polling for the writer to reach the wait, not a timing assumption
