@@ -125,7 +125,7 @@ func ccStrings(t *testing.T, e *env, sql string, args ...any) []string {
 func ccTables(t *testing.T, e *env) []string {
 	t.Helper()
 	return ccStrings(t, e, `SELECT table_name::text FROM information_schema.tables
-		WHERE table_schema = 'public' AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%'
+		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%'
 		ORDER BY table_name`)
 }
 
@@ -158,7 +158,7 @@ func ccIngestTables(t *testing.T, e *env) []string {
 	t.Helper()
 	return ccStrings(t, e, `SELECT c.table_name::text FROM information_schema.columns c
 		JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-		WHERE c.table_schema = 'public' AND t.table_type = 'BASE TABLE' AND c.column_name = 'ingest_id'
+		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.column_name = 'ingest_id'
 		ORDER BY c.table_name`)
 }
 

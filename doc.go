@@ -13,7 +13,7 @@
 // Open a store and apply the schema:
 //
 //	st, err := postgres.Open(ctx, os.Getenv("DENSEMEM_DATABASE_URL"))
-//	err = migrations.Up(ctx, st.Pool())
+//	err = migrations.Up(ctx, st.Pool(), nil)
 //	client, err := densemem.New(st, nil) // SpanVerifier, time.Now, slog.Default
 //
 // Provision a team, its profiles and its vocabulary:

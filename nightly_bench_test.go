@@ -19,6 +19,7 @@ import (
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/benchload"
 	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -111,6 +112,9 @@ func nbWithDB(tb testing.TB, u, name string) string {
 		tb.Fatal(err)
 	}
 	p.Path = "/" + name
+	q := p.Query()
+	q.Set("search_path", migrations.DefaultSchema)
+	p.RawQuery = q.Encode()
 	return p.String()
 }
 

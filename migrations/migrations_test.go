@@ -23,7 +23,7 @@ func TestNameKeyMigrationRecomputesKeysAndOpensReviewForCollisions(t *testing.T)
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.NewEmpty(t)
-	if err := migrations.UpTo(ctx, pool, 5); err != nil {
+	if err := migrations.UpTo(ctx, pool, 5, nil); err != nil {
 		t.Fatal(err)
 	}
 	clock := func() time.Time { return time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC) }
@@ -60,7 +60,7 @@ func TestNameKeyMigrationRecomputesKeysAndOpensReviewForCollisions(t *testing.T)
 		}
 	}
 
-	if err := migrations.Up(ctx, pool); err != nil {
+	if err := migrations.Up(ctx, pool, nil); err != nil {
 		t.Fatal(err)
 	}
 

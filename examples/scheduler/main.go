@@ -207,7 +207,7 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, dsn string) erro
 			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
 	}
 	defer st.Close()
-	if err := migrations.Up(ctx, st.Pool()); err != nil {
+	if err := migrations.Up(ctx, st.Pool(), nil); err != nil {
 		return err
 	}
 

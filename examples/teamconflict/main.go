@@ -98,7 +98,7 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
 	}
 	defer st.Close()
-	if err := migrations.Up(ctx, st.Pool()); err != nil {
+	if err := migrations.Up(ctx, st.Pool(), nil); err != nil {
 		return err
 	}
 

@@ -159,6 +159,8 @@ func open(tb testing.TB, admin, name string) *pgxpool.Pool {
 		tb.Fatalf("testdb: parse admin URL: %v", err)
 	}
 	cfg.ConnConfig.Database = name
+	// Tests read and write Dense-Mem's tables by their plain names.
+	cfg.ConnConfig.RuntimeParams["search_path"] = migrations.DefaultSchema
 	cfg.MaxConns = maxConns
 	if cfg.MinConns > cfg.MaxConns {
 		cfg.MinConns = 0
@@ -323,7 +325,7 @@ func buildTemplate(ctx context.Context, conn *pgx.Conn, admin, tpl string) error
 	if err != nil {
 		return fmt.Errorf("open: %w", err)
 	}
-	err = migrations.Up(ctx, pool)
+	err = migrations.Up(ctx, pool, nil)
 	// Every connection to the template must be gone before it can be cloned.
 	pool.Close()
 	if err != nil {
@@ -397,10 +399,13 @@ func withDatabase(connString, name string) (string, error) {
 		}
 		u.Path = "/" + name
 		u.RawPath = ""
+		q := u.Query()
+		q.Set("search_path", migrations.DefaultSchema)
+		u.RawQuery = q.Encode()
 		return u.String(), nil
 	}
 	// In a keyword/value string a later setting overrides an earlier one.
-	return connString + " dbname=" + name, nil
+	return connString + " dbname=" + name + " search_path=" + migrations.DefaultSchema, nil
 }
 
 func ident(name string) string { return pgx.Identifier{name}.Sanitize() }

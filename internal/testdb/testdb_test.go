@@ -8,6 +8,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem/migrations"
 )
 
 func currentDatabase(t *testing.T, pool *pgxpool.Pool) string {
@@ -22,7 +24,7 @@ func currentDatabase(t *testing.T, pool *pgxpool.Pool) string {
 func tableExists(t *testing.T, pool *pgxpool.Pool, table string) bool {
 	t.Helper()
 	var ok bool
-	if err := pool.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", "public."+table).Scan(&ok); err != nil {
+	if err := pool.QueryRow(t.Context(), "SELECT to_regclass($1) IS NOT NULL", migrations.DefaultSchema+"."+table).Scan(&ok); err != nil {
 		t.Fatalf("to_regclass(%s): %v", table, err)
 	}
 	return ok
@@ -125,7 +127,7 @@ func TestNewURLIsDroppedAtCleanup(t *testing.T) {
 			t.Fatal(err)
 		}
 		var ok bool
-		if err := conn.QueryRow(t.Context(), "SELECT to_regclass('public.relationships') IS NOT NULL").Scan(&ok); err != nil || !ok {
+		if err := conn.QueryRow(t.Context(), "SELECT to_regclass('relationships') IS NOT NULL AND to_regclass('public.relationships') IS NULL").Scan(&ok); err != nil || !ok {
 			t.Fatalf("relationships table present = %v, err %v", ok, err)
 		}
 		if !strings.Contains(u, name) {
@@ -167,9 +169,9 @@ func TestNewParallel(t *testing.T) {
 
 func TestWithDatabase(t *testing.T) {
 	for _, tc := range []struct{ in, want string }{
-		{"postgres://u@h:5432/postgres?sslmode=disable", "postgres://u@h:5432/x?sslmode=disable"},
-		{"postgresql://u:p@h/other", "postgresql://u:p@h/x"},
-		{"host=h user=u dbname=postgres", "host=h user=u dbname=postgres dbname=x"},
+		{"postgres://u@h:5432/postgres?sslmode=disable", "postgres://u@h:5432/x?search_path=densemem&sslmode=disable"},
+		{"postgresql://u:p@h/other", "postgresql://u:p@h/x?search_path=densemem"},
+		{"host=h user=u dbname=postgres", "host=h user=u dbname=postgres dbname=x search_path=densemem"},
 	} {
 		got, err := withDatabase(tc.in, "x")
 		if err != nil || got != tc.want {

@@ -11,6 +11,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	sq "github.com/Masterminds/squirrel"
@@ -30,11 +31,18 @@ const DefaultTxAttempts = 4
 // timeout (store.WithStatementTimeout).
 const DefaultStatementTimeout = 5 * time.Second
 
+// DefaultSchema is the PostgreSQL schema that holds Dense-Mem's tables unless Options.Schema says
+// otherwise.
+const DefaultSchema = "densemem"
+
 // Store is the PostgreSQL store.
 type Store struct {
-	pool     *pgxpool.Pool
-	attempts int
-	timeout  time.Duration
+	pool         *pgxpool.Pool
+	attempts     int
+	timeout      time.Duration
+	schema       string
+	quotedSchema string
+	texts        sync.Map // SQL text with schemaToken -> rewritten text
 }
 
 var _ store.Store = (*Store)(nil)
@@ -46,17 +54,23 @@ type Options struct {
 	// StatementTimeout bounds every statement of a call whose context sets none
 	// (default DefaultStatementTimeout).
 	StatementTimeout time.Duration
+	// Schema is the PostgreSQL schema the migrations created the tables in (default DefaultSchema).
+	Schema string
 }
 
 // New returns a Store on an existing pool. The caller keeps ownership of the pool; opts may be nil.
 func New(pool *pgxpool.Pool, opts *Options) *Store {
-	s := &Store{pool: pool, attempts: DefaultTxAttempts, timeout: DefaultStatementTimeout}
+	s := &Store{pool: pool, attempts: DefaultTxAttempts, timeout: DefaultStatementTimeout, schema: DefaultSchema}
 	if opts != nil && opts.TxAttempts > 0 {
 		s.attempts = opts.TxAttempts
 	}
 	if opts != nil && opts.StatementTimeout > 0 {
 		s.timeout = opts.StatementTimeout
 	}
+	if opts != nil && opts.Schema != "" {
+		s.schema = opts.Schema
+	}
+	s.quotedSchema = pgx.Identifier{s.schema}.Sanitize()
 	return s
 }
 
@@ -88,8 +102,39 @@ func (s *Store) send(ctx context.Context, b *pgx.Batch, write bool) error {
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	full.Queue("COMMIT")
 	return translate(s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
-		return conn.SendBatch(ctx, full).Close()
+		return s.sendOn(ctx, conn, full)
 	}))
+}
+
+// schemaToken stands for the store's schema in every SQL text of this package: `{schema}.teams`.
+// Texts are rewritten on their way to the server (sendOn, sql), so a statement that skipped the
+// rewrite fails loudly with a syntax error instead of reaching a table of the same name elsewhere.
+const schemaToken = "{schema}"
+
+// sql returns text with the store's schema in place of schemaToken.
+func (s *Store) sql(text string) string {
+	if !strings.Contains(text, schemaToken) {
+		return text
+	}
+	if out, ok := s.texts.Load(text); ok {
+		return out.(string)
+	}
+	out := strings.ReplaceAll(text, schemaToken, s.quotedSchema)
+	s.texts.Store(text, out)
+	return out
+}
+
+// batchSender is a connection that sends batches (*pgx.Conn, *pgxpool.Conn).
+type batchSender interface {
+	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
+}
+
+// sendOn sends b on conn with every statement's schema token rewritten, and reads all its results.
+func (s *Store) sendOn(ctx context.Context, conn batchSender, b *pgx.Batch) error {
+	for _, q := range b.QueuedQueries {
+		q.SQL = s.sql(q.SQL)
+	}
+	return conn.SendBatch(ctx, b).Close()
 }
 
 // Open connects a new pool to dsn and returns a Store on it; Close releases the pool.
@@ -151,7 +196,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	}
 	// With a failpoint armed COMMIT is sent alone, so an injected failure lands before it; the lost
 	// acknowledgement keeps it in the write batch, where production sends it.
-	t := &tx{conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil,
+	t := &tx{s: s, conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil,
 		timeout: s.statementTimeout(ctx)}
 	defer func() {
 		if err != nil && t.begun && !t.done {

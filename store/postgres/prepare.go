@@ -20,16 +20,16 @@ import (
 const entitiesByNameSQL = `-- name: EntitiesByName
 WITH m AS MATERIALIZED (
     SELECT n.entity_id, n.name, n.normalized_name, n.name_kind
-    FROM entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($3::text[])
+    FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($3::text[])
 )
 SELECT e.entity_id, e.entity_kind, e.identity_context, m.name, m.normalized_name, m.name_kind
-FROM m JOIN entities e ON e.team_id = $1 AND e.entity_id = m.entity_id
+FROM m JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = m.entity_id
 WHERE e.entity_kind = ANY($2::text[])
 UNION
 SELECT e.entity_id, e.entity_kind, e.identity_context, c.name, c.normalized_name, c.name_kind
 FROM (SELECT DISTINCT entity_id FROM m) h
-JOIN entities e ON e.team_id = $1 AND e.entity_id = h.entity_id
-JOIN entity_names c ON c.team_id = $1 AND c.entity_id = h.entity_id AND c.name_kind = 'canonical'
+JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = h.entity_id
+JOIN {schema}.entity_names c ON c.team_id = $1 AND c.entity_id = h.entity_id AND c.name_kind = 'canonical'
 WHERE e.entity_kind = ANY($2::text[])
 ORDER BY 1, 6, 5`
 
@@ -37,13 +37,13 @@ ORDER BY 1, 6, 5`
 // by name, so its other names are not needed.
 const entitiesByIDSQL = `-- name: EntitiesByID
 SELECT e.entity_id, e.entity_kind, e.identity_context, n.name, n.normalized_name, n.name_kind
-FROM entities e
-JOIN entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
+FROM {schema}.entities e
+JOIN {schema}.entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
 WHERE e.team_id = $1 AND e.entity_id = ANY($2::text[])
 ORDER BY e.entity_id`
 
 const idempotencyGetSQL = `-- name: IdempotencyGet
-SELECT operation, request_hash, ingest_id, result FROM idempotency_records
+SELECT operation, request_hash, ingest_id, result FROM {schema}.idempotency_records
 WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`
 
 func nameArgs(names []store.NameLookup) (kinds, skeletons []string) {

@@ -14,25 +14,25 @@ import (
 )
 
 const teamInsertSQL = `-- name: TeamInsert
-INSERT INTO teams (team_id, name, created_at) VALUES ($1, $2, $3)`
+INSERT INTO {schema}.teams (team_id, name, created_at) VALUES ($1, $2, $3)`
 
 const policyInsertSQL = `-- name: PolicyInsert
-INSERT INTO team_policies (team_id, version, review_ttl_seconds, auto_write_threshold,
+INSERT INTO {schema}.team_policies (team_id, version, review_ttl_seconds, auto_write_threshold,
     authoritative_profile_ids, time_zone, created_by, created_at)
 SELECT $1, COALESCE(MAX(version), 0) + 1, $2, $3, $4, $5, $6, $7
-FROM team_policies WHERE team_id = $1
+FROM {schema}.team_policies WHERE team_id = $1
 RETURNING version`
 
 // TeamCreate creates a team and its first policy version in one transaction.
 func (s *Store) TeamCreate(ctx context.Context, p store.TeamCreateParams) error {
 	return s.beginFunc(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, teamInsertSQL, p.Team, p.Name, p.CreatedAt); err != nil {
+		if _, err := tx.Exec(ctx, s.sql(teamInsertSQL), p.Team, p.Name, p.CreatedAt); err != nil {
 			return translate(err)
 		}
 		pol := p.Policy
 		pol.Team = p.Team
 		var v int
-		return translate(tx.QueryRow(ctx, policyInsertSQL, policyArgs(pol)...).Scan(&v))
+		return translate(tx.QueryRow(ctx, s.sql(policyInsertSQL), policyArgs(pol)...).Scan(&v))
 	})
 }
 
@@ -50,8 +50,8 @@ func profileStrings(ids []identity.ProfileID) []string {
 }
 
 const profileInsertSQL = `-- name: ProfileInsert
-INSERT INTO profiles (team_id, profile_id, name, status, scopes, created_at, updated_at)
-SELECT $1, $2, $3, 'active', $4, $5, $5 WHERE EXISTS (SELECT 1 FROM teams WHERE team_id = $1)`
+INSERT INTO {schema}.profiles (team_id, profile_id, name, status, scopes, created_at, updated_at)
+SELECT $1, $2, $3, 'active', $4, $5, $5 WHERE EXISTS (SELECT 1 FROM {schema}.teams WHERE team_id = $1)`
 
 // ProfileCreate creates an active profile. ErrNotFound when the team does not exist.
 func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) error {
@@ -75,7 +75,7 @@ func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) 
 }
 
 const profileSetStatusSQL = `-- name: ProfileSetStatus
-UPDATE profiles SET status = $3, updated_at = $4 WHERE team_id = $1 AND profile_id = $2`
+UPDATE {schema}.profiles SET status = $3, updated_at = $4 WHERE team_id = $1 AND profile_id = $2`
 
 // ProfileSetStatus changes a profile's status. ErrNotFound when it does not exist.
 func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusParams) error {
@@ -97,8 +97,8 @@ func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusPa
 const principalSQL = `-- name: PrincipalLoad
 SELECT p.name, p.status, p.scopes, pol.version, pol.review_ttl_seconds, pol.auto_write_threshold,
        pol.authoritative_profile_ids, pol.time_zone, pol.created_by, pol.created_at
-FROM profiles p
-JOIN LATERAL (SELECT * FROM team_policies tp WHERE tp.team_id = p.team_id ORDER BY tp.version DESC LIMIT 1) pol ON true
+FROM {schema}.profiles p
+JOIN LATERAL (SELECT * FROM {schema}.team_policies tp WHERE tp.team_id = p.team_id ORDER BY tp.version DESC LIMIT 1) pol ON true
 WHERE p.team_id = $1 AND p.profile_id = $2`
 
 func scanPrincipal(row pgx.Row, team identity.TeamID, profile identity.ProfileID) (store.Principal, error) {
@@ -141,19 +141,19 @@ func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (s
 	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
 		// Serialise version assignment per team on the team row.
 		var one int
-		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", pol.Team).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, s.sql("-- name: TeamLock\nSELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR UPDATE"), pol.Team).Scan(&one); err != nil {
 			return translate(err)
 		}
-		return translate(tx.QueryRow(ctx, policyInsertSQL, policyArgs(pol)...).Scan(&pol.Version))
+		return translate(tx.QueryRow(ctx, s.sql(policyInsertSQL), policyArgs(pol)...).Scan(&pol.Version))
 	})
 	return pol, err
 }
 
 const predicateInsertSQL = `-- name: PredicateInsert
-INSERT INTO predicate_definitions (team_id, predicate_key, version, relationship_kind, current_cardinality,
+INSERT INTO {schema}.predicate_definitions (team_id, predicate_key, version, relationship_kind, current_cardinality,
     aliases, subject_kinds, object_kinds, value_object, description, created_by, created_at)
 SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, $4, $5, $6, $7, $8, $9, $10, $11
-FROM predicate_definitions WHERE team_id = $1 AND predicate_key = $2
+FROM {schema}.predicate_definitions WHERE team_id = $1 AND predicate_key = $2
 RETURNING version`
 
 // PredicateAppend appends the next version of a predicate key and returns it. ErrNotFound when the
@@ -162,10 +162,10 @@ func (s *Store) PredicateAppend(ctx context.Context, p store.PredicateAppendPara
 	pr := p.Predicate
 	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
 		var one int
-		if err := tx.QueryRow(ctx, "-- name: TeamLock\nSELECT 1 FROM teams WHERE team_id = $1 FOR UPDATE", p.Team).Scan(&one); err != nil {
+		if err := tx.QueryRow(ctx, s.sql("-- name: TeamLock\nSELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR UPDATE"), p.Team).Scan(&one); err != nil {
 			return translate(err)
 		}
-		return translate(tx.QueryRow(ctx, predicateInsertSQL, p.Team, pr.Key, pr.Kind, pr.Cardinality,
+		return translate(tx.QueryRow(ctx, s.sql(predicateInsertSQL), p.Team, pr.Key, pr.Kind, pr.Cardinality,
 			nonNil(pr.Aliases), nonNil(pr.SubjectKinds), nonNil(pr.ObjectKinds), pr.ValueObject, pr.Description,
 			p.CreatedBy, p.CreatedAt).Scan(&pr.Version))
 	})
@@ -182,7 +182,7 @@ func nonNil(xs []string) []string {
 const predicateListSQL = `-- name: PredicateList
 SELECT DISTINCT ON (predicate_key) predicate_key, version, relationship_kind, current_cardinality, aliases,
        subject_kinds, object_kinds, value_object, description
-FROM predicate_definitions WHERE team_id = $1
+FROM {schema}.predicate_definitions WHERE team_id = $1
 ORDER BY predicate_key, version DESC`
 
 // PredicateList returns the latest version of every predicate key of a team, ordered by key.

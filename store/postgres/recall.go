@@ -27,7 +27,7 @@ import (
 // recallState is a relationship's state at known_at (or now): its last transition recorded then.
 const recallState = `JOIN LATERAL (
     SELECT t.to_status AS status, t.to_tier AS tier, t.to_valid_to AS valid_to, t.to_version AS version
-    FROM relationship_transitions t
+    FROM {schema}.relationship_transitions t
     WHERE t.team_id = r.team_id AND t.relationship_id = r.relationship_id
       AND ($5::timestamptz IS NULL OR t.created_at <= $5::timestamptz)
     ORDER BY t.to_version DESC LIMIT 1) st ON true`
@@ -48,24 +48,24 @@ WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
 text_hits AS (
     SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq)::float8 AS score
     FROM q
-    JOIN fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
-    JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
+    JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
+    JOIN {schema}.support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
     WHERE $5::timestamptz IS NULL OR s.created_at <= $5::timestamptz
     LIMIT $10
 ),
 subject_hits AS (
     SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
     FROM q
-    JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
-    JOIN relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
+    JOIN {schema}.entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
+    JOIN {schema}.relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
     WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
     LIMIT $10
 ),
 object_hits AS (
     SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
     FROM q
-    JOIN entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
-    JOIN relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
+    JOIN {schema}.entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
+    JOIN {schema}.relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
     WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
     LIMIT $10
 ),
@@ -77,25 +77,25 @@ fulltext AS (
            st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
     CROSS JOIN q
-    JOIN LATERAL (SELECT * FROM relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
-    JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
+    JOIN LATERAL (SELECT * FROM {schema}.relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
+    JOIN {schema}.predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
     ` + recallState + `
     WHERE ` + recallFilter + `
     ORDER BY score DESC, r.created_at, r.relationship_id
     LIMIT $6
 ),
 named AS (
-    SELECT DISTINCT n.entity_id FROM entity_names n
+    SELECT DISTINCT n.entity_id FROM {schema}.entity_names n
     WHERE n.team_id = $1 AND n.normalized_name = ANY($8::text[]) AND ($5::timestamptz IS NULL OR n.created_at <= $5::timestamptz)
   UNION
     SELECT unnest($9::text[])
 ),
 subject_named AS (
-    SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
+    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
     LIMIT $10
 ),
 object_named AS (
-    SELECT r.relationship_id FROM named JOIN relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id
+    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id
     LIMIT $10
 ),
 entity_hits AS (
@@ -106,7 +106,7 @@ entity_hits AS (
 entity_name AS (
     SELECT r.relationship_id AS id, e.matched::float8 AS score, st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM entity_hits e
-    JOIN LATERAL (SELECT * FROM relationships r WHERE r.team_id = $1 AND r.relationship_id = e.id LIMIT 1) r ON true
+    JOIN LATERAL (SELECT * FROM {schema}.relationships r WHERE r.team_id = $1 AND r.relationship_id = e.id LIMIT 1) r ON true
     ` + recallState + `
     WHERE ` + recallFilter + `
     ORDER BY score DESC, r.created_at, r.relationship_id
@@ -169,9 +169,9 @@ const recallEvidenceSQL = `-- name: RecallEvidence
 SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
        substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, $4::int)),
        f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at
-FROM support_links s
-JOIN evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
-JOIN fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
+FROM {schema}.support_links s
+JOIN {schema}.evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
+JOIN {schema}.fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
 WHERE s.team_id = $1 AND s.relationship_id = ANY($2::text[]) AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
 ORDER BY s.relationship_id, s.created_at, s.support_id`
 
@@ -179,10 +179,10 @@ const recallCasesSQL = `-- name: RecallCases
 SELECT DISTINCT ON (e.conflict_id) e.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting_status,
        e.case_version, c.opened_at, c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
        COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind
-FROM conflict_events e
-JOIN conflict_cases c ON c.team_id = e.team_id AND c.conflict_id = e.conflict_id
+FROM {schema}.conflict_events e
+JOIN {schema}.conflict_cases c ON c.team_id = e.team_id AND c.conflict_id = e.conflict_id
 WHERE e.team_id = $1
-  AND e.conflict_id IN (SELECT m.conflict_id FROM conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = ANY($2::text[]))
+  AND e.conflict_id IN (SELECT m.conflict_id FROM {schema}.conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = ANY($2::text[]))
   AND ($3::timestamptz IS NULL OR e.created_at <= $3::timestamptz)
 ORDER BY e.conflict_id, e.case_version DESC`
 

@@ -13,7 +13,7 @@ import (
 
 const policyGetSQL = `-- name: PolicyGet
 SELECT version, review_ttl_seconds, auto_write_threshold, authoritative_profile_ids, time_zone, created_by, created_at
-FROM team_policies WHERE team_id = $1 ORDER BY version DESC LIMIT 1`
+FROM {schema}.team_policies WHERE team_id = $1 ORDER BY version DESC LIMIT 1`
 
 // PolicyGet returns a team's policy in force. ErrNotFound when the team does not exist.
 func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Policy, error) {
@@ -35,7 +35,7 @@ func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Poli
 }
 
 const teamsWithDueCasesSQL = `-- name: TeamsWithDueCases
-SELECT DISTINCT team_id FROM conflict_cases
+SELECT DISTINCT team_id FROM {schema}.conflict_cases
 WHERE status IN ('open', 'overdue') AND next_review_at <= $1
 ORDER BY team_id`
 
@@ -51,7 +51,7 @@ func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identit
 }
 
 const nightlyReserveSQL = `-- name: NightlyReserve
-INSERT INTO nightly_runs (team_id, run_date, worker_id, reserved_at) VALUES ($1, $2::date, $3, $4)
+INSERT INTO {schema}.nightly_runs (team_id, run_date, worker_id, reserved_at) VALUES ($1, $2::date, $3, $4)
 ON CONFLICT DO NOTHING`
 
 // NightlyReserve reserves a team's run date; false when it was reserved before.
@@ -72,14 +72,14 @@ func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams
 // other workers hold, and the UPDATE stamps the claim. The version never changes here.
 const caseClaimSQL = `-- name: CaseClaimDue
 WITH due AS (
-    SELECT conflict_id FROM conflict_cases
+    SELECT conflict_id FROM {schema}.conflict_cases
     WHERE team_id = $1 AND status IN ('open', 'overdue') AND next_review_at <= $2
       AND (claim_token IS NULL OR lease_expires_at <= $2)
       AND NOT (attempts_date IS NOT DISTINCT FROM $3::date AND review_attempts >= $7)
     ORDER BY next_review_at, conflict_id
     LIMIT $4
     FOR UPDATE SKIP LOCKED)
-UPDATE conflict_cases c
+UPDATE {schema}.conflict_cases c
 SET claim_token = $5, lease_expires_at = $2 + make_interval(secs => $6),
     review_attempts = CASE WHEN c.attempts_date IS NOT DISTINCT FROM $3::date THEN c.review_attempts + 1 ELSE 1 END,
     attempts_date = $3::date, last_evaluated_at = $2
@@ -108,7 +108,7 @@ func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([
 // membership of its previous event.
 const caseEscalateSQL = `-- name: CaseEscalateExhausted
 WITH x AS (
-    UPDATE conflict_cases
+    UPDATE {schema}.conflict_cases
     SET version = version + 1, escalated_date = $3::date, next_review_at = $4, claim_token = NULL,
         lease_expires_at = NULL, updated_at = $2
     WHERE team_id = $1 AND status IN ('open', 'overdue') AND attempts_date = $3::date AND review_attempts >= $5
@@ -116,11 +116,11 @@ WITH x AS (
       AND escalated_date IS DISTINCT FROM $3::date
       AND (claim_token IS NULL OR lease_expires_at <= $2 OR claim_token = NULLIF($6, ''))
     RETURNING conflict_id, version, status, policy_version)
-INSERT INTO conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
+INSERT INTO {schema}.conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
     actor_profile_id, reason_code, policy_version, time_basis, referenced, positions, ingest_id, created_at)
 SELECT $1, 'cfe_' || replace(gen_random_uuid()::text, '-', ''), x.conflict_id, x.version, x.status, x.status,
        'system_conflict_reviewer', NULL, 'max_attempts_exhausted', x.policy_version, NULL, '{}'::jsonb,
-       COALESCE((SELECT e.positions FROM conflict_events e WHERE e.team_id = $1 AND e.conflict_id = x.conflict_id
+       COALESCE((SELECT e.positions FROM {schema}.conflict_events e WHERE e.team_id = $1 AND e.conflict_id = x.conflict_id
                  AND e.case_version = x.version - 1), '[]'::jsonb),
        '', $2
 FROM x`
@@ -129,10 +129,10 @@ FROM x`
 func (s *Store) CaseEscalateExhausted(ctx context.Context, p store.CaseEscalateParams) (int, error) {
 	n := 0
 	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, reviewerActorSQL); err != nil {
+		if _, err := tx.Exec(ctx, s.sql(reviewerActorSQL)); err != nil {
 			return err
 		}
-		ct, err := tx.Exec(ctx, caseEscalateSQL, p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts, p.Token)
+		ct, err := tx.Exec(ctx, s.sql(caseEscalateSQL), p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts, p.Token)
 		n = int(ct.RowsAffected())
 		return err
 	})
@@ -145,10 +145,10 @@ const reviewerActorSQL = "SELECT set_config('densemem.actor', '" + store.ActorSy
 // caseReviewSQL applies the reviewer's decision to a case, fenced by claim token and version.
 const caseReviewSQL = `-- name: CaseReview
 WITH u AS (
-    UPDATE conflict_cases
+    UPDATE {schema}.conflict_cases
     SET status = $5, version = $6, next_review_at = $7, resolved_at = $8, effective_at = $9,
         effective_time_basis = NULLIF($10, ''), preferred_position_id = NULLIF($11, ''),
         escalated_date = COALESCE($12::date, escalated_date), claim_token = NULL, lease_expires_at = NULL, updated_at = $13
     WHERE team_id = $1 AND conflict_id = $2 AND claim_token = $3 AND version = $4
     RETURNING 1)
-SELECT densemem_expect_rows(count(*), 1, 'claim of conflict case ' || $2::text) FROM u`
+SELECT {schema}.densemem_expect_rows(count(*), 1, 'claim of conflict case ' || $2::text) FROM u`

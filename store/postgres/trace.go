@@ -26,29 +26,13 @@ const relationshipViewColumns = relationshipColumns + `,
        pd.relationship_kind, pd.current_cardinality, pd.aliases, pd.value_object, pd.description,
        r.observation_id, r.ingest_id, r.created_at, r.updated_at`
 
-const relationshipViewFrom = `relationships r
-JOIN entities se ON se.team_id = r.team_id AND se.entity_id = r.subject_entity_id
-LEFT JOIN entity_names sn ON sn.team_id = r.team_id AND sn.entity_id = r.subject_entity_id AND sn.name_kind = 'canonical'
-LEFT JOIN entities oe ON oe.team_id = r.team_id AND oe.entity_id = r.object_entity_id
-LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
-LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
-JOIN predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version`
-
-// relationshipViews runs the relationship-with-names read with the given filters.
-func relationshipViews(ctx context.Context, q interface {
-	Query(context.Context, string, ...any) (pgx.Rows, error)
-}, b sq.SelectBuilder) ([]store.RelationshipView, error) {
-	sql, args, err := b.ToSql()
-	if err != nil {
-		return nil, err
-	}
-	rows, err := q.Query(ctx, "-- name: RelationshipViews\n"+sql, args...)
-	if err != nil {
-		return nil, translate(err)
-	}
-	views, err := pgx.CollectRows(rows, scanRelationshipView)
-	return views, translate(err)
-}
+const relationshipViewFrom = `{schema}.relationships r
+JOIN {schema}.entities se ON se.team_id = r.team_id AND se.entity_id = r.subject_entity_id
+LEFT JOIN {schema}.entity_names sn ON sn.team_id = r.team_id AND sn.entity_id = r.subject_entity_id AND sn.name_kind = 'canonical'
+LEFT JOIN {schema}.entities oe ON oe.team_id = r.team_id AND oe.entity_id = r.object_entity_id
+LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+JOIN {schema}.predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version`
 
 func relationshipViewQuery(team identity.TeamID) sq.SelectBuilder {
 	return psql.Select(relationshipViewColumns).From(relationshipViewFrom).Where(sq.Eq{"r.team_id": team})
@@ -56,8 +40,17 @@ func relationshipViewQuery(team identity.TeamID) sq.SelectBuilder {
 
 // relationshipView reads one relationship with names. ErrNotFound when absent.
 func (s *Store) relationshipView(ctx context.Context, team identity.TeamID, id relationship.ID) (store.RelationshipView, error) {
-	views, err := relationshipViews(ctx, s.pool, relationshipViewQuery(team).Where(sq.Eq{"r.relationship_id": id}))
+	sql, args, err := relationshipViewQuery(team).Where(sq.Eq{"r.relationship_id": id}).ToSql()
 	if err != nil {
+		return store.RelationshipView{}, err
+	}
+	var views []store.RelationshipView
+	b := &pgx.Batch{}
+	b.Queue("-- name: RelationshipView\n"+sql, args...).Query(func(rows pgx.Rows) (err error) {
+		views, err = pgx.CollectRows(rows, scanRelationshipView)
+		return err
+	})
+	if err := s.send(ctx, b, false); err != nil {
 		return store.RelationshipView{}, err
 	}
 	if len(views) != 1 {
@@ -110,22 +103,22 @@ SELECT p.support_id, p.relationship_id, p.fragment_id, p.observation_id, p.verif
 FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verification_id, s.span_start,
              s.span_end, s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id,
              s.created_at
-      FROM support_links s
+      FROM {schema}.support_links s
       WHERE s.team_id = $1 AND s.relationship_id = $2
         AND (s.created_at, s.observation_id, s.verification_id, s.support_id) > ($3, $4, $5, $6)
       ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $7) p
-JOIN evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
-JOIN fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
+JOIN {schema}.evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
+JOIN {schema}.fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
 WINDOW w AS (ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id)
 ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
 	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash).
 	traceSupportKeysSQL = `-- name: TraceSupportKeys
-SELECT DISTINCT source_group, content_sha256 FROM support_links WHERE team_id = $1 AND relationship_id = $2`
+SELECT DISTINCT source_group, content_sha256 FROM {schema}.support_links WHERE team_id = $1 AND relationship_id = $2`
 
 	// traceOwnObservation is the observation that created the relationship (o), when no support of the
 	// relationship came from it; the supports' observations are read from the support index.
 	traceOwnObservation = `relationships r
-   JOIN observations o ON o.team_id = r.team_id AND o.observation_id = r.observation_id`
+   JOIN {schema}.observations o ON o.team_id = r.team_id AND o.observation_id = r.observation_id`
 	// traceObservationsSQL pages the relationship's observations in (created_at, observation_id)
 	// order: those of its supports, read in the support index's order (a support link is recorded
 	// with its observation, so they share created_at), and the one that created it.
@@ -134,16 +127,16 @@ SELECT o.observation_id, o.ingest_id, o.profile_id, o.proposal_id, o.subject_ref
        COALESCE(o.predicate_key, ''), COALESCE(o.predicate_version, 0), o.object_ref, o.object_name, o.object_value,
        o.polarity, o.modality, o.scope, o.valid_from, o.valid_to, o.citations, o.created_at, k.created_at
 FROM (
-  (SELECT DISTINCT s.created_at, s.observation_id FROM support_links s
+  (SELECT DISTINCT s.created_at, s.observation_id FROM {schema}.support_links s
    WHERE s.team_id = $1 AND s.relationship_id = $2 AND (s.created_at, s.observation_id) > ($3, $4)
    ORDER BY s.created_at, s.observation_id LIMIT $5)
   UNION ALL
   (SELECT o.created_at, o.observation_id FROM ` + traceOwnObservation + `
    WHERE r.team_id = $1 AND r.relationship_id = $2 AND (o.created_at, o.observation_id) > ($3, $4)
-     AND NOT EXISTS (SELECT 1 FROM support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
+     AND NOT EXISTS (SELECT 1 FROM {schema}.support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
                      AND s.created_at = o.created_at AND s.observation_id = o.observation_id))
 ) k
-JOIN observations o ON o.team_id = $1 AND o.observation_id = k.observation_id
+JOIN {schema}.observations o ON o.team_id = $1 AND o.observation_id = k.observation_id
 ORDER BY k.created_at, k.observation_id LIMIT $5`
 	// traceVerificationsSQL pages the verification events behind the relationship: those its supports
 	// cite and those of the observation that created it, in (observation created_at, observation ID,
@@ -152,44 +145,44 @@ ORDER BY k.created_at, k.observation_id LIMIT $5`
 SELECT v.verification_id, v.observation_id, v.verifier, v.verdict, v.confidence, v.rationale, v.confirmed_valid_from,
        v.support_granted, v.created_at, k.created_at
 FROM (
-  (SELECT DISTINCT s.created_at, s.observation_id, s.verification_id FROM support_links s
+  (SELECT DISTINCT s.created_at, s.observation_id, s.verification_id FROM {schema}.support_links s
    WHERE s.team_id = $1 AND s.relationship_id = $2 AND (s.created_at, s.observation_id, s.verification_id) > ($3, $4, $5)
    ORDER BY s.created_at, s.observation_id, s.verification_id LIMIT $6)
   UNION ALL
   (SELECT o.created_at, o.observation_id, v.verification_id FROM ` + traceOwnObservation + `
-   JOIN verification_events v ON v.team_id = o.team_id AND v.observation_id = o.observation_id
+   JOIN {schema}.verification_events v ON v.team_id = o.team_id AND v.observation_id = o.observation_id
    WHERE r.team_id = $1 AND r.relationship_id = $2 AND (o.created_at, o.observation_id, v.verification_id) > ($3, $4, $5)
-     AND NOT EXISTS (SELECT 1 FROM support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
+     AND NOT EXISTS (SELECT 1 FROM {schema}.support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
                      AND s.created_at = o.created_at AND s.observation_id = o.observation_id
                      AND s.verification_id = v.verification_id))
 ) k
-JOIN verification_events v ON v.team_id = $1 AND v.verification_id = k.verification_id
+JOIN {schema}.verification_events v ON v.team_id = $1 AND v.verification_id = k.verification_id
 ORDER BY k.created_at, k.observation_id, k.verification_id LIMIT $6`
 	traceTransitionsSQL = `-- name: TraceTransitions
 SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COALESCE(from_tier, ''), to_tier,
        from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
        COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at
-FROM relationship_transitions WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
+FROM {schema}.relationship_transitions WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
 ORDER BY to_version LIMIT $4`
 	// traceResolutionsSQL reads the resolution history of the relationship's subject and object and
 	// the other events of the observation that created it as three ordered, limited branches, each
 	// an index scan of entity_resolution_events in (created_at, resolution_id) order, merged and cut
 	// to the page. An OR of them would read and sort a hub entity's whole history.
 	traceResolutionsSQL = `-- name: TraceResolutions
-WITH rel AS (SELECT subject_entity_id AS subj, object_entity_id AS obj, observation_id AS obs FROM relationships
+WITH rel AS (SELECT subject_entity_id AS subj, object_entity_id AS obj, observation_id AS obs FROM {schema}.relationships
              WHERE team_id = $1 AND relationship_id = $2)
 SELECT resolution_id, observation_id, mention_ref, mention_name, entity_kind, COALESCE(entity_id, ''), decision,
        candidate_ids, profile_id, ingest_id, created_at
 FROM (
-  (SELECT * FROM entity_resolution_events
+  (SELECT * FROM {schema}.entity_resolution_events
    WHERE team_id = $1 AND entity_id = (SELECT subj FROM rel) AND (created_at, resolution_id) > ($3, $4)
    ORDER BY created_at, resolution_id LIMIT $5)
   UNION ALL
-  (SELECT * FROM entity_resolution_events
+  (SELECT * FROM {schema}.entity_resolution_events
    WHERE team_id = $1 AND entity_id = (SELECT obj FROM rel WHERE obj <> subj) AND (created_at, resolution_id) > ($3, $4)
    ORDER BY created_at, resolution_id LIMIT $5)
   UNION ALL
-  (SELECT * FROM entity_resolution_events
+  (SELECT * FROM {schema}.entity_resolution_events
    WHERE team_id = $1 AND observation_id = (SELECT obs FROM rel) AND (created_at, resolution_id) > ($3, $4)
      AND (entity_id IS NULL OR (entity_id <> (SELECT subj FROM rel) AND entity_id IS DISTINCT FROM (SELECT obj FROM rel)))
    ORDER BY created_at, resolution_id LIMIT $5)
@@ -201,11 +194,11 @@ ORDER BY created_at, resolution_id LIMIT $5`
 SELECT review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id, COALESCE(relationship_id, ''),
        related_ids, choices, created_at, resolved_at
 FROM (
-  (SELECT * FROM review_items
+  (SELECT * FROM {schema}.review_items
    WHERE team_id = $1 AND relationship_id = $2 AND (created_at, review_id) > ($3, $4)
    ORDER BY created_at, review_id LIMIT $5)
   UNION ALL
-  (SELECT * FROM review_items
+  (SELECT * FROM {schema}.review_items
    WHERE team_id = $1 AND related_ids @> ARRAY[$2]::text[] AND relationship_id IS DISTINCT FROM $2
      AND (created_at, review_id) > ($3, $4)
    ORDER BY created_at, review_id LIMIT $5)
@@ -215,11 +208,11 @@ ORDER BY created_at, review_id LIMIT $5`
 SELECT xref_id, kind, from_relationship_id, from_version, to_relationship_id, to_version, author_profile_id,
        COALESCE(verification_id, ''), ingest_id, created_at
 FROM (
-  (SELECT * FROM relationship_cross_references
+  (SELECT * FROM {schema}.relationship_cross_references
    WHERE team_id = $1 AND from_relationship_id = $2 AND (created_at, xref_id) > ($3, $4)
    ORDER BY created_at, xref_id LIMIT $5)
   UNION ALL
-  (SELECT * FROM relationship_cross_references
+  (SELECT * FROM {schema}.relationship_cross_references
    WHERE team_id = $1 AND to_relationship_id = $2 AND from_relationship_id <> $2 AND (created_at, xref_id) > ($3, $4)
    ORDER BY created_at, xref_id LIMIT $5)
 ) x
@@ -227,8 +220,8 @@ ORDER BY created_at, xref_id LIMIT $5`
 	// traceCasePage is the page of cases the relationship is or was a member of, in (opened_at,
 	// conflict_id) order, found through its membership rows.
 	traceCasePage = `SELECT c.conflict_id, c.opened_at
-FROM (SELECT DISTINCT m.conflict_id FROM conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = $2) m
-JOIN conflict_cases c ON c.team_id = $1 AND c.conflict_id = m.conflict_id
+FROM (SELECT DISTINCT m.conflict_id FROM {schema}.conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = $2) m
+JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = m.conflict_id
 WHERE (c.opened_at, c.conflict_id) > ($3, $4)
 ORDER BY c.opened_at, c.conflict_id LIMIT $5`
 	// traceCasesSQL reads the page of cases, each with the status and membership of its latest event
@@ -239,8 +232,8 @@ SELECT c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting
        c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
        COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind
 FROM page p
-JOIN conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
-CROSS JOIN LATERAL (SELECT resulting_status, case_version, positions FROM conflict_events e
+JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
+CROSS JOIN LATERAL (SELECT resulting_status, case_version, positions FROM {schema}.conflict_events e
                     WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
 ORDER BY p.opened_at, p.conflict_id`
 	// traceCaseEventsSQL reads, for each case of the same page, its events after the case version
@@ -252,7 +245,7 @@ SELECT e.event_id, e.conflict_id, e.case_version, COALESCE(e.prior_status, ''), 
        e.positions, e.ingest_id, e.created_at
 FROM page p
 LEFT JOIN unnest($6::text[], $7::int[]) AS a(conflict_id, after_version) ON a.conflict_id = p.conflict_id
-CROSS JOIN LATERAL (SELECT * FROM conflict_events e
+CROSS JOIN LATERAL (SELECT * FROM {schema}.conflict_events e
                     WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id AND e.case_version > COALESCE(a.after_version, 0)
                     ORDER BY e.case_version LIMIT $5) e
 ORDER BY e.conflict_id, e.case_version`
@@ -455,7 +448,7 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 		b.Queue("COMMIT")
 	}
 	err = s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if err := s.sendOn(ctx, conn, b); err != nil {
 			return err
 		}
 		if len(views) != 1 {
@@ -497,7 +490,7 @@ func scanTransition(row pgx.CollectableRow) (store.TransitionRow, error) {
 }
 
 // traceEndsSQL is the subject and object entities of the traced relationship: the first hop's frontier.
-const traceEndsSQL = `(SELECT v.e FROM relationships x CROSS JOIN LATERAL (VALUES (x.subject_entity_id), (x.object_entity_id)) v(e)
+const traceEndsSQL = `(SELECT v.e FROM {schema}.relationships x CROSS JOIN LATERAL (VALUES (x.subject_entity_id), (x.object_entity_id)) v(e)
  WHERE x.team_id = ? AND x.relationship_id = ? AND v.e IS NOT NULL)`
 
 // queueHop queues one hop of the neighbour walk: active relationships outside seen that touch the
@@ -563,7 +556,7 @@ func (s *Store) walkNeighbours(ctx context.Context, conn *pgxpool.Conn, p store.
 		if depth+1 == p.MaxDepth {
 			b.Queue("COMMIT")
 		}
-		if err := conn.SendBatch(ctx, b).Close(); err != nil {
+		if err := s.sendOn(ctx, conn, b); err != nil {
 			return err
 		}
 	}

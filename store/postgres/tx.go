@@ -21,6 +21,7 @@ import (
 // tx is one transaction on one connection. BEGIN is queued in front of the first batch and, when no
 // failpoint is armed, COMMIT behind the write batch.
 type tx struct {
+	s          *Store
 	conn       *pgx.Conn
 	begun      bool   // BEGIN has been sent
 	done       bool   // COMMIT has been sent and succeeded, or the work is over
@@ -57,7 +58,7 @@ const relationshipColumns = `r.relationship_id, r.owner_profile_id, r.subject_en
        r.object_entity_id, r.object_value_id, r.polarity, r.scope, r.valid_from, r.valid_to, r.status, r.tier, r.version`
 
 const profileShareSQL = `-- name: ProfileShare
-SELECT status, scopes FROM profiles WHERE team_id = $1 AND profile_id = $2 FOR SHARE`
+SELECT status, scopes FROM {schema}.profiles WHERE team_id = $1 AND profile_id = $2 FOR SHARE`
 
 // IntakeLock takes the idempotency and entity-name locks, then re-reads under them.
 func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.IntakeLocked, error) {
@@ -85,7 +86,7 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 		return err
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.IntakeLocked{}, translate(err)
 	}
 	return out, nil
@@ -99,18 +100,18 @@ const keyFilter = `r.team_id = $1
 
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
 SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
-FROM relationships r
-LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
-LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+FROM {schema}.relationships r
+LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
 WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const keySupportsSQL = `-- name: KeySupports
 SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
-FROM relationships r
-JOIN support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-JOIN verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+FROM {schema}.relationships r
+JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
 WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
@@ -118,9 +119,9 @@ ORDER BY s.relationship_id, s.support_id`
 // caseFilter selects the live cases of the keys and the cases named in $2. Each half is an index
 // lookup (the primary key; conflict_cases_one_live), so the cost never grows with the team's cases.
 const caseFilter = `c.team_id = $1 AND c.conflict_id IN (
-    SELECT n.conflict_id FROM conflict_cases n WHERE n.team_id = $1 AND n.conflict_id = ANY($2::text[])
+    SELECT n.conflict_id FROM {schema}.conflict_cases n WHERE n.team_id = $1 AND n.conflict_id = ANY($2::text[])
   UNION
-    SELECT l.conflict_id FROM conflict_cases l
+    SELECT l.conflict_id FROM {schema}.conflict_cases l
     WHERE l.team_id = $1 AND l.status IN ('open', 'overdue')
       AND l.subject_entity_id = ANY($3::text[]) AND l.predicate_key = ANY($4::text[]) AND l.scope = ANY($5::text[])
       AND (l.subject_entity_id, l.predicate_key, l.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[])))`
@@ -129,19 +130,19 @@ const keyCasesSQL = `-- name: KeyCasesLock
 SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
        c.review_due_at, c.next_review_at, c.policy_version, c.opened_by_profile_id, c.resolved_at, c.effective_at,
        COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, ''), COALESCE(c.claim_token, '')
-FROM conflict_cases c WHERE ` + caseFilter + `
+FROM {schema}.conflict_cases c WHERE ` + caseFilter + `
 ORDER BY c.conflict_id
 FOR UPDATE`
 
 const keyCasePositionsSQL = `-- name: KeyCasePositions
 SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
-FROM conflict_cases c JOIN conflict_positions p ON p.team_id = c.team_id AND p.conflict_id = c.conflict_id
+FROM {schema}.conflict_cases c JOIN {schema}.conflict_positions p ON p.team_id = c.team_id AND p.conflict_id = c.conflict_id
 WHERE ` + caseFilter + `
 ORDER BY p.conflict_id, p.position_id`
 
 const keyCaseMembersSQL = `-- name: KeyCaseMembers
 SELECT m.conflict_id, m.position_id, m.relationship_id, m.relationship_version, m.owner_profile_id
-FROM conflict_cases c JOIN conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
+FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
 WHERE ` + caseFilter + ` AND m.removed_version IS NULL
 ORDER BY m.conflict_id, m.relationship_id`
 
@@ -258,7 +259,7 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 		}
 		return rows.Err()
 	})
-	if err := t.conn.SendBatch(ctx, b).Close(); err != nil {
+	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.KeysLocked{}, translate(err)
 	}
 	return out, nil
@@ -267,91 +268,91 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 // The write set's statements, one per row, sent as one batch.
 const (
 	entityInsertSQL = `-- name: EntityInsert
-INSERT INTO entities (team_id, entity_id, entity_kind, identity_context, created_by, ingest_id, created_at)
+INSERT INTO {schema}.entities (team_id, entity_id, entity_kind, identity_context, created_by, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	entityNameInsertSQL = `-- name: EntityNameInsert
-INSERT INTO entity_names (team_id, entity_id, name, normalized_name, skeleton, name_kind, created_at)
+INSERT INTO {schema}.entity_names (team_id, entity_id, name, normalized_name, skeleton, name_kind, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
 	valueInsertSQL = `-- name: ValueInsert
-INSERT INTO literal_values (team_id, value_id, value_type, value_text, created_at)
+INSERT INTO {schema}.literal_values (team_id, value_id, value_type, value_text, created_at)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
 	fragmentInsertSQL = `-- name: FragmentInsert
 WITH f AS (
-    INSERT INTO evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
+    INSERT INTO {schema}.evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
         authority, source_group, source_key, source_revision, content_sha256, content_length, created_at)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, octet_length($12), $13)
     RETURNING team_id, fragment_id)
-INSERT INTO fragment_contents (team_id, fragment_id, content) SELECT team_id, fragment_id, $12 FROM f`
+INSERT INTO {schema}.fragment_contents (team_id, fragment_id, content) SELECT team_id, fragment_id, $12 FROM f`
 	observationInsertSQL = `-- name: ObservationInsert
-INSERT INTO observations (team_id, observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name,
+INSERT INTO {schema}.observations (team_id, observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name,
     predicate_phrase, predicate_key, predicate_version, object_ref, object_name, object_value, polarity, modality,
     scope, valid_from, valid_to, citations, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), NULLIF($10, 0), $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)`
 	verificationInsertSQL = `-- name: VerificationInsert
-INSERT INTO verification_events (team_id, verification_id, observation_id, verifier, verdict, confidence, rationale,
+INSERT INTO {schema}.verification_events (team_id, verification_id, observation_id, verifier, verdict, confidence, rationale,
     confirmed_valid_from, support_granted, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 	resolutionInsertSQL = `-- name: ResolutionInsert
-INSERT INTO entity_resolution_events (team_id, resolution_id, observation_id, mention_ref, mention_name, entity_kind,
+INSERT INTO {schema}.entity_resolution_events (team_id, resolution_id, observation_id, mention_ref, mention_name, entity_kind,
     entity_id, decision, candidate_ids, profile_id, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12)`
 	relationshipInsertSQL = `-- name: RelationshipInsert
-INSERT INTO relationships (team_id, relationship_id, owner_profile_id, subject_entity_id, predicate_key,
+INSERT INTO {schema}.relationships (team_id, relationship_id, owner_profile_id, subject_entity_id, predicate_key,
     predicate_version, object_entity_id, object_value_id, polarity, scope, valid_from, valid_to, status, tier,
     version, observation_id, ingest_id, created_at, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), NULLIF($8, ''), $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $18)`
 	relationshipUpdateSQL = `-- name: RelationshipUpdate
 WITH u AS (
-    UPDATE relationships SET status = $4, tier = $5, valid_to = $6, version = version + 1, updated_at = $7
+    UPDATE {schema}.relationships SET status = $4, tier = $5, valid_to = $6, version = version + 1, updated_at = $7
     WHERE team_id = $1 AND relationship_id = $2 AND version = $3
     RETURNING 1)
-SELECT densemem_expect_rows(count(*), 1, 'relationship ' || $2::text || ' at version ' || $3::text) FROM u`
+SELECT {schema}.densemem_expect_rows(count(*), 1, 'relationship ' || $2::text || ' at version ' || $3::text) FROM u`
 	supportInsertSQL = `-- name: SupportInsert
-INSERT INTO support_links (team_id, support_id, relationship_id, fragment_id, observation_id, verification_id,
+INSERT INTO {schema}.support_links (team_id, support_id, relationship_id, fragment_id, observation_id, verification_id,
     span_start, span_end, source_group, content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`
 	transitionInsertSQL = `-- name: TransitionInsert
-INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status, from_tier,
+INSERT INTO {schema}.relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status, from_tier,
     to_tier, from_valid_to, to_valid_to, from_version, to_version, reason, actor_kind, actor_profile_id,
     related_relationship_id, ingest_id, idempotency_key, created_at)
 VALUES ($1, $2, $3, NULLIF($4, ''), $5, NULLIF($6, ''), $7, $8, $9, NULLIF($10, 0), $11, $12, $13, NULLIF($14, ''),
     NULLIF($15, ''), $16, $17, $18)`
 	crossRefInsertSQL = `-- name: CrossReferenceInsert
-INSERT INTO relationship_cross_references (team_id, xref_id, kind, from_relationship_id, from_version,
+INSERT INTO {schema}.relationship_cross_references (team_id, xref_id, kind, from_relationship_id, from_version,
     to_relationship_id, to_version, author_profile_id, verification_id, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULLIF($9, ''), $10, $11)`
 	caseInsertSQL = `-- name: CaseInsert
-INSERT INTO conflict_cases (team_id, conflict_id, kind, subject_entity_id, predicate_key, scope, status, version,
+INSERT INTO {schema}.conflict_cases (team_id, conflict_id, kind, subject_entity_id, predicate_key, scope, status, version,
     opened_at, review_due_at, next_review_at, policy_version, opened_by_profile_id, updated_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $9)`
 	positionInsertSQL = `-- name: PositionInsert
-INSERT INTO conflict_positions (team_id, position_id, conflict_id, object_entity_id, object_value_id, polarity, created_at)
+INSERT INTO {schema}.conflict_positions (team_id, position_id, conflict_id, object_entity_id, object_value_id, polarity, created_at)
 VALUES ($1, $2, $3, NULLIF($4, ''), NULLIF($5, ''), $6, $7)`
 	caseUpdateSQL = `-- name: CaseUpdate
 WITH u AS (
-    UPDATE conflict_cases SET status = $4, version = $5, updated_at = $6
+    UPDATE {schema}.conflict_cases SET status = $4, version = $5, updated_at = $6
     WHERE team_id = $1 AND conflict_id = $2 AND version = $3
     RETURNING 1)
-SELECT densemem_expect_rows(count(*), 1, 'conflict case ' || $2::text || ' at version ' || $3::text) FROM u`
+SELECT {schema}.densemem_expect_rows(count(*), 1, 'conflict case ' || $2::text || ' at version ' || $3::text) FROM u`
 	memberEndSQL = `-- name: MemberEnd
-UPDATE conflict_position_members SET removed_version = $4
+UPDATE {schema}.conflict_position_members SET removed_version = $4
 WHERE team_id = $1 AND conflict_id = $2 AND relationship_id = $3 AND removed_version IS NULL`
 	memberInsertSQL = `-- name: MemberInsert
-INSERT INTO conflict_position_members (team_id, conflict_id, position_id, relationship_id, relationship_version,
+INSERT INTO {schema}.conflict_position_members (team_id, conflict_id, position_id, relationship_id, relationship_version,
     owner_profile_id, added_version)
 VALUES ($1, $2, $3, $4, $5, $6, $7)`
 	caseEventInsertSQL = `-- name: CaseEventInsert
-INSERT INTO conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
+INSERT INTO {schema}.conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
     actor_profile_id, reason_code, policy_version, time_basis, referenced, positions, ingest_id, created_at)
 VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, $14, $15)`
 	reviewItemInsertSQL = `-- name: ReviewItemInsert
-INSERT INTO review_items (team_id, review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
+INSERT INTO {schema}.review_items (team_id, review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
     relationship_id, related_ids, choices, created_at)
 VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, NULLIF($8, ''), $9, $10, $11)`
 	refreshInsertSQL = `-- name: RefreshInsert
-INSERT INTO search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES ($1, $2, $3, $4)`
+INSERT INTO {schema}.search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES ($1, $2, $3, $4)`
 	idempotencyInsertSQL = `-- name: IdempotencyInsert
-INSERT INTO idempotency_records (team_id, profile_id, idempotency_key, operation, request_hash, ingest_id, result, created_at)
+INSERT INTO {schema}.idempotency_records (team_id, profile_id, idempotency_key, operation, request_hash, ingest_id, result, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 )
 
@@ -479,7 +480,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if commit {
 		b.Queue("COMMIT")
 	}
-	err = t.conn.SendBatch(ctx, b).Close()
+	err = t.s.sendOn(ctx, t.conn, b)
 	if commit {
 		err = t.commitOutcome(ctx, armed, err)
 	}
