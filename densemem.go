@@ -28,7 +28,7 @@ type Client struct {
 // New returns a Client over st. cfg may be nil for all defaults.
 func New(st store.Store, cfg *Config) (*Client, error) {
 	if st == nil {
-		return nil, fmt.Errorf("densemem: New needs a store")
+		return nil, fmt.Errorf("%w: densemem.New needs a store (postgres.Open or postgres.New)", ErrMisconfigured)
 	}
 	c := cfg.withDefaults()
 	if c.AutoWriteThreshold < 0 || c.AutoWriteThreshold > 1 {
@@ -55,10 +55,17 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 	return &Client{store: st, cfg: c}, nil
 }
 
-// bound returns ctx carrying the configured statement timeout, which the store applies to every
-// statement of the call.
-func (c *Client) bound(ctx context.Context) context.Context {
-	return store.WithStatementTimeout(ctx, c.cfg.Limits.StatementTimeout)
+// errZeroClient is what every method of a Client not made by New returns.
+var errZeroClient = fmt.Errorf("%w: this Client was not created by densemem.New; create one with densemem.New(store, config)",
+	ErrMisconfigured)
+
+// begin starts a call: it refuses a Client not made by New, and returns ctx carrying the configured
+// statement timeout, which the store applies to every statement of the call.
+func (c *Client) begin(ctx context.Context) (context.Context, error) {
+	if c == nil || c.store == nil {
+		return ctx, errZeroClient
+	}
+	return store.WithStatementTimeout(ctx, c.cfg.Limits.StatementTimeout), nil
 }
 
 // now reads the configured clock: UTC at microsecond precision, as PostgreSQL stores it.

@@ -10,10 +10,11 @@
 //
 // # Guided tour
 //
-// Open a store and apply the schema:
+// Apply the schema (once, as the owning role; every object lives in the schema "densemem"), then open
+// a store, which checks that the schema is migrated:
 //
-//	st, err := postgres.Open(ctx, os.Getenv("DENSEMEM_DATABASE_URL"))
-//	err = migrations.Up(ctx, st.Pool(), nil)
+//	err := migrations.Up(ctx, pool, nil)
+//	st, err := postgres.Open(ctx, os.Getenv("DENSEMEM_DATABASE_URL"), nil) // ErrNotMigrated if not
 //	client, err := densemem.New(st, nil) // SpanVerifier, time.Now, slog.Default
 //
 // Provision a team, its profiles and its vocabulary:

@@ -27,6 +27,11 @@ var (
 	// ErrCommitUnknown: the COMMIT was sent but its answer was lost, so the call's transaction may or
 	// may not have committed. A Remember or Forget retried with the same idempotency key settles it.
 	ErrCommitUnknown = store.ErrCommitUnknown
+	// ErrMisconfigured: the store cannot work as configured (bad DSN, role, database, privilege, or a
+	// zero Client); retrying will not help.
+	ErrMisconfigured = store.ErrMisconfigured
+	// ErrNotMigrated: the database's schema is missing or older than the library: run migrations.Up.
+	ErrNotMigrated = store.ErrNotMigrated
 	// ErrVerifier: the configured Verifier failed or answered out of contract; nothing was written.
 	ErrVerifier = fmt.Errorf("densemem: verifier failed")
 )

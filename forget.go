@@ -44,7 +44,10 @@ type ForgetResult struct {
 // Errors: *ValidationError, ErrForbidden, ErrNotFound, ErrNotOwner (another profile's relationship),
 // ErrIdempotencyConflict.
 func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*ForgetResult, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var ps problems
 	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
 	checkText(&ps, "reason", req.Reason, false, 4096)

@@ -83,23 +83,39 @@ func TestRecallExcerptsOfMultiByteEvidence(t *testing.T) {
 }
 
 // TestUnexpectedStoreFailureIsErrInternal: a database failure the library does not expect reaches the
-// caller as ErrInternal with the driver's error in the chain, never as an untyped string.
+// caller as ErrInternal with the driver's error in the chain, never as an untyped string; a table or
+// column the library needs but the schema lacks is ErrNotMigrated (run the migrations).
 func TestUnexpectedStoreFailureIsErrInternal(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	out := e.remember(e.A, deploy("production", "main"))
-	// Break the evidence read on purpose: a column the recall statement needs is gone.
+	// A column the recall statement needs is gone: the schema is not what the library expects.
 	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE support_links RENAME COLUMN span_end TO span_end_gone`); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.client.Recall(e.ctx, e.A, densemem.RecallRequest{ExpandFromEntityIDs: []densemem.EntityID{"x"}, Query: "production"})
+	_, err := e.client.Recall(e.ctx, e.A, densemem.RecallRequest{Query: "production"})
 	var pgErr *pgconn.PgError
-	if !errors.Is(err, densemem.ErrInternal) || !errors.As(err, &pgErr) || pgErr.Code != "42703" {
-		t.Fatalf("recall over a broken schema: %v (%T), want ErrInternal wrapping SQLSTATE 42703", err, err)
+	if !errors.Is(err, densemem.ErrNotMigrated) || !errors.As(err, &pgErr) || pgErr.Code != "42703" {
+		t.Fatalf("recall over a missing column: %v (%T), want ErrNotMigrated wrapping SQLSTATE 42703", err, err)
 	}
-	_, err = e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: out.RelationshipID})
-	if !errors.Is(err, densemem.ErrInternal) || !errors.As(err, &pgErr) {
-		t.Fatalf("trace over a broken schema: %v, want ErrInternal", err)
+	if strings.Count(err.Error(), "densemem:") != 1 || !strings.HasPrefix(err.Error(), "densemem: ") {
+		t.Errorf("message %q does not start with one densemem: prefix", err)
+	}
+	if _, err := e.pool.Exec(e.ctx, `ALTER TABLE support_links RENAME COLUMN span_end_gone TO span_end`); err != nil {
+		t.Fatal(err)
+	}
+	// A value the library cannot read: a trigger function that fails with an error of its own.
+	if _, err := e.pool.Exec(e.ctx, `CREATE FUNCTION densemem.broken() RETURNS trigger LANGUAGE plpgsql AS
+		$$ BEGIN RAISE EXCEPTION 'something unexpected' USING ERRCODE = 'XX999'; END $$;
+		CREATE TRIGGER broken BEFORE INSERT ON densemem.fragment_contents FOR EACH ROW EXECUTE FUNCTION densemem.broken()`); err != nil {
+		t.Fatal(err)
+	}
+	_, err = e.client.Remember(e.ctx, e.A, deploy("staging", "main").request(nextKey()))
+	if !errors.Is(err, densemem.ErrInternal) || !errors.As(err, &pgErr) || pgErr.Code != "XX999" {
+		t.Fatalf("remember through a failing trigger: %v, want ErrInternal wrapping SQLSTATE XX999", err)
+	}
+	if _, err = e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: out.RelationshipID}); err != nil {
+		t.Fatalf("trace: %v", err)
 	}
 }
 

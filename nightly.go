@@ -22,7 +22,10 @@ type NightlyReviewReport = review.Report
 // resolver of team conflict cases and never calls the Verifier. Several workers may run at once:
 // each case is resolved exactly once. Hosts call it from their own scheduler.
 func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest) (*NightlyReviewReport, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	rep, err := review.Run(ctx, review.Config{Store: c.store, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
 		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts}, req)
 	return &rep, err

@@ -23,7 +23,10 @@ type CreateTeamRequest struct {
 
 // CreateTeam creates a team with its first policy version (the Config defaults) and returns its ID.
 func (c *Client) CreateTeam(ctx context.Context, req CreateTeamRequest) (TeamID, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return "", err
+	}
 	var ps problems
 	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
 	if err := ps.err(); err != nil {
@@ -31,7 +34,7 @@ func (c *Client) CreateTeam(ctx context.Context, req CreateTeamRequest) (TeamID,
 	}
 	now := c.now()
 	team := TeamID(c.newID("tm", now))
-	err := c.store.TeamCreate(ctx, store.TeamCreateParams{Team: team, Name: req.Name, CreatedAt: now, Policy: store.Policy{
+	err = c.store.TeamCreate(ctx, store.TeamCreateParams{Team: team, Name: req.Name, CreatedAt: now, Policy: store.Policy{
 		ReviewTTL: c.cfg.ReviewTTL, AutoWriteThreshold: c.cfg.AutoWriteThreshold,
 		AuthoritativeProfiles: []identity.ProfileID{}, TimeZone: "UTC", CreatedBy: "system", CreatedAt: now,
 	}})
@@ -46,7 +49,10 @@ type CreateProfileRequest struct {
 
 // CreateProfile creates an active profile in team. ErrNotFound when the team does not exist.
 func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfileRequest) (ProfileID, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return "", err
+	}
 	var ps problems
 	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
 	checkCount(&ps, "scopes", len(req.Scopes), MaxListItems)
@@ -68,7 +74,10 @@ func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfi
 
 // DisableProfile disables a profile: it can no longer read or write. Its knowledge stays.
 func (c *Client) DisableProfile(ctx context.Context, team TeamID, profile ProfileID) error {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return err
+	}
 	return c.store.ProfileSetStatus(ctx, store.ProfileSetStatusParams{Team: team, Profile: profile,
 		Status: identity.ProfileDisabled, UpdatedAt: c.now()})
 }
@@ -89,7 +98,10 @@ type TeamPolicy struct {
 
 // SetTeamPolicy appends a new policy version for the principal's team. Vocabulary scope required.
 func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy) (TeamPolicy, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return TeamPolicy{}, err
+	}
 	var ps problems
 	if pol.ReviewTTL < 24*time.Hour || pol.ReviewTTL > 30*24*time.Hour {
 		ps.add("review_ttl", "must be within 1..30 days")
@@ -150,7 +162,10 @@ type PredicateDefinition struct {
 // RegisterPredicate registers a new immutable version of a predicate key (the first is version 1).
 // Vocabulary scope required. The key is normalised like any predicate phrase.
 func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def PredicateDefinition) (PredicateDefinition, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return PredicateDefinition{}, err
+	}
 	var ps problems
 	def.Key = relationship.NormalizePhrase(def.Key)
 	if !kindPattern.MatchString(def.Key) {
@@ -205,7 +220,10 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 // TeamPolicy returns the policy in force for the principal's team (read scope), so a host can change
 // one field with SetTeamPolicy without clearing the others.
 func (c *Client) TeamPolicy(ctx context.Context, p Principal) (TeamPolicy, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return TeamPolicy{}, err
+	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
 		return TeamPolicy{}, err
 	}

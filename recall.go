@@ -140,7 +140,10 @@ type ResolvedConflictRef struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope).
 func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*RecallResponse, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var ps problems
 	checkText(&ps, "query", req.Query, false, 4*512)
 	if utf8.RuneCountInString(req.Query) > 512 {

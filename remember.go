@@ -25,7 +25,10 @@ const opRemember = "remember"
 // Errors: *ValidationError (nothing written), ErrForbidden, ErrIdempotencyConflict, ErrVerifier,
 // ErrConflict after bounded retries, ErrUnavailable.
 func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest) (*Placement, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	// 1. Validate the whole request before touching the database.
 	if err := validateRemember(&req, c.cfg.Limits); err != nil {
 		return nil, err

@@ -334,7 +334,10 @@ type TraceConflictEvent struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (also for another team's ID).
 func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*TraceResult, error) {
-	ctx = c.bound(ctx)
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
 	limit, after, err := validateTrace(&req, c.cfg.Limits)
 	if err != nil {
 		return nil, err
@@ -347,7 +350,7 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		IncludeTransitions: req.IncludeTransitions, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges,
 		Limit: limit, ContentBudget: c.cfg.Limits.MaxTraceContentBytes, After: after})
 	if err != nil {
-		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
+		return nil, err
 	}
 	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
 		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{},

@@ -114,7 +114,7 @@ func Run(ctx context.Context, cfg Config, req Request) (Report, error) {
 	for _, team := range teams {
 		rep.Teams++
 		if err := runTeam(ctx, cfg, req, team, &rep); err != nil {
-			errs = append(errs, fmt.Errorf("team %s: %w", team, err))
+			errs = append(errs, fmt.Errorf("%w (nightly review of team %s)", err, team))
 			if ctx.Err() != nil {
 				break
 			}

@@ -33,6 +33,13 @@ var (
 	// database). The driver's error stays in the chain for diagnostics; nothing of the failed
 	// transaction remains.
 	ErrInternal = errors.New("densemem: internal store error")
+	// ErrMisconfigured: the store cannot work as configured, and retrying will not help: a malformed
+	// or empty DSN, unknown role or database, bad credentials, a missing privilege, or a schema newer
+	// than the library.
+	ErrMisconfigured = errors.New("densemem: misconfigured")
+	// ErrNotMigrated: the database's schema is missing or older than the library; run the migrations
+	// (migrations.Up, or "densemem migrate up").
+	ErrNotMigrated = errors.New("densemem: schema not migrated")
 	// ErrCommitUnknown: the transaction's COMMIT was sent, but its answer was lost (the connection
 	// broke or the context ended while it was in flight), so the transaction may or may not have
 	// committed. It is never retried; read the state again to learn the outcome.

@@ -4,7 +4,9 @@
 // tries to forget a relationship it does not own, Trace explains every relationship down to its
 // evidence, and Forget retracts a relationship without deleting its history.
 //
-// The database comes from DENSEMEM_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres.
+// The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
+// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
+// program migrates it to the library's schema.
 // Every run creates a fresh team, so it can run again and again against the same database. The
 // client's clock is injected and moved by the story, so the output is the same on every run.
 //
@@ -23,7 +25,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/migrations"
+	"github.com/densemem/densemem/internal/exampledb"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -31,7 +33,7 @@ const (
 	// envDatabaseURL names the environment variable that points the quickstart at a database.
 	envDatabaseURL = "DENSEMEM_DATABASE_URL"
 	// defaultDatabaseURL is used when envDatabaseURL is unset.
-	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	defaultDatabaseURL = exampledb.DefaultURL
 	// connectTimeout bounds the first connection, so a missing server fails fast.
 	connectTimeout = 10 * time.Second
 )
@@ -57,7 +59,7 @@ func databaseURL() string {
 // run tells the story against the database at dsn and writes it to w.
 func run(ctx context.Context, w io.Writer, dsn string) error {
 	openCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	st, err := postgres.Open(openCtx, dsn)
+	st, err := exampledb.Open(openCtx, dsn)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("quickstart: cannot connect to PostgreSQL at %s: %v\n"+
@@ -67,9 +69,6 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
 	}
 	defer st.Close()
-	if err := migrations.Up(ctx, st.Pool(), nil); err != nil {
-		return err
-	}
 
 	// The story's clock: every recorded time comes from it, and only the story moves it.
 	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)

@@ -74,7 +74,9 @@
 // Hosts built into minimal images should embed the time zone database (the blank import of
 // time/tzdata below), so every replica computes the same run dates.
 //
-// The database comes from DENSEMEM_DATABASE_URL, else postgres://postgres@127.0.0.1:5432/postgres.
+// The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
+// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
+// program migrates it to the library's schema.
 // Every run creates fresh teams, so it can run again and again against the same database. The story
 // goes to stdout; the host's log goes to stderr, where the simulated failures show up as errors.
 //
@@ -96,15 +98,14 @@ import (
 	_ "time/tzdata" // every replica must know the teams' zones, whatever its image ships
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/migrations"
-	"github.com/densemem/densemem/store/postgres"
+	"github.com/densemem/densemem/internal/exampledb"
 )
 
 const (
 	// envDatabaseURL names the environment variable that points the program at a database.
 	envDatabaseURL = "DENSEMEM_DATABASE_URL"
 	// defaultDatabaseURL is used when envDatabaseURL is unset.
-	defaultDatabaseURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
+	defaultDatabaseURL = exampledb.DefaultURL
 	// connectTimeout bounds the first connection, so a missing server fails fast.
 	connectTimeout = 10 * time.Second
 	// runHour is the local hour at which the scheduler runs each team's review.
@@ -197,7 +198,7 @@ func (c *simClock) Set(t time.Time) {
 // dsn, writing the story to w and the host's error log to logger.
 func run(ctx context.Context, w io.Writer, logger *slog.Logger, dsn string) error {
 	openCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	st, err := postgres.Open(openCtx, dsn)
+	st, err := exampledb.Open(openCtx, dsn)
 	cancel()
 	if err != nil {
 		return fmt.Errorf("scheduler: cannot connect to PostgreSQL at %s: %v\n"+
@@ -207,9 +208,6 @@ func run(ctx context.Context, w io.Writer, logger *slog.Logger, dsn string) erro
 			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
 	}
 	defer st.Close()
-	if err := migrations.Up(ctx, st.Pool(), nil); err != nil {
-		return err
-	}
 
 	clock := &simClock{}
 	h := &host{w: w, ctx: ctx, log: logger, clock: clock, profiles: map[densemem.ProfileID]string{},

@@ -35,7 +35,7 @@ func TestSchedulerGolden(t *testing.T) {
 
 	// One durable reservation per team and run date, taken by one of the instances: per run berlin
 	// has 5 run dates (the outage day has none) and los-angeles 6.
-	st, err := postgres.Open(context.Background(), dsn)
+	st, err := postgres.Open(context.Background(), dsn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

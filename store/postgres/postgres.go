@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/internal/failpoint"
+	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store"
 )
 
@@ -137,11 +139,17 @@ func (s *Store) sendOn(ctx context.Context, conn batchSender, b *pgx.Batch) erro
 	return conn.SendBatch(ctx, b).Close()
 }
 
-// Open connects a new pool to dsn and returns a Store on it; Close releases the pool.
-func Open(ctx context.Context, dsn string) (*Store, error) {
+// Open connects a new pool to dsn, checks that the schema is migrated to this library's version
+// (CheckSchema), and returns a Store on it; Close releases the pool. An empty or malformed DSN is
+// ErrMisconfigured, as are an unknown role or database and bad credentials; an unreachable server is
+// ErrUnavailable; a missing or older schema is ErrNotMigrated.
+func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
+	if strings.TrimSpace(dsn) == "" {
+		return nil, fmt.Errorf("%w: the DSN is empty (it would connect to whatever database libpq defaults to)", store.ErrMisconfigured)
+	}
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%w: parse DSN: %w", store.ErrUnavailable, err)
+		return nil, classify(err, store.ErrMisconfigured)
 	}
 	// Every call sets its own statement timeout inside its transaction; the session default also
 	// bounds what runs before that (preparing a statement on a new connection).
@@ -150,13 +158,41 @@ func Open(ctx context.Context, dsn string) (*Store, error) {
 	}
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%w: open pool: %w", store.ErrUnavailable, err)
+		return nil, classify(err, store.ErrMisconfigured)
 	}
 	if err := pool.Ping(ctx); err != nil {
 		pool.Close()
 		return nil, translate(err)
 	}
-	return New(pool, nil), nil
+	s := New(pool, opts)
+	if err := s.CheckSchema(ctx); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// CheckSchema reports whether the store's schema is migrated to exactly this library's version:
+// ErrNotMigrated when it is missing or older (run migrations.Up), ErrMisconfigured when it is newer
+// (upgrade the library). Open calls it; a host that builds its Store with New should call it once at
+// start-up.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	v, err := migrations.Version(ctx, s.pool, &migrations.Options{Schema: s.schema})
+	if err != nil {
+		return translate(err)
+	}
+	switch latest := migrations.Latest(); {
+	case v == 0:
+		return fmt.Errorf("%w: schema %q has no Dense-Mem migrations: run migrations.Up (or `densemem migrate up`)",
+			store.ErrNotMigrated, s.schema)
+	case v < latest:
+		return fmt.Errorf("%w: schema %q is at migration %d, this library needs %d: run migrations.Up (or `densemem migrate up`)",
+			store.ErrNotMigrated, s.schema, v, latest)
+	case v > latest:
+		return fmt.Errorf("%w: schema %q is at migration %d, newer than this library's %d: upgrade the library",
+			store.ErrMisconfigured, s.schema, v, latest)
+	}
+	return nil
 }
 
 // Pool returns the underlying pool (for migrations and host-side reads).
@@ -186,7 +222,7 @@ func (s *Store) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx
 		}
 		last = err
 	}
-	return fmt.Errorf("%w after %d attempts: %w", store.ErrConflict, s.attempts, last)
+	return classify(fmt.Errorf("still after %d attempts: %w", s.attempts, cause(last)), store.ErrConflict)
 }
 
 func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) (err error) {
@@ -244,9 +280,32 @@ func retryable(err error) bool {
 	return errors.As(err, &pgErr) && (pgErr.Code == "40P01" || pgErr.Code == "40001")
 }
 
+// classified is a driver failure filed under one or more store sentinels, with the driver's error as
+// its cause: errors.Is finds the sentinels, errors.As the *pgconn.PgError, and the message says each
+// once ("densemem: store unavailable: <the driver's words>").
+type classified struct {
+	sentinels []error
+	cause     error
+}
+
+func (e *classified) Error() string { return e.sentinels[0].Error() + ": " + e.cause.Error() }
+
+func (e *classified) Unwrap() []error { return append(slices.Clone(e.sentinels), e.cause) }
+
+func classify(cause error, sentinels ...error) error { return &classified{sentinels: sentinels, cause: cause} }
+
+// cause returns the driver's error inside err: the cause of a classified error, else err.
+func cause(err error) error {
+	var c *classified
+	if errors.As(err, &c) {
+		return c.cause
+	}
+	return err
+}
+
 // translate maps a driver error onto the store's sentinels, keeping the driver's error in the chain
 // as the cause (errors.As reaches *pgconn.PgError). Errors that already carry a sentinel or come from
-// the caller's context pass through unchanged; any other failure is ErrInternal.
+// the caller's context pass through unchanged; anything the mapping does not expect is ErrInternal.
 func translate(err error) error {
 	if err == nil {
 		return nil
@@ -254,7 +313,7 @@ func translate(err error) error {
 	for _, s := range []error{store.ErrNotFound, store.ErrForbidden, store.ErrNotOwner, store.ErrIdempotencyConflict,
 		store.ErrStaleConflictVersion, store.ErrNotMaterialToConflict, store.ErrStaleVersion, store.ErrConflict,
 		store.ErrUnavailable, store.ErrIntegrity, store.ErrTimeout, store.ErrInternal, store.ErrCommitUnknown,
-		failpoint.ErrInjected, context.Canceled, context.DeadlineExceeded} {
+		store.ErrMisconfigured, store.ErrNotMigrated, failpoint.ErrInjected, context.Canceled, context.DeadlineExceeded} {
 		if errors.Is(err, s) {
 			return err
 		}
@@ -264,26 +323,38 @@ func translate(err error) error {
 	}
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) {
-		code := pgErr.Code
-		switch {
-		case code == "DM003":
-			return fmt.Errorf("%w: %w", store.ErrStaleVersion, pgErr)
-		case code == "DM001" || code == "DM002" || strings.HasPrefix(code, "23"):
-			return fmt.Errorf("%w: %w", store.ErrIntegrity, pgErr)
-		case code == "40P01" || code == "40001":
-			return fmt.Errorf("%w: %w", store.ErrConflict, pgErr)
-		case code == "55P03" || (code == "57014" && strings.Contains(pgErr.Message, "timeout")):
-			// lock_not_available (lock_timeout) or a statement cancelled by statement_timeout.
-			return fmt.Errorf("%w: %w", store.ErrTimeout, pgErr)
-		case strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57") || strings.HasPrefix(code, "53"):
-			return fmt.Errorf("%w: %w", store.ErrUnavailable, pgErr)
-		}
-		return fmt.Errorf("%w: %w", store.ErrInternal, pgErr)
+		return classify(err, sentinelOf(pgErr))
 	}
 	var netErr net.Error
 	var connErr *pgconn.ConnectError
 	if errors.As(err, &netErr) || errors.As(err, &connErr) || pgconn.Timeout(err) || errors.Is(err, pgx.ErrTxClosed) {
-		return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
+		return classify(err, store.ErrUnavailable)
 	}
-	return fmt.Errorf("%w: %w", store.ErrInternal, err)
+	return classify(err, store.ErrInternal)
+}
+
+// sentinelOf files a server error by its SQLSTATE.
+func sentinelOf(pgErr *pgconn.PgError) error {
+	code := pgErr.Code
+	switch {
+	case code == "DM003":
+		return store.ErrStaleVersion
+	case code == "DM001" || code == "DM002" || code == "DM004" || strings.HasPrefix(code, "23"):
+		return store.ErrIntegrity
+	case code == "40P01" || code == "40001":
+		return store.ErrConflict
+	case code == "55P03" || (code == "57014" && strings.Contains(pgErr.Message, "timeout")):
+		// lock_not_available (lock_timeout) or a statement cancelled by statement_timeout.
+		return store.ErrTimeout
+	case code == "42P01" || code == "3F000" || code == "42883" || code == "42703":
+		// A table, schema, function or column the library needs is missing: the schema is older than
+		// the library (or was never migrated).
+		return store.ErrNotMigrated
+	case strings.HasPrefix(code, "28") || code == "3D000" || code == "42501" || code == "0A000":
+		// Bad credentials or role, unknown database, missing privilege: retrying cannot help.
+		return store.ErrMisconfigured
+	case strings.HasPrefix(code, "08") || strings.HasPrefix(code, "57") || strings.HasPrefix(code, "53"):
+		return store.ErrUnavailable
+	}
+	return store.ErrInternal
 }

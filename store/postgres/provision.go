@@ -69,7 +69,7 @@ func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) 
 		return err
 	}
 	if ct.RowsAffected() == 0 {
-		return fmt.Errorf("team %s: %w", p.Team, store.ErrNotFound)
+		return fmt.Errorf("%w: team %s", store.ErrNotFound, p.Team)
 	}
 	return nil
 }
@@ -89,7 +89,7 @@ func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusPa
 		return err
 	}
 	if ct.RowsAffected() == 0 {
-		return fmt.Errorf("profile %s: %w", p.Profile, store.ErrNotFound)
+		return fmt.Errorf("%w: profile %s", store.ErrNotFound, p.Profile)
 	}
 	return nil
 }

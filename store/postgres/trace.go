@@ -54,7 +54,7 @@ func (s *Store) relationshipView(ctx context.Context, team identity.TeamID, id r
 		return store.RelationshipView{}, err
 	}
 	if len(views) != 1 {
-		return store.RelationshipView{}, fmt.Errorf("relationship %s: %w", id, store.ErrNotFound)
+		return store.RelationshipView{}, fmt.Errorf("%w: relationship %s", store.ErrNotFound, id)
 	}
 	return views[0], nil
 }
@@ -303,7 +303,7 @@ func queueKeyed[T any](b *pgx.Batch, p store.TraceLoadParams, sql string, k *sto
 // hop. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
 	if p.Limit < 1 {
-		return store.TraceData{}, fmt.Errorf("densemem store: trace limit %d is not positive", p.Limit)
+		return store.TraceData{}, fmt.Errorf("%w: trace limit %d is not positive", store.ErrInternal, p.Limit)
 	}
 	var out store.TraceData
 	var views []store.RelationshipView
@@ -452,7 +452,7 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 			return err
 		}
 		if len(views) != 1 {
-			return fmt.Errorf("relationship %s: %w", p.RelationshipID, store.ErrNotFound)
+			return fmt.Errorf("%w: relationship %s", store.ErrNotFound, p.RelationshipID)
 		}
 		if walk {
 			return s.walkNeighbours(ctx, conn, p, &out, views[0].Relationship, hop)

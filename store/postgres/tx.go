@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -511,7 +510,7 @@ func (t *tx) commitOutcome(ctx context.Context, armed bool, err error) error {
 	if err == nil || errors.As(err, &pgErr) || pgconn.SafeToRetry(err) {
 		return err
 	}
-	return fmt.Errorf("%w: %w", store.ErrCommitUnknown, translate(err))
+	return classify(err, store.ErrCommitUnknown, store.ErrUnavailable)
 }
 
 func dateOrNil(t *time.Time) any {
