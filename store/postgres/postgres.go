@@ -292,7 +292,9 @@ func (e *classified) Error() string { return e.sentinels[0].Error() + ": " + e.c
 
 func (e *classified) Unwrap() []error { return append(slices.Clone(e.sentinels), e.cause) }
 
-func classify(cause error, sentinels ...error) error { return &classified{sentinels: sentinels, cause: cause} }
+func classify(cause error, sentinels ...error) error {
+	return &classified{sentinels: sentinels, cause: cause}
+}
 
 // cause returns the driver's error inside err: the cause of a classified error, else err.
 func cause(err error) error {
