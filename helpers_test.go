@@ -12,6 +12,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -40,16 +41,21 @@ func (c *testClock) Advance(d time.Duration) {
 // env is one test's isolated world: its own database, a client, a team with three writers (A, B, C)
 // and a vocabulary admin, and a small registered vocabulary.
 type env struct {
-	t      testing.TB
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	store  *postgres.Store
-	client *densemem.Client
-	clock  *testClock
-	team   densemem.TeamID
-	admin  densemem.Principal
-	A, B   densemem.Principal
-	C      densemem.Principal
+	t   testing.TB
+	ctx context.Context
+	// pool is a superuser's: tests read and arrange rows through it, beyond row-level security.
+	pool *pgxpool.Pool
+	// runtime and reviewer are the pools the client's stores use, as those roles.
+	runtime, reviewer *pgxpool.Pool
+	// reviewStore is the store of the client's nightly review (the reviewer role's).
+	reviewStore *postgres.Store
+	store       *postgres.Store
+	client      *densemem.Client
+	clock       *testClock
+	team        densemem.TeamID
+	admin       densemem.Principal
+	A, B        densemem.Principal
+	C           densemem.Principal
 }
 
 // envOption adjusts the client config of a new env.
@@ -61,10 +67,16 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 	return newEnvOnPool(t, pool, opts...)
 }
 
+// newEnvOnPool builds an env on the database behind pool. pool (a superuser's) stays the test's
+// window onto every row; the client connects as the runtime role and runs the nightly review as the
+// reviewer role, under row-level security and their privileges, as in production.
 func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
 	t.Helper()
-	e := &env{t: t, ctx: context.Background(), pool: pool, store: postgres.New(pool, nil), clock: newTestClock()}
-	cfg := &densemem.Config{Clock: e.clock.Now}
+	e := &env{t: t, ctx: context.Background(), pool: pool, clock: newTestClock()}
+	e.runtime = testdb.AsRole(t, pool, migrations.DefaultRuntimeRole)
+	e.reviewer = testdb.AsRole(t, pool, migrations.DefaultReviewerRole)
+	e.store, e.reviewStore = postgres.New(e.runtime, nil), postgres.New(e.reviewer, nil)
+	cfg := &densemem.Config{Clock: e.clock.Now, Nightly: densemem.NightlyConfig{Store: e.reviewStore}}
 	for _, o := range opts {
 		o(cfg)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem/review"
+	"github.com/densemem/densemem/store"
 )
 
 // NightlyReviewRequest is one worker's nightly run: which teams (default: every team with due
@@ -26,7 +27,11 @@ func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest)
 	if err != nil {
 		return nil, err
 	}
-	rep, err := review.Run(ctx, review.Config{Store: c.store, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
+	st := c.cfg.Nightly.Store
+	if st == nil {
+		st = c.store
+	}
+	rep, err := review.Run(ctx, review.Config{Store: st, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
 		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts}, req)
 	return &rep, err
 }
@@ -37,4 +42,9 @@ type NightlyConfig struct {
 	Batch       int
 	Lease       time.Duration
 	MaxAttempts int
+	// Store is what RunNightlyReview reads and writes through: a store connected as the reviewer role
+	// (migrations.Roles.Reviewer), the only role besides the owner the database lets resolve a case.
+	// Nil means the Client's store, which can review only when its role is the owner's (or a
+	// superuser's); as the runtime role every case fails with ErrMisconfigured or ErrIntegrity.
+	Store store.Store
 }

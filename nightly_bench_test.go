@@ -162,6 +162,9 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 	start := time.Now()
 	nbCopyCases(tb, ctx, pool, tpl, n)
 	tb.Logf("seeded %d due cases in %s", n, time.Since(start).Round(time.Millisecond))
+	// The template is cloned: no connection to it may stay open.
+	e.runtime.Close()
+	e.reviewer.Close()
 	return tpl
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/failpoint"
+	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 	"github.com/densemem/densemem/store/postgres"
@@ -746,8 +747,9 @@ func (t *ncFaultTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error 
 // ncFaultClient returns a client over a fault store on the env's database and clock.
 func ncFaultClient(t *testing.T, e *env) (*densemem.Client, *ncFaultStore) {
 	t.Helper()
-	fs := &ncFaultStore{Store: e.store}
-	c, err := densemem.New(fs, &densemem.Config{Clock: e.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	fs := &ncFaultStore{Store: e.reviewStore}
+	c, err := densemem.New(e.store, &densemem.Config{Clock: e.clock.Now, Logger: slog.New(slog.DiscardHandler),
+		Nightly: densemem.NightlyConfig{Store: fs}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1107,15 +1109,15 @@ func ncAdminConn(t *testing.T, e *env) *pgx.Conn {
 	return conn
 }
 
-// ncTerminate terminates the database's other client backends matching state (any state when empty), waiting
-// until each has exited, and returns how many it terminated.
-func ncTerminate(ctx context.Context, admin *pgx.Conn, state string) (int, error) {
+// ncTerminate terminates the database's other client backends of role matching state (any state when
+// empty), waiting until each has exited, and returns how many it terminated.
+func ncTerminate(ctx context.Context, admin *pgx.Conn, role, state string) (int, error) {
 	var n int
 	err := admin.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
 		FROM pg_stat_activity
 		WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'
-		  AND ($1 = '' OR state = $1)`, state).Scan(&n)
+		  AND usename = $1 AND ($2 = '' OR state = $2)`, role, state).Scan(&n)
 	return n, err
 }
 
@@ -1148,7 +1150,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 				return tx
 			}
 			return &ncFaultTx{Tx: tx, beforeWrite: func(context.Context) {
-				k, err := ncTerminate(ctx, admin, "idle in transaction")
+				k, err := ncTerminate(ctx, admin, migrations.DefaultReviewerRole, "idle in transaction")
 				mu.Lock()
 				defer mu.Unlock()
 				killed += k
@@ -1202,8 +1204,8 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		concCheckLedger(t, e)
 	})
 
-	// Every backend of the database is killed just before the 4th review transaction starts: idle pool
-	// connections die with it, so the next statements fail wherever they land.
+	// Every backend of the reviewer's pool is killed just before the 4th review transaction starts:
+	// idle pool connections die with it, so the next statements fail wherever they land.
 	t.Run("whole pool", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, ncQuiet)
@@ -1218,7 +1220,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		// Warm the pool so several idle connections die at once, not only the reviewer's one.
 		var conns []*pgxpool.Conn
 		for range 6 {
-			c, err := e.pool.Acquire(ctx)
+			c, err := e.reviewer.Acquire(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -1231,7 +1233,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		var hookErr error
 		fs.before = func(_ context.Context, call int64) {
 			if call == 4 {
-				killed, hookErr = ncTerminate(ctx, admin, "")
+				killed, hookErr = ncTerminate(ctx, admin, migrations.DefaultReviewerRole, "")
 			}
 		}
 		rep, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "unlucky"})
@@ -1348,14 +1350,19 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			case "review while forget holds the key":
 				// The forget holds the key lock and the case row; the reviewer's claim must skip the
 				// case, not wait for it (a wait here would block the forget's hook: bounded by 1 min).
-				fs.wrap = func(_ context.Context, _ int64, tx store.Tx) store.Tx {
+				fw := &ncFaultStore{Store: e.store}
+				fw.wrap = func(_ context.Context, _ int64, tx store.Tx) store.Tx {
 					return &ncFaultTx{Tx: tx, afterKeys: func(context.Context) {
 						rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 						defer rcancel()
 						reviewWith(rctx, e.client)
 					}}
 				}
-				forgetWith(faulty)
+				writer, err := densemem.New(fw, &densemem.Config{Clock: e.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+				if err != nil {
+					t.Fatal(err)
+				}
+				forgetWith(writer)
 			default:
 				concRun(2, func(i int) {
 					if i == 0 {

@@ -792,7 +792,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		}
 	})
 
-	t.Run("database refuses the reviewer actor", func(t *testing.T) {
+	t.Run("database refuses the reviewer role", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		s := e.nrStaleStory(false, true)
@@ -831,17 +831,20 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				'actor_profile_id', $1::text))).* FROM relationship_transitions x WHERE x.relationship_id = $2 LIMIT 1`,
 				[]any{string(e.A.ProfileID), s.A1}},
 		}
-		// exec runs one statement in its own transaction, optionally as the reviewer, and rolls back.
+		// exec runs one statement in its own transaction of the team, as the reviewer role or as the
+		// runtime role, and rolls back.
 		exec := func(asReviewer bool, p probe) error {
-			tx, err := e.pool.Begin(e.ctx)
+			pool := e.runtime
+			if asReviewer {
+				pool = e.reviewer
+			}
+			tx, err := pool.Begin(e.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(e.ctx) }()
-			if asReviewer {
-				if _, err := tx.Exec(e.ctx, `SET LOCAL densemem.actor = 'system_conflict_reviewer'`); err != nil {
-					t.Fatal(err)
-				}
+			if _, err := tx.Exec(e.ctx, `SELECT set_config('densemem.team', $1, true)`, e.team); err != nil {
+				t.Fatal(err)
 			}
 			_, err = tx.Exec(e.ctx, p.sql, p.args...)
 			return err
@@ -859,10 +862,11 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		}
 		for _, p := range refused {
 			t.Run(p.name, func(t *testing.T) {
-				if err := exec(true, p); code(err) != "DM004" {
-					t.Errorf("as the reviewer: %v, want SQLSTATE DM004", err)
+				// The reviewer's role lacks the privilege (42501), or the value fence refuses (DM004).
+				if err := exec(true, p); code(err) != "DM004" && code(err) != "42501" {
+					t.Errorf("as the reviewer: %v, want SQLSTATE 42501 or DM004", err)
 				}
-				if err := exec(false, p); code(err) == "DM004" {
+				if err := exec(false, p); code(err) == "DM004" || code(err) == "42501" {
 					t.Errorf("without the reviewer actor the statement is refused by the reviewer fence: %v", err)
 				} else if err != nil {
 					t.Logf("without the reviewer actor: %v (not the fence)", err)
@@ -872,7 +876,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		// What the reviewer may do: supersede an active relationship together with its own transition,
 		// deferred checks included (rolled back afterwards).
 		t.Run("allowed supersession", func(t *testing.T) {
-			tx, err := e.pool.Begin(e.ctx)
+			tx, err := e.reviewer.Begin(e.ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -881,7 +885,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				sql  string
 				args []any
 			}{
-				{`SET LOCAL densemem.actor = 'system_conflict_reviewer'`, nil},
+				{`SELECT set_config('densemem.team', $1, true)`, []any{string(e.team)}},
 				{`UPDATE relationships SET status = 'superseded', valid_to = $2, version = version + 1, updated_at = $3
 					WHERE relationship_id = $1`, []any{s.A1, nrCutoff, e.clock.Now()}},
 				{`INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status,

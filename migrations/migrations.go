@@ -38,11 +38,13 @@ var files embed.FS
 // goSources are the Go migrations' source files, part of Hash so a change to one builds new test
 // templates.
 //
-//go:embed 00006_name_keys.go
+//go:embed 00006_name_keys.go 00009_roles.go
 var goSources embed.FS
 
-// goMigrations are the migrations written in Go, registered with every provider.
-var goMigrations = []*goose.Migration{nameKeys}
+// goMigrations returns the migrations written in Go, for one set of roles.
+func goMigrations(r Roles) []*goose.Migration {
+	return []*goose.Migration{nameKeys, rolesMigration(r)}
+}
 
 // DefaultSchema is the schema that holds every object unless Options.Schema names another.
 const DefaultSchema = "densemem"
@@ -55,6 +57,16 @@ type Options struct {
 	// Schema is the PostgreSQL schema that holds every object (default DefaultSchema). It must be a
 	// lower-case identifier of at most 63 bytes: letters, digits and underscores.
 	Schema string
+	// Roles names the owner, runtime and reviewer roles (migration 9; see Roles).
+	Roles Roles
+}
+
+func (o *Options) roles() (Roles, error) {
+	var r Roles
+	if o != nil {
+		r = o.Roles
+	}
+	return r.withDefaults()
 }
 
 var schemaPattern = regexp.MustCompile(`^[a-z_][a-z0-9_]{0,62}$`)
@@ -83,7 +95,7 @@ func Latest() int64 {
 			latest = max(latest, v)
 		}
 	}
-	for _, m := range goMigrations {
+	for _, m := range goMigrations(Roles{}) {
 		latest = max(latest, m.Version)
 	}
 	return latest
@@ -168,6 +180,10 @@ func withProvider(ctx context.Context, pool *pgxpool.Pool, opts *Options, prepar
 	if err != nil {
 		return err
 	}
+	roles, err := opts.roles()
+	if err != nil {
+		return err
+	}
 	cfg := pool.Config().Copy()
 	cfg.ConnConfig.RuntimeParams["search_path"] = pgx.Identifier{schema}.Sanitize()
 	// goose holds one connection for its session lock and migrates on another.
@@ -189,7 +205,7 @@ func withProvider(ctx context.Context, pool *pgxpool.Pool, opts *Options, prepar
 		return fmt.Errorf("densemem migrations: session locker: %w", err)
 	}
 	provider, err := goose.NewProvider(goose.DialectPostgres, db, files, goose.WithSessionLocker(locker),
-		goose.WithGoMigrations(goMigrations...), goose.WithTableName(schema+"."+versionTable))
+		goose.WithGoMigrations(goMigrations(roles)...), goose.WithTableName(schema+"."+versionTable))
 	if err != nil {
 		return fmt.Errorf("densemem migrations: provider: %w", err)
 	}

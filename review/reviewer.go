@@ -237,7 +237,7 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 	var outcome conflict.Outcome
 	err := cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: []conflict.Key{c.Key},
-			Cases: []conflict.ID{c.ID}, Actor: store.ActorSystemConflictReviewer})
+			Cases: []conflict.ID{c.ID}})
 		if err != nil {
 			return err
 		}

@@ -250,9 +250,6 @@ type KeysLockParams struct {
 	MaxLocks int
 	// Cases names conflict cases the call responds to; they are returned whatever their key or status.
 	Cases []conflict.ID
-	// Actor, when set, is the transaction's densemem.actor (the nightly reviewer sets
-	// ActorSystemConflictReviewer, which database triggers fence).
-	Actor string
 	// Predicates asks for the team's predicate list (as PredicateList) in the same round trip.
 	Predicates bool
 }

@@ -189,6 +189,24 @@ func NewURL(tb testing.TB) string {
 	return u
 }
 
+// AsRole returns a pool on pool's database that connects as role (one of the roles the migrations
+// create, which log in without a password on a trust-authenticated test server), closed when the
+// test ends. Tests use it to run the library under its runtime and reviewer roles.
+func AsRole(tb testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
+	tb.Helper()
+	cfg := pool.Config().Copy()
+	cfg.ConnConfig.User = role
+	cfg.ConnConfig.Password = ""
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	p, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("testdb: pool as %s: %v", role, err)
+	}
+	tb.Cleanup(p.Close)
+	return p
+}
+
 // NewEmpty returns a pool on a fresh database with no migrations applied (made from template0), for
 // tests of the migrations themselves. It is dropped when the test ends.
 func NewEmpty(tb testing.TB) *pgxpool.Pool {

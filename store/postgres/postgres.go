@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store"
@@ -76,9 +77,11 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 	return s
 }
 
-// statementTimeoutSQL sets the transaction's statement timeout; every call queues it right behind
-// its BEGIN, in the same round trip.
-const statementTimeoutSQL = "SELECT set_config('statement_timeout', $1, true)"
+// settingsSQL opens every transaction, right behind its BEGIN in the same round trip: the call's
+// statement timeout ($1), generic plans (see genericPlansSQL) and the team ($2) whose rows row-level
+// security admits for the runtime and reviewer roles.
+const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
+	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true)"
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
 func (s *Store) statementTimeout(ctx context.Context) string {
@@ -89,18 +92,16 @@ func (s *Store) statementTimeout(ctx context.Context) string {
 	return strconv.FormatInt(max(d.Milliseconds(), 1), 10)
 }
 
-// send sends b in one round trip as a transaction of its own: BEGIN (READ ONLY unless write), the
-// call's statement timeout, generic plans (see genericPlansSQL), b's statements, COMMIT (on one
-// connection, through withReadConn).
-func (s *Store) send(ctx context.Context, b *pgx.Batch, write bool) error {
+// send sends b in one round trip as a transaction of team: BEGIN (READ ONLY unless write), the
+// settings (settingsSQL), b's statements, COMMIT (on one connection, through withReadConn).
+func (s *Store) send(ctx context.Context, team identity.TeamID, b *pgx.Batch, write bool) error {
 	full := &pgx.Batch{}
 	if write {
 		full.Queue("BEGIN")
 	} else {
 		full.Queue("BEGIN READ ONLY")
 	}
-	full.Queue(statementTimeoutSQL, s.statementTimeout(ctx))
-	full.Queue(genericPlansSQL)
+	full.Queue(settingsSQL, s.statementTimeout(ctx), team)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	full.Queue("COMMIT")
 	return translate(s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
@@ -265,10 +266,10 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	return nil
 }
 
-// beginFunc runs fn in a plain pgx transaction; provisioning uses it, the write path uses Tx.
-func (s *Store) beginFunc(ctx context.Context, fn func(pgx.Tx) error) error {
+// beginFunc runs fn in a plain pgx transaction of team; provisioning uses it, the write path uses Tx.
+func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
 	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, statementTimeoutSQL, s.statementTimeout(ctx)); err != nil {
+		if _, err := tx.Exec(ctx, settingsSQL, s.statementTimeout(ctx), team); err != nil {
 			return err
 		}
 		return fn(tx)

@@ -130,7 +130,7 @@ func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPreparePara
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, p.Team, b, false); err != nil {
 		return store.RememberPrepared{}, err
 	}
 	return out, nil
@@ -141,7 +141,7 @@ func (s *Store) IdempotencyGet(ctx context.Context, team identity.TeamID, profil
 	var rec *store.IdempotencyRecord
 	b := &pgx.Batch{}
 	queueIdempotency(b, &rec, team, profile, key)
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, team, b, false); err != nil {
 		return nil, err
 	}
 	return rec, nil

@@ -25,7 +25,7 @@ RETURNING version`
 
 // TeamCreate creates a team and its first policy version in one transaction.
 func (s *Store) TeamCreate(ctx context.Context, p store.TeamCreateParams) error {
-	return s.beginFunc(ctx, func(tx pgx.Tx) error {
+	return s.beginFunc(ctx, p.Team, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, s.sql(teamInsertSQL), p.Team, p.Name, p.CreatedAt); err != nil {
 			return translate(err)
 		}
@@ -65,7 +65,7 @@ func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) 
 		ct = tag
 		return nil
 	})
-	if err := s.send(ctx, b, true); err != nil {
+	if err := s.send(ctx, p.Team, b, true); err != nil {
 		return err
 	}
 	if ct.RowsAffected() == 0 {
@@ -85,7 +85,7 @@ func (s *Store) ProfileSetStatus(ctx context.Context, p store.ProfileSetStatusPa
 		ct = tag
 		return nil
 	})
-	if err := s.send(ctx, b, true); err != nil {
+	if err := s.send(ctx, p.Team, b, true); err != nil {
 		return err
 	}
 	if ct.RowsAffected() == 0 {
@@ -131,22 +131,39 @@ func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) 
 		pr, err = scanPrincipal(row, p.Team, p.Profile)
 		return err
 	})
-	return pr, s.send(ctx, b, false)
+	return pr, s.send(ctx, p.Team, b, false)
 }
 
 // PolicyAppend appends the next policy version of a team and returns it. ErrNotFound when the team
 // does not exist.
 func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (store.Policy, error) {
 	pol := p.Policy
-	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
-		// Serialise version assignment per team on the team row.
-		var one int
-		if err := tx.QueryRow(ctx, s.sql("-- name: TeamLock\nSELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR UPDATE"), pol.Team).Scan(&one); err != nil {
-			return translate(err)
+	err := s.beginFunc(ctx, pol.Team, func(tx pgx.Tx) error {
+		// Serialise version assignment per team.
+		if err := s.lockTeamVersions(ctx, tx, pol.Team, "policy"); err != nil {
+			return err
 		}
 		return translate(tx.QueryRow(ctx, s.sql(policyInsertSQL), policyArgs(pol)...).Scan(&pol.Version))
 	})
 	return pol, err
+}
+
+const teamVersionsLockSQL = `-- name: TeamVersionsLock
+SELECT pg_advisory_xact_lock($1) IS NOT NULL AND EXISTS (SELECT 1 FROM {schema}.teams WHERE team_id = $2)`
+
+// lockTeamVersions serialises the version assignments of one kind (policy, predicate) in a team with
+// a transaction-scoped advisory lock: row locks would need UPDATE on teams, which the runtime role
+// does not hold. ErrNotFound when the team does not exist.
+func (s *Store) lockTeamVersions(ctx context.Context, tx pgx.Tx, team identity.TeamID, kind string) error {
+	var exists bool
+	err := tx.QueryRow(ctx, s.sql(teamVersionsLockSQL), lockID(kind+"-versions", string(team)), team).Scan(&exists)
+	if err != nil {
+		return translate(err)
+	}
+	if !exists {
+		return fmt.Errorf("%w: team %s", store.ErrNotFound, team)
+	}
+	return nil
 }
 
 const predicateInsertSQL = `-- name: PredicateInsert
@@ -160,10 +177,9 @@ RETURNING version`
 // team does not exist.
 func (s *Store) PredicateAppend(ctx context.Context, p store.PredicateAppendParams) (relationship.Predicate, error) {
 	pr := p.Predicate
-	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
-		var one int
-		if err := tx.QueryRow(ctx, s.sql("-- name: TeamLock\nSELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR UPDATE"), p.Team).Scan(&one); err != nil {
-			return translate(err)
+	err := s.beginFunc(ctx, p.Team, func(tx pgx.Tx) error {
+		if err := s.lockTeamVersions(ctx, tx, p.Team, "predicate"); err != nil {
+			return err
 		}
 		return translate(tx.QueryRow(ctx, s.sql(predicateInsertSQL), p.Team, pr.Key, pr.Kind, pr.Cardinality,
 			nonNil(pr.Aliases), nonNil(pr.SubjectKinds), nonNil(pr.ObjectKinds), pr.ValueObject, pr.Description,
@@ -193,7 +209,7 @@ func (s *Store) PredicateList(ctx context.Context, team identity.TeamID) ([]rela
 		preds, err = pgx.CollectRows(rows, scanPredicate)
 		return err
 	})
-	return preds, s.send(ctx, b, false)
+	return preds, s.send(ctx, team, b, false)
 }
 
 func scanPredicate(row pgx.CollectableRow) (relationship.Predicate, error) {

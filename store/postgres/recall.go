@@ -45,30 +45,13 @@ const recallFilter = `r.team_id = $1
 
 const recallSearchSQL = `-- name: RecallSearch
 WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
-text_hits AS (
-    SELECT s.relationship_id AS id, ts_rank_cd(c.search, q.tsq)::float8 AS score
-    FROM q
-    JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.search @@ q.tsq
-    JOIN {schema}.support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
-    WHERE $5::timestamptz IS NULL OR s.created_at <= $5::timestamptz
-    LIMIT $10
+search AS MATERIALIZED (
+    -- Full-text hits by index, through the owner's function (decision 53): at most $10 rows per source.
+    SELECT h.source, h.relationship_id AS id, h.score FROM {schema}.densemem_search_hits($1, $2, $5, $10) h
 ),
-subject_hits AS (
-    SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
-    FROM q
-    JOIN {schema}.entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
-    JOIN {schema}.relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
-    WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
-    LIMIT $10
-),
-object_hits AS (
-    SELECT r.relationship_id AS id, ts_rank_cd(n.search, q.tsq)::float8 AS score
-    FROM q
-    JOIN {schema}.entity_names n ON n.team_id = $1 AND n.search @@ q.tsq
-    JOIN {schema}.relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
-    WHERE $5::timestamptz IS NULL OR n.created_at <= $5::timestamptz
-    LIMIT $10
-),
+text_hits AS (SELECT id, score FROM search WHERE source = 'text'),
+subject_hits AS (SELECT id, score FROM search WHERE source = 'subject'),
+object_hits AS (SELECT id, score FROM search WHERE source = 'object'),
 hits AS (SELECT * FROM text_hits UNION ALL SELECT * FROM subject_hits UNION ALL SELECT * FROM object_hits),
 fulltext AS (
     SELECT r.relationship_id AS id,
@@ -156,7 +139,7 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 			}
 			return rows.Err()
 		})
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, p.Team, b, false); err != nil {
 		return store.RecallSearch{}, err
 	}
 	return out, nil
@@ -228,7 +211,7 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 			return err
 		})
 	}
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, p.Team, b, false); err != nil {
 		return store.RecallDetails{}, err
 	}
 	return out, nil

@@ -24,7 +24,7 @@ func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Poli
 	b.Queue(policyGetSQL, team).QueryRow(func(row pgx.Row) error {
 		return row.Scan(&p.Version, &ttl, &p.AutoWriteThreshold, &auth, &p.TimeZone, &p.CreatedBy, &p.CreatedAt)
 	})
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, team, b, false); err != nil {
 		return p, err
 	}
 	p.ReviewTTL = time.Duration(ttl) * time.Second
@@ -34,10 +34,10 @@ func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Poli
 	return p, nil
 }
 
+// teamsWithDueCasesSQL reads across teams, which row-level security refuses the reviewer's role: the
+// owner's SECURITY DEFINER function answers it (the reviewer alone may execute it).
 const teamsWithDueCasesSQL = `-- name: TeamsWithDueCases
-SELECT DISTINCT team_id FROM {schema}.conflict_cases
-WHERE status IN ('open', 'overdue') AND next_review_at <= $1
-ORDER BY team_id`
+SELECT t FROM {schema}.densemem_teams_with_due_cases($1) t`
 
 // TeamsWithDueCases lists the teams with a live case due at now.
 func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identity.TeamID, error) {
@@ -47,7 +47,7 @@ func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identit
 		teams, err = pgx.CollectRows(rows, pgx.RowTo[identity.TeamID])
 		return err
 	})
-	return teams, s.send(ctx, b, false)
+	return teams, s.send(ctx, "", b, false)
 }
 
 const nightlyReserveSQL = `-- name: NightlyReserve
@@ -62,7 +62,7 @@ func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams
 		ct = tag
 		return nil
 	})
-	if err := s.send(ctx, b, true); err != nil {
+	if err := s.send(ctx, p.Team, b, true); err != nil {
 		return false, err
 	}
 	return ct.RowsAffected() == 1, nil
@@ -101,7 +101,7 @@ func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([
 		})
 		return err
 	})
-	return claimed, s.send(ctx, b, true)
+	return claimed, s.send(ctx, p.Team, b, true)
 }
 
 // caseEscalateSQL escalates exhausted cases as the reviewer, each with one event that repeats the
@@ -128,19 +128,13 @@ FROM x`
 // CaseEscalateExhausted escalates the cases whose attempts of the run date are exhausted.
 func (s *Store) CaseEscalateExhausted(ctx context.Context, p store.CaseEscalateParams) (int, error) {
 	n := 0
-	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql(reviewerActorSQL)); err != nil {
-			return err
-		}
+	err := s.beginFunc(ctx, p.Team, func(tx pgx.Tx) error {
 		ct, err := tx.Exec(ctx, s.sql(caseEscalateSQL), p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts, p.Token)
 		n = int(ct.RowsAffected())
 		return err
 	})
 	return n, err
 }
-
-// reviewerActorSQL marks the transaction as the reviewer's, which database triggers fence.
-const reviewerActorSQL = "SELECT set_config('densemem.actor', '" + store.ActorSystemConflictReviewer + "', true)"
 
 // caseReviewSQL applies the reviewer's decision to a case, fenced by claim token and version.
 const caseReviewSQL = `-- name: CaseReview

@@ -50,7 +50,7 @@ func (s *Store) relationshipView(ctx context.Context, team identity.TeamID, id r
 		views, err = pgx.CollectRows(rows, scanRelationshipView)
 		return err
 	})
-	if err := s.send(ctx, b, false); err != nil {
+	if err := s.send(ctx, team, b, false); err != nil {
 		return store.RelationshipView{}, err
 	}
 	if len(views) != 1 {
@@ -198,10 +198,7 @@ FROM (
    WHERE team_id = $1 AND relationship_id = $2 AND (created_at, review_id) > ($3, $4)
    ORDER BY created_at, review_id LIMIT $5)
   UNION ALL
-  (SELECT * FROM {schema}.review_items
-   WHERE team_id = $1 AND related_ids @> ARRAY[$2]::text[] AND relationship_id IS DISTINCT FROM $2
-     AND (created_at, review_id) > ($3, $4)
-   ORDER BY created_at, review_id LIMIT $5)
+  (SELECT * FROM {schema}.densemem_review_items_naming($1, $2, $3, $4, $5))
 ) x
 ORDER BY created_at, review_id LIMIT $5`
 	traceCrossRefsSQL = `-- name: TraceCrossReferences
@@ -309,7 +306,7 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 	var views []store.RelationshipView
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-	b.Queue(statementTimeoutSQL, s.statementTimeout(ctx))
+	b.Queue(settingsSQL, s.statementTimeout(ctx), p.Team)
 	b.Queue(traceNoParallelSQL)
 	sql, args, err := relationshipViewQuery(p.Team).Where(sq.Eq{"r.relationship_id": p.RelationshipID}).ToSql()
 	if err != nil {

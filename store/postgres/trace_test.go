@@ -68,7 +68,8 @@ func explainReads(t *testing.T, ctx context.Context, pool *pgxpool.Pool, mode, s
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	for _, set := range []string{postgres.TraceNoParallelSQL, "SELECT set_config('plan_cache_mode', '" + mode + "', true)"} {
+	for _, set := range []string{postgres.TraceNoParallelSQL, "SELECT set_config('plan_cache_mode', '" + mode + "', true)",
+		fmt.Sprintf("SELECT set_config('densemem.team', '%s', true)", args[0])} {
 		if _, err := tx.Exec(ctx, set); err != nil {
 			t.Fatal(err)
 		}

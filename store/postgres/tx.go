@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -26,27 +27,33 @@ type tx struct {
 	done       bool   // COMMIT has been sent and succeeded, or the work is over
 	foldCommit bool   // queue COMMIT behind the write batch
 	timeout    string // the statement timeout, in milliseconds
+	team       identity.TeamID
 }
 
-// genericPlansSQL makes the transaction's prepared statements use their generic plans. The write
-// path's statements are index-driven by design (team first, keys by = ANY), so a generic plan is as
-// good as a custom one, and re-planning them on every call cost more than executing them.
-const genericPlansSQL = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
+// Generic plans (settingsSQL sets plan_cache_mode): the transaction's prepared statements use their
+// generic plans. The write path's statements are index-driven by design (team first, keys by = ANY),
+// so a generic plan is as good as a custom one, and re-planning them on every call cost more than
+// executing them.
 
 // errTxOver is returned by a Tx call after WriteSetApply.
 var errTxOver = errors.New("densemem store: transaction already ended by WriteSetApply")
 
-// batch returns a new batch for the transaction, starting with BEGIN when none was sent yet.
-func (t *tx) batch() (*pgx.Batch, error) {
+// batch returns a new batch for the transaction, starting with BEGIN and the settings of team when
+// none was sent yet. A transaction belongs to one team: a call naming another one is refused.
+func (t *tx) batch(team identity.TeamID) (*pgx.Batch, error) {
 	if t.done {
 		return nil, errTxOver
 	}
 	b := &pgx.Batch{}
-	if !t.begun {
+	switch {
+	case !t.begun && team == "":
+		return nil, fmt.Errorf("%w: a transaction must start with a call that names its team", store.ErrInternal)
+	case !t.begun:
 		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-		b.Queue(statementTimeoutSQL, t.timeout)
-		b.Queue(genericPlansSQL)
-		t.begun = true
+		b.Queue(settingsSQL, t.timeout, team)
+		t.begun, t.team = true, team
+	case team != "" && team != t.team:
+		return nil, fmt.Errorf("%w: transaction of team %s called for team %s", store.ErrInternal, t.team, team)
 	}
 	return b, nil
 }
@@ -62,7 +69,7 @@ SELECT status, scopes FROM {schema}.profiles WHERE team_id = $1 AND profile_id =
 // IntakeLock takes the idempotency and entity-name locks, then re-reads under them.
 func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.IntakeLocked, error) {
 	var out store.IntakeLocked
-	b, err := t.batch()
+	b, err := t.batch(p.Team)
 	if err != nil {
 		return out, err
 	}
@@ -157,12 +164,9 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	for i, id := range p.Cases {
 		caseIDs[i] = string(id)
 	}
-	b, err := t.batch()
+	b, err := t.batch(p.Team)
 	if err != nil {
 		return out, err
-	}
-	if p.Actor != "" {
-		b.Queue("SELECT set_config('densemem.actor', $1, true)", p.Actor)
 	}
 	var locks lockSet
 	locks.class("conflict-key", p.Team, keyLockIDs(p.Keys), p.MaxLocks)
@@ -357,7 +361,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
 
 // WriteSetApply writes every row of ws in one round trip, in dependency order.
 func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
-	b, err := t.batch()
+	b, err := t.batch("")
 	if err != nil {
 		return err
 	}
