@@ -1,0 +1,174 @@
+package densemem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/densemem/densemem"
+)
+
+// allTables are every table of the schema, for before/after snapshots.
+var allTables = []string{"teams", "profiles", "team_policies", "predicate_definitions", "entities", "entity_names",
+	"literal_values", "evidence_fragments", "fragment_contents", "observations", "verification_events",
+	"entity_resolution_events", "relationships", "support_links", "relationship_transitions", "idempotency_records",
+	"review_items", "search_refresh_queue", "relationship_cross_references", "conflict_cases", "conflict_positions",
+	"conflict_position_members", "conflict_events", "nightly_runs", "entity_name_collisions"}
+
+// snapshotAll reads every row of every table (as the superuser, beyond row-level security).
+func (e *env) snapshotAll() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range allTables {
+		out[t] = e.nrRows(t)
+	}
+	return out
+}
+
+// asRole runs stmt in a transaction of team on pool (a role's pool), committing when it succeeds,
+// and returns the error's SQLSTATE ("" for none).
+func asRole(ctx context.Context, pool *pgxpool.Pool, team densemem.TeamID, stmt string, args ...any) (string, error) {
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true)", string(team)); err != nil {
+		return "", err
+	}
+	_, err = tx.Exec(ctx, stmt, args...)
+	if err == nil {
+		err = tx.Commit(ctx)
+	}
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code, err
+	}
+	return "", err
+}
+
+// TestRuntimeRoleCannotBypassTheLedger repeats, as the runtime role the library connects as, every
+// bypass the hardening review found against the documented superuser role, and as the reviewer role
+// what the reviewer must never write: each is refused by PostgreSQL and nothing changes.
+func TestRuntimeRoleCannotBypassTheLedger(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.remember(e.A, deploy("production", "main"))
+	b := e.remember(e.B, deploy("production", "release"))
+	if b.Conflict == nil {
+		t.Fatalf("no case opened: %+v", b)
+	}
+	var caseID string
+	if err := e.pool.QueryRow(e.ctx, `SELECT conflict_id FROM conflict_cases`).Scan(&caseID); err != nil {
+		t.Fatal(err)
+	}
+	before := e.snapshotAll()
+
+	for _, tc := range []struct {
+		name  string
+		pool  *pgxpool.Pool
+		stmt  string
+		args  []any
+		codes []string // any of these SQLSTATEs
+	}{
+		{"session_replication_role", e.runtime, "SET LOCAL session_replication_role = replica", nil, []string{"42501"}},
+		{"disable an append-only trigger", e.runtime, "ALTER TABLE evidence_fragments DISABLE TRIGGER evidence_fragments_append_only", nil, []string{"42501"}},
+		{"drop an append-only trigger", e.runtime, "DROP TRIGGER fragment_contents_append_only ON fragment_contents", nil, []string{"42501"}},
+		{"update a fragment's content", e.runtime, "UPDATE fragment_contents SET content = 'rewritten'", nil, []string{"42501"}},
+		{"delete a support link", e.runtime, "DELETE FROM support_links", nil, []string{"42501"}},
+		{"truncate relationships", e.runtime, "TRUNCATE relationships", nil, []string{"42501"}},
+		{"rename an authored field", e.runtime, "UPDATE relationships SET owner_profile_id = $1", []any{string(e.C.ProfileID)}, []string{"42501"}},
+		{"forge a case event", e.runtime, `INSERT INTO conflict_events SELECT (jsonb_populate_record(NULL::conflict_events,
+			to_jsonb(x) || jsonb_build_object('event_id', 'cfe_forged', 'case_version', x.case_version + 1,
+			'resulting_status', 'dismissed'))).* FROM conflict_events x LIMIT 1`, nil, []string{"DM002"}},
+		{"forge a reviewer case event", e.runtime, `INSERT INTO conflict_events SELECT (jsonb_populate_record(NULL::conflict_events,
+			to_jsonb(x) || jsonb_build_object('event_id', 'cfe_forged', 'actor_kind', 'system_conflict_reviewer',
+			'actor_profile_id', NULL))).* FROM conflict_events x LIMIT 1`, nil, []string{"DM004"}},
+		{"forge a reviewer transition", e.runtime, `INSERT INTO relationship_transitions SELECT (jsonb_populate_record(
+			NULL::relationship_transitions, to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'to_version', 99,
+			'actor_kind', 'system_conflict_reviewer', 'actor_profile_id', NULL))).* FROM relationship_transitions x LIMIT 1`,
+			nil, []string{"DM004"}},
+		{"resolve a case", e.runtime, "UPDATE conflict_cases SET status = 'resolved', version = version + 1", nil, []string{"DM004"}},
+		{"set a case's resolution", e.runtime, "UPDATE conflict_cases SET preferred_position_id = 'pos_x'", nil, []string{"42501"}},
+		{"claim a case", e.runtime, "UPDATE conflict_cases SET claim_token = 'clm_x'", nil, []string{"42501"}},
+		{"list every team's due cases", e.runtime, "SELECT densemem_teams_with_due_cases(now())", nil, []string{"42501"}},
+		{"search another team", e.runtime, "SELECT * FROM densemem_search_hits('tm_other', 'production', NULL, 10)", nil, []string{"42501"}},
+		{"write another team's row", e.runtime, "INSERT INTO teams (team_id, name, created_at) VALUES ('tm_other', 'x', now())", nil, []string{"42501"}},
+		{"reviewer inserts evidence", e.reviewer, `INSERT INTO fragment_contents SELECT team_id, 'frg_forged', content FROM fragment_contents LIMIT 1`,
+			nil, []string{"42501"}},
+		{"reviewer retracts", e.reviewer, "UPDATE relationships SET status = 'retracted', version = version + 1", nil, []string{"DM004"}},
+		{"reviewer writes a profile transition", e.reviewer, `INSERT INTO relationship_transitions SELECT (jsonb_populate_record(
+			NULL::relationship_transitions, to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'to_version', 99,
+			'actor_kind', 'profile'))).* FROM relationship_transitions x LIMIT 1`, nil, []string{"DM004"}},
+		{"reviewer opens a review item", e.reviewer, `INSERT INTO review_items SELECT * FROM review_items LIMIT 1`, nil, []string{"42501"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, err := asRole(e.ctx, tc.pool, e.team, tc.stmt, tc.args...)
+			ok := false
+			for _, c := range tc.codes {
+				ok = ok || c == code
+			}
+			if !ok {
+				t.Errorf("%s: %v (SQLSTATE %q), want one of %v", tc.stmt, err, code, tc.codes)
+			}
+		})
+	}
+	if diff := cmp.Diff(before, e.snapshotAll()); diff != "" {
+		t.Errorf("a refused bypass changed rows (-before +after):\n%s", diff)
+	}
+}
+
+// TestRowLevelSecurityIsolatesTeams: a query as the runtime role that forgets its team filter sees
+// only the rows of the team its transaction named, and nothing at all without one.
+func TestRowLevelSecurityIsolatesTeams(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.remember(e.A, deploy("production", "main"))
+	other := e.mustTeam("other")
+	count := func(team densemem.TeamID) map[string]int {
+		out := map[string]int{}
+		tx, err := e.runtime.Begin(e.ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() { _ = tx.Rollback(e.ctx) }()
+		if _, err := tx.Exec(e.ctx, "SELECT set_config('densemem.team', $1, true)", string(team)); err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range allTables {
+			var n int
+			if err := tx.QueryRow(e.ctx, fmt.Sprintf("SELECT count(*) FROM %s", table)).Scan(&n); err != nil {
+				if code, _ := asCode(err); code == "42501" {
+					continue // no SELECT at all for this role: fine
+				}
+				t.Fatalf("%s: %v", table, err)
+			}
+			if n > 0 {
+				out[table] = n
+			}
+		}
+		return out
+	}
+	mine, theirs, none := count(e.team), count(other), count("")
+	if mine["relationships"] != 1 || mine["teams"] != 1 || mine["profiles"] != 4 {
+		t.Errorf("own team: %v, want its rows", mine)
+	}
+	if theirs["relationships"] != 0 || theirs["teams"] != 1 || theirs["evidence_fragments"] != 0 {
+		t.Errorf("other team: %v, want only its own team row and policy", theirs)
+	}
+	if len(none) > 0 {
+		t.Errorf("no team set: sees %v, want nothing", none)
+	}
+}
+
+func asCode(err error) (string, bool) {
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return pgErr.Code, true
+	}
+	return "", false
+}
