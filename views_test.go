@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/store"
 )
 
 // vwInterval is a validity interval as RecallResult.ValidDuring carries it.
@@ -162,6 +163,145 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 		}
 		if got := string(wire["valid_during"]) + " " + string(wire["current"]) + " " + string(trueAt); got != tc.want {
 			t.Errorf("%s on the wire: %s, want %s\n%s", tc.name, got, tc.want, raw)
+		}
+	}
+}
+
+// TestTracePositionsNameTheirObjectsAndCountGroups: Trace's case positions carry their objects'
+// names and the counted source groups Recall shows for the same case, read in Trace's one round trip;
+// a group behind both positions counts for neither, and a case whose supports pass the read bound
+// says its counts are unknown.
+func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
+	t.Parallel()
+	be := newBenchEnv(t, 0)
+	e := be.env
+	s := e.nrStaleStory(false, true) // A: main; B and C: release, from two sources
+	// The ops wiki backs both sides: a group behind two positions counts for neither.
+	wikiMain := deploy("production", "main")
+	wikiMain.content, wikiMain.sourceGroup = "Ops wiki: the production environment deploys from the main branch.", "ops-wiki"
+	if out := e.remember(e.A, wikiMain); out.RelationshipID != s.A1 {
+		t.Fatalf("wiki support for main: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.A1)
+	}
+	wikiRelease := nrRelease("Ops wiki:")
+	wikiRelease.sourceGroup = "ops-wiki"
+	if out := e.remember(e.B, wikiRelease); out.RelationshipID != s.B1 {
+		t.Fatalf("wiki support for release: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.B1)
+	}
+	// A literal-valued case: owner_email, two owners, undated.
+	email := invOnly(t, e.invRemember(e.A, ssEmailRequest("ops@example.com")))
+	other := invOnly(t, e.invRemember(e.B, func() densemem.RememberRequest {
+		req := invEmail("Dense-Mem", "dev@example.com")
+		req.IdempotencyKey = nextKey()
+		return req
+	}()))
+	if other.Conflict == nil {
+		t.Fatalf("owner_email disagreement opened no case: %+v", other)
+	}
+
+	recallPositions := func(query, conflictID string) []densemem.RecallPosition {
+		t.Helper()
+		r := e.nrRecall(e.C, query, nil, nil)
+		for _, c := range r.Conflicts {
+			if c.ConflictID == conflictID {
+				return c.Positions
+			}
+		}
+		t.Fatalf("recall %q lists no case %s: %+v", query, conflictID, r.Conflicts)
+		return nil
+	}
+	tracePositions := func(id densemem.RelationshipID, conflictID string) []densemem.TraceCasePosition {
+		t.Helper()
+		be.reset()
+		tr, err := e.client.Trace(e.ctx, e.C, densemem.TraceRequest{RelationshipID: id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := be.trips.Load(); n != 2 { // the authorisation read, then TraceLoad's one batch
+			t.Errorf("trace of %s: %d round trips, want 2", id, n)
+		}
+		for _, c := range tr.Conflicts {
+			if c.ConflictID == conflictID {
+				return c.Positions
+			}
+		}
+		t.Fatalf("trace of %s lists no case %s", id, conflictID)
+		return nil
+	}
+	type shown struct {
+		Object densemem.ObjectView
+		Groups int
+	}
+	byPosition := func(rps []densemem.RecallPosition) map[string]shown {
+		out := map[string]shown{}
+		for _, p := range rps {
+			out[p.PositionID] = shown{p.Object, p.CountedSourceGroups}
+		}
+		return out
+	}
+	traced := func(tps []densemem.TraceCasePosition) map[string]shown {
+		out := map[string]shown{}
+		for _, p := range tps {
+			if p.CountedSourceGroupsUnknown {
+				t.Errorf("position %s: counted_source_groups_unknown", p.PositionID)
+			}
+			out[p.PositionID] = shown{p.Object, p.CountedSourceGroups}
+		}
+		return out
+	}
+
+	deployCase := byPosition(recallPositions("production", s.ConflictID))
+	groups := map[string]int{}
+	for _, p := range deployCase {
+		groups[p.Object.Name] = p.Groups
+		if p.Object.EntityID == "" || p.Object.Kind != "git_branch" {
+			t.Errorf("recall position object %+v, want a git_branch entity", p.Object)
+		}
+	}
+	// main: A's own source (the wiki is shared); release: B's and C's sources (not the wiki).
+	if d := cmp.Diff(map[string]int{"main": 1, "release": 2}, groups); d != "" {
+		t.Errorf("recall's counted groups (-want +got):\n%s", d)
+	}
+	for _, id := range []densemem.RelationshipID{s.A1, s.B1, s.C1} {
+		if d := cmp.Diff(deployCase, traced(tracePositions(id, s.ConflictID))); d != "" {
+			t.Errorf("trace of %s: positions (-recall +trace):\n%s", id, d)
+		}
+	}
+
+	emailCase := byPosition(recallPositions("Dense-Mem", other.Conflict.ConflictID))
+	var names []string
+	for _, p := range emailCase {
+		names = append(names, p.Object.Name)
+		if p.Object.ValueID == "" || p.Object.EntityID != "" || p.Object.ValueType != densemem.ValueString || p.Object.Kind != "" || p.Groups != 1 {
+			t.Errorf("recall position %+v, want a string literal with 1 group", p)
+		}
+	}
+	slices.Sort(names)
+	if d := cmp.Diff([]string{"dev@example.com", "ops@example.com"}, names); d != "" {
+		t.Errorf("literal positions (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff(emailCase, traced(tracePositions(email.RelationshipID, other.Conflict.ConflictID))); d != "" {
+		t.Errorf("trace of the email case: positions (-recall +trace):\n%s", d)
+	}
+
+	// The read bound: the deploy case's members have 5 support links (A: 2, B: 2, C: 1).
+	for _, tc := range []struct {
+		bound     int
+		truncated bool
+	}{{5, false}, {4, true}} {
+		d, err := e.store.TraceLoad(e.ctx, store.TraceLoadParams{Team: e.team, RelationshipID: s.A1, Limit: 10, CaseSupports: tc.bound})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Cases) != 1 || d.Cases[0].SupportsTruncated != tc.truncated {
+			t.Errorf("case supports bound %d: cases %d, truncated %v, want 1 case, truncated %v", tc.bound, len(d.Cases),
+				len(d.Cases) == 1 && d.Cases[0].SupportsTruncated, tc.truncated)
+		}
+		n := 0
+		for _, sups := range d.Cases[0].MemberSupports {
+			n += len(sups)
+		}
+		if !tc.truncated && n != 5 {
+			t.Errorf("case supports bound %d: %d distinct supports, want 5", tc.bound, n)
 		}
 	}
 }
