@@ -645,6 +645,15 @@ func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpS
 				w.name(string(s.RelationshipID), ""), s.Status, s.Tier, s.Version, kpTime(s.ValidFrom), kpTime(s.ValidTo),
 				r.Status, r.Tier, r.Version, kpTime(r.ValidFrom), kpTime(r.ValidTo)))
 		}
+		// What the result says about time, from the model: current is active and valid at the view's
+		// known instant; every valid_at result held then.
+		current := r.Status == "active" && (r.ValidFrom == nil || !r.ValidFrom.After(at)) && (r.ValidTo == nil || r.ValidTo.After(at))
+		if !kpSameTime(res.ValidDuring.From, r.ValidFrom) || !kpSameTime(res.ValidDuring.To, r.ValidTo) || res.Current != current ||
+			(validAt == nil) != (res.TrueAtValidAt == nil) || (res.TrueAtValidAt != nil && !*res.TrueAtValidAt) {
+			problems = append(problems, fmt.Sprintf("%s says valid_during [%s, %s), current %v, true_at_valid_at %v; stored "+
+				"[%s, %s), %s, so current %v and true at valid_at", w.name(string(s.RelationshipID), ""), kpTime(res.ValidDuring.From),
+				kpTime(res.ValidDuring.To), res.Current, res.TrueAtValidAt, kpTime(r.ValidFrom), kpTime(r.ValidTo), r.Status, current))
+		}
 		var frags []densemem.FragmentID
 		for _, ex := range res.Evidence {
 			frags = append(frags, ex.FragmentID)

@@ -42,7 +42,8 @@ type RecallRequest struct {
 	// ExpandFromEntityIDs adds the relationships of these entities.
 	ExpandFromEntityIDs []EntityID `json:"expand_from_entity_ids,omitempty"`
 	// ValidAt returns what was true in the world at that instant (active or superseded relationships
-	// whose validity contains it).
+	// whose validity contains it). Each result's TrueAtValidAt says so, and its Current says whether
+	// it is also current: a relationship superseded since was true then but is not current.
 	ValidAt *time.Time `json:"valid_at,omitempty"`
 	// KnownAt returns what the system had recorded at that instant; nothing recorded later leaks.
 	KnownAt *time.Time `json:"known_at,omitempty"`
@@ -71,14 +72,49 @@ type RecallResponse struct {
 }
 
 // RecallResult is one relationship with the evidence that supports it in the requested window.
+//
+// A result says two different things, in two different fields. TrueAtValidAt (set only when the
+// request has ValidAt) says the relationship held in the world at ValidAt: a valid_at recall returns
+// exactly those, so it is always true there. Current says whether the relationship is the team's
+// active belief and true in the world at the view's known instant (KnownAt, or now without it). A
+// superseded relationship that a valid_at recall returns because it was true then has
+// TrueAtValidAt true and Current false; only Current true means "is current". Both are read at the
+// view's known instant: with KnownAt, "current" is current as the system had recorded it then.
 type RecallResult struct {
+	// Relationship is the relationship as recorded at the view's known instant: Status, Tier,
+	// Version and ValidTo are those of its last transition recorded at or before KnownAt (its latest
+	// transition without KnownAt); the other fields never change. They are never its state at ValidAt:
+	// a relationship superseded after ValidAt shows status superseded and the valid_to its
+	// supersession gave it.
 	Relationship RelationshipSummary `json:"relationship"`
-	Score        float64             `json:"score"`
-	Evidence     []EvidenceExcerpt   `json:"evidence"`
+	// ValidDuring is the relationship's validity, the world-time interval in which it holds, as
+	// recorded at the view's known instant (the same instants as Relationship.ValidFrom and ValidTo):
+	// To is when it stopped, or stops, being true, for a superseded relationship the valid_from of
+	// what superseded it. A null From means since always, a null To until further notice.
+	ValidDuring ValidityInterval `json:"valid_during"`
+	// Current reports that, at the view's known instant, the relationship is active and ValidDuring
+	// contains that instant: it is the team's current belief and true now (or, with KnownAt, was
+	// both as recorded then). False for a superseded relationship returned because it was true at
+	// ValidAt, and for an active one whose validity has not started yet (the current view still
+	// returns those: decision 23).
+	Current bool `json:"current"`
+	// TrueAtValidAt is set only when the request has ValidAt, and reports that the relationship held
+	// in the world at ValidAt (active or superseded at the view's known instant, ValidDuring containing
+	// ValidAt). It says nothing about now: read Current for that.
+	TrueAtValidAt *bool             `json:"true_at_valid_at,omitempty"`
+	Score         float64           `json:"score"`
+	Evidence      []EvidenceExcerpt `json:"evidence"`
 	// ConflictID names the live case this relationship is a member of.
 	ConflictID string `json:"conflict_id,omitempty"`
 	// ResolvedConflict is set when a resolved case preferred this relationship's position.
 	ResolvedConflict *ResolvedConflictRef `json:"resolved_conflict,omitempty"`
+}
+
+// ValidityInterval is a world-time interval [From, To): a null From means since always, a null To
+// until further notice.
+type ValidityInterval struct {
+	From *time.Time `json:"from"`
+	To   *time.Time `json:"to"`
 }
 
 // EvidenceExcerpt is one cited span of a supporting fragment: at most evidence.MaxExcerptBytes (600)
@@ -276,7 +312,13 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 		v := views[r.id]
 		st := state[r.id]
 		v.Relationship.Status, v.Relationship.Tier, v.Relationship.Validity.To, v.Relationship.Version = st.Status, st.Tier, st.ValidTo, st.Version
-		res := RecallResult{Relationship: summary(v), Score: r.score, Evidence: excerpts(ev[r.id])}
+		rel := v.Relationship
+		res := RecallResult{Relationship: summary(v), Score: r.score, Evidence: excerpts(ev[r.id]),
+			ValidDuring: ValidityInterval{From: rel.Validity.From, To: rel.Validity.To}, Current: rel.CurrentAt(at)}
+		if validAt != nil {
+			held := rel.TrueAt(*validAt)
+			res.TrueAtValidAt = &held
+		}
 		for _, cs := range cases[r.id] {
 			switch {
 			case cs.Status.Live():
@@ -342,21 +384,16 @@ func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallRe
 func conflictView(cs store.RecallCase, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) RecallConflict {
 	rc := RecallConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
 		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
-	tally := make([]conflict.Position, len(cs.Positions))
-	for i, pos := range cs.Positions {
-		tally[i].Key = conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}
-		for _, m := range pos.Members {
-			var sups []evidence.Support
-			for _, e := range ev[m.RelationshipID] {
-				sups = append(sups, evidence.Support{Group: e.SourceGroup, ContentHash: e.ContentHash, Effective: true})
-			}
-			tally[i].Members = append(tally[i].Members, conflict.Member{Supports: sups})
+	groups := countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support {
+		var sups []evidence.Support
+		for _, e := range ev[id] {
+			sups = append(sups, evidence.Support{Group: e.SourceGroup, ContentHash: e.ContentHash, Effective: true})
 		}
-	}
-	conflict.Tally(tally)
+		return sups
+	})
 	var alternatives []string
 	for i, pos := range cs.Positions {
-		rp := RecallPosition{PositionID: string(pos.PositionID), Polarity: pos.Polarity, CountedSourceGroups: tally[i].Groups,
+		rp := RecallPosition{PositionID: string(pos.PositionID), Polarity: pos.Polarity, CountedSourceGroups: groups[i],
 			RelationshipIDs: []RelationshipID{}, OwnerProfileIDs: []ProfileID{}, Evidence: []EvidenceExcerpt{}}
 		for _, m := range pos.Members {
 			rp.RelationshipIDs = append(rp.RelationshipIDs, m.RelationshipID)
@@ -388,6 +425,26 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 		"evidence with conflict_response {conflict_id: %q, expected_version: %d}; the nightly review decides.",
 		rc.Subject.Name, rc.Predicate, scope, strings.Join(alternatives, " or "), rc.ConflictID, rc.Version)
 	return rc
+}
+
+// countedGroups returns the independent source groups counted for each position of a case
+// (conflict.Tally: copies count once, a group behind two positions counts for neither), given the
+// effective supports of each member relationship. Recall's conflicts and Trace's case positions both
+// count through it.
+func countedGroups(positions []store.EventPosition, supports func(relationship.ID) []evidence.Support) []int {
+	tally := make([]conflict.Position, len(positions))
+	for i, pos := range positions {
+		tally[i].Key = conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}
+		for _, m := range pos.Members {
+			tally[i].Members = append(tally[i].Members, conflict.Member{Supports: supports(m.RelationshipID)})
+		}
+	}
+	conflict.Tally(tally)
+	out := make([]int, len(tally))
+	for i, p := range tally {
+		out[i] = p.Groups
+	}
+	return out
 }
 
 func casesOf(cases []store.RecallCase) map[relationship.ID][]store.RecallCase {

@@ -55,6 +55,11 @@ type TraceRequest struct {
 	After map[string]string `json:"after,omitempty"`
 }
 
+// MaxTraceCaseSupports bounds the support links Trace reads per conflict case to count its positions'
+// source groups (TraceCasePosition.CountedSourceGroups); a case whose members have more is reported
+// with CountedSourceGroupsUnknown instead of a count.
+const MaxTraceCaseSupports = 10000
+
 // Names of the lists of a TraceResult, as TraceTruncation.List and TraceRequest.After spell them.
 // A case's events are named TraceConflictEventsList(conflictID).
 const (
@@ -120,15 +125,19 @@ type EntityRefView struct {
 	Kind     string   `json:"kind"`
 }
 
-// ObjectView is a relationship's object: an entity, or a literal value.
+// ObjectView is a relationship's object with its name: an entity (EntityID, its canonical Name and
+// its Kind) or a literal value (ValueID, its text as Name and its ValueType).
 type ObjectView struct {
 	EntityID  EntityID  `json:"entity_id,omitempty"`
+	ValueID   string    `json:"value_id,omitempty"`
 	ValueType ValueType `json:"value_type,omitempty"`
 	Name      string    `json:"name"`
 	Kind      string    `json:"kind,omitempty"`
 }
 
-// RelationshipSummary is a relationship's current state with names.
+// RelationshipSummary is a relationship's state with names. In Trace (the traced relationship and its
+// neighbours) it is the latest recorded state; in a Recall result it is the state recorded at the
+// view's known instant (see RecallResult.Relationship).
 type RelationshipSummary struct {
 	RelationshipID RelationshipID `json:"relationship_id"`
 	OwnerProfileID ProfileID      `json:"owner_profile_id"`
@@ -298,10 +307,19 @@ type TraceConflict struct {
 
 // TraceCasePosition is one position of a case as its latest event records it.
 type TraceCasePosition struct {
-	PositionID string              `json:"position_id"`
-	Object     relationship.Object `json:"object"`
-	Polarity   Polarity            `json:"polarity"`
-	Members    []TraceCaseMember   `json:"members"`
+	PositionID string `json:"position_id"`
+	// Object is the position's object with its name, as RecallPosition shows it.
+	Object   ObjectView        `json:"object"`
+	Polarity Polarity          `json:"polarity"`
+	Members  []TraceCaseMember `json:"members"`
+	// CountedSourceGroups is the number of independent source groups counted for the position
+	// across the case, from its members' supports as recorded now: the count Recall's conflicts show
+	// for a live case (copies count once; a group behind two positions counts for neither).
+	CountedSourceGroups int `json:"counted_source_groups"`
+	// CountedSourceGroupsUnknown reports that the case's members have more than
+	// MaxTraceCaseSupports support links between them: Trace read only that many, did not count, and
+	// CountedSourceGroups is 0 and not a count. Recall counts such a case while it is live.
+	CountedSourceGroupsUnknown bool `json:"counted_source_groups_unknown,omitempty"`
 }
 
 // TraceCaseMember is one member relationship version of a position.
@@ -348,7 +366,7 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	d, err := c.store.TraceLoad(ctx, store.TraceLoadParams{Team: p.TeamID, RelationshipID: req.RelationshipID,
 		IncludeContent: req.IncludeEvidenceContent, IncludeVerifications: req.IncludeVerification,
 		IncludeTransitions: req.IncludeTransitions, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges,
-		Limit: limit, ContentBudget: c.cfg.Limits.MaxTraceContentBytes, After: after})
+		Limit: limit, ContentBudget: c.cfg.Limits.MaxTraceContentBytes, CaseSupports: MaxTraceCaseSupports, After: after})
 	if err != nil {
 		return nil, err
 	}
@@ -447,8 +465,16 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 			OpenedAt: cs.OpenedAt, ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
 			EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
 			Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
-		for _, pos := range cs.Positions {
-			tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: pos.Object, Polarity: pos.Polarity}
+		var groups []int
+		if !tc.SupportsTruncated {
+			groups = countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support { return tc.MemberSupports[id] })
+		}
+		for i, pos := range cs.Positions {
+			tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: objectView(pos.Object, tc.Objects[pos.PositionID]),
+				Polarity: pos.Polarity, CountedSourceGroupsUnknown: tc.SupportsTruncated}
+			if groups != nil {
+				tp.CountedSourceGroups = groups[i]
+			}
 			for _, m := range pos.Members {
 				tp.Members = append(tp.Members, TraceCaseMember{RelationshipID: m.RelationshipID, Version: m.Version, OwnerProfileID: m.Owner})
 			}
@@ -550,17 +576,23 @@ func decodeTraceCursor(list, s string, l Limits) (traceCursor, error) {
 
 func summary(v store.RelationshipView) RelationshipSummary {
 	r := v.Relationship
-	obj := ObjectView{EntityID: r.Object.EntityID, Name: v.ObjectName, Kind: v.ObjectKind}
-	if r.Object.ValueID != "" {
-		obj.Kind = ""
-		if len(v.ObjectKind) > len("value:") {
-			obj.ValueType = ValueType(v.ObjectKind[len("value:"):])
-		}
-	}
 	return RelationshipSummary{RelationshipID: r.ID, OwnerProfileID: r.Owner,
 		Subject: EntityRefView{EntityID: r.Subject, Name: v.SubjectName, Kind: v.SubjectKind}, Predicate: r.PredicateKey,
-		Object: obj, Polarity: r.Polarity, Scope: r.Scope, ValidFrom: r.Validity.From, ValidTo: r.Validity.To,
-		Status: r.Status, Tier: r.Tier, Version: r.Version}
+		Object: objectView(r.Object, store.ObjectName{Name: v.ObjectName, Kind: v.ObjectKind}), Polarity: r.Polarity,
+		Scope: r.Scope, ValidFrom: r.Validity.From, ValidTo: r.Validity.To, Status: r.Status, Tier: r.Tier, Version: r.Version}
+}
+
+// objectView names an object: an entity with its kind, or a literal with its value type (the store's
+// kind "value:<type>").
+func objectView(o relationship.Object, n store.ObjectName) ObjectView {
+	obj := ObjectView{EntityID: o.EntityID, ValueID: o.ValueID, Name: n.Name, Kind: n.Kind}
+	if o.ValueID != "" {
+		obj.Kind = ""
+		if len(n.Kind) > len("value:") {
+			obj.ValueType = ValueType(n.Kind[len("value:"):])
+		}
+	}
+	return obj
 }
 
 func detail(v store.RelationshipView) RelationshipDetail {

@@ -214,6 +214,21 @@ type Relationship struct {
 	Version          int
 }
 
+// CurrentAt reports whether r, in the state recorded at instant t, is current at t: active, and true
+// in the world at t (its validity contains t). A superseded relationship is never current, even while
+// its validity still contains t (a dated correction may start later), and an active one whose
+// validity starts after t is not current yet.
+func (r Relationship) CurrentAt(t time.Time) bool {
+	return r.Status == StatusActive && r.Validity.Contains(t)
+}
+
+// TrueAt reports whether r, in its recorded state, held in the world at t: active or superseded (a
+// superseded relationship stays true for its past interval) and its validity contains t. These are
+// the relationships a valid_at recall returns (DESIGN §11).
+func (r Relationship) TrueAt(t time.Time) bool {
+	return (r.Status == StatusActive || r.Status == StatusSuperseded) && r.Validity.Contains(t)
+}
+
 // TierFor computes a tier from supports: no effective support is candidate; allowed authority or two
 // independent source groups is fact; otherwise validated_claim.
 func TierFor(supports []evidence.Support) Tier {

@@ -193,6 +193,40 @@ func TestIntervalContains(t *testing.T) {
 	}
 }
 
+func TestCurrentAtAndTrueAt(t *testing.T) {
+	t.Parallel()
+	may, june := day("2026-05-01"), day("2026-06-01")
+	tests := []struct {
+		name           string
+		status         relationship.Status
+		validity       relationship.Interval
+		at             time.Time
+		current, holds bool
+	}{
+		{"active, open-ended", relationship.StatusActive, relationship.Interval{}, *june, true, true},
+		{"active, started before", relationship.StatusActive, relationship.Interval{From: may}, *june, true, true},
+		{"active, starts at the instant", relationship.StatusActive, relationship.Interval{From: june}, *june, true, true},
+		{"active, starts later: not yet", relationship.StatusActive, relationship.Interval{From: june}, *may, false, false},
+		{"active, ended at the instant", relationship.StatusActive, relationship.Interval{To: june}, *june, false, false},
+		{"superseded, inside its past interval", relationship.StatusSuperseded, relationship.Interval{To: june}, *may, false, true},
+		{"superseded, after its interval", relationship.StatusSuperseded, relationship.Interval{To: may}, *june, false, false},
+		{"superseded, the instant inside [valid_from, valid_to)", relationship.StatusSuperseded, relationship.Interval{From: may, To: june}, *day("2026-05-15"), false, true},
+		{"retracted, inside its interval", relationship.StatusRetracted, relationship.Interval{}, *june, false, false},
+		{"needs_review", relationship.StatusNeedsReview, relationship.Interval{}, *june, false, false},
+		{"pending_evidence", relationship.StatusPendingEvidence, relationship.Interval{}, *june, false, false},
+		{"rejected", relationship.StatusRejected, relationship.Interval{}, *june, false, false},
+	}
+	for _, tt := range tests {
+		r := relationship.Relationship{Status: tt.status, Validity: tt.validity}
+		if got := r.CurrentAt(tt.at); got != tt.current {
+			t.Errorf("%s: CurrentAt = %v, want %v", tt.name, got, tt.current)
+		}
+		if got := r.TrueAt(tt.at); got != tt.holds {
+			t.Errorf("%s: TrueAt = %v, want %v", tt.name, got, tt.holds)
+		}
+	}
+}
+
 func TestTierFor(t *testing.T) {
 	t.Parallel()
 	eff := func(group, hash string) evidence.Support {

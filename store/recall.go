@@ -107,10 +107,20 @@ type RecallDetails struct {
 }
 
 // TraceCase is a conflict case a traced relationship belongs or belonged to, with a page of its
-// events in case-version order.
+// events in case-version order, the names of its positions' objects and the supports for counting
+// its positions' source groups.
 type TraceCase struct {
 	Case   RecallCase
 	Events []CaseEventRow
 	// EventsNext is the case version of the page's last event when the case has events after it, else 0.
 	EventsNext int
+	// Objects names the object of each position of Case, by position.
+	Objects map[conflict.PositionID]ObjectName
+	// MemberSupports holds the (source group, content hash) of the supports of the members of Case's
+	// positions, by member relationship, all marked effective: what counting the positions' groups
+	// needs. Complete unless SupportsTruncated.
+	MemberSupports map[relationship.ID][]evidence.Support
+	// SupportsTruncated reports that the members have more than TraceLoadParams.CaseSupports support
+	// links: MemberSupports holds only some of them, too few to count.
+	SupportsTruncated bool
 }

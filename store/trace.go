@@ -25,6 +25,9 @@ type TraceLoadParams struct {
 	// Limit is the most rows returned per list (1 or more), and per case for its events. The store
 	// reads one row more to report whether the list goes on (TraceNext).
 	Limit int
+	// CaseSupports bounds, per case of the page, the support links read to count its positions'
+	// source groups (TraceCase.MemberSupports); 1 or more.
+	CaseSupports int
 	// ContentBudget bounds the bytes of fragment content plus cited span that the support page
 	// carries: supports carry them, in list order, while the running total stays within the budget;
 	// from the first one past it, every later support of the page has ContentOmitted.
@@ -111,6 +114,13 @@ type TraceData struct {
 	Neighbours []RelationshipView
 	// NeighboursTruncated reports that MaxEdges cut the neighbour list.
 	NeighboursTruncated bool
+}
+
+// ObjectName is what a reader is shown of a relationship's or position's object: the entity's
+// canonical name and kind, or the literal's text and "value:<type>".
+type ObjectName struct {
+	Name string
+	Kind string
 }
 
 // ReviewItemView is a stored review item that names a relationship, as subject or as related prior.

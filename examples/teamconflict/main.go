@@ -15,7 +15,7 @@
 // 50%): the next run resolves the case for release, supersedes alice's relationship with valid_to at
 // the evidence-supported cutoff (2026-05-01), and records it all as system_conflict_reviewer. Then the
 // three views again: the current one (release, with a resolved_conflict reference; main is gone),
-// valid_at before the cutoff (main, which was true then) and known_at before bob's correction (main,
+// valid_at before the cutoff (main, which was true then and is not current) and known_at before bob's correction (main,
 // no conflict), and Trace of alice's relationship with its whole lineage.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
@@ -108,8 +108,7 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 		return err
 	}
 	s := &story{w: w, ctx: ctx, client: client, clock: clock,
-		profiles: map[densemem.ProfileID]string{}, rels: map[densemem.RelationshipID]string{},
-		objects: map[densemem.RelationshipID]string{}}
+		profiles: map[densemem.ProfileID]string{}, rels: map[densemem.RelationshipID]string{}}
 	for _, step := range []struct {
 		at  time.Time
 		run func() error
@@ -136,8 +135,7 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 }
 
 // story holds what the steps share. IDs are generated with random bits, so the story prints names:
-// profiles and rels map IDs to the names shown instead (objects to the branch each relationship
-// names), and the one conflict case is <conflict>.
+// profiles and rels map IDs to the names shown instead, and the one conflict case is <conflict>.
 type story struct {
 	w      io.Writer
 	ctx    context.Context
@@ -148,7 +146,6 @@ type story struct {
 	alice, bob, carol densemem.Principal
 	profiles          map[densemem.ProfileID]string
 	rels              map[densemem.RelationshipID]string
-	objects           map[densemem.RelationshipID]string
 	main, release     densemem.RelationshipID // alice's main, bob's release
 	caseID            string
 	caseVersionRead   int // the case version carol read
@@ -215,7 +212,6 @@ func (s *story) remember(p densemem.Principal, key, content, branch string, vali
 	out := pl.RelationshipOutcomes[0]
 	if out.RelationshipID != "" {
 		s.rels[out.RelationshipID] = fmt.Sprintf("«production deploys_from %s» owned by %s", branch, who)
-		s.objects[out.RelationshipID] = branch
 	}
 	s.printf("  %s: status %s, tier %s\n", out.Category, out.Status, out.Tier)
 	for _, x := range out.CrossReferences {
@@ -373,6 +369,15 @@ func (s *story) recall(view string, req densemem.RecallRequest) (*densemem.Recal
 		v := r.Relationship
 		s.printf("  - «%s %s %s» owned by %s: %s, %s, valid %s .. %s", v.Subject.Name, v.Predicate, v.Object.Name,
 			s.profiles[v.OwnerProfileID], v.Status, v.Tier, optDay(v.ValidFrom), optDay(v.ValidTo))
+		if r.TrueAtValidAt != nil && *r.TrueAtValidAt {
+			// A valid_at result was true then; only Current says whether it is current now.
+			s.printf(", true at valid_at")
+			if r.Current {
+				s.printf(", current")
+			} else {
+				s.printf(", not current")
+			}
+		}
 		if r.ConflictID != "" {
 			s.printf(", in case %s", s.caseName(r.ConflictID))
 		}
@@ -532,13 +537,11 @@ func (s *story) nightlyAfterDeadline() error {
 			if p.PositionID != c.PreferredPositionID {
 				continue
 			}
-			var object string
 			var owners []densemem.ProfileID
 			for _, m := range p.Members {
-				object = s.objects[m.RelationshipID]
 				owners = append(owners, m.OwnerProfileID)
 			}
-			s.printf("  preferred position: %q (%s)\n", object, s.owners(owners))
+			s.printf("  preferred position: %q (%s)\n", p.Object.Name, s.owners(owners))
 		}
 	}
 	// Trace's case view has no effective_at: the compact resolved_conflict reference of recall has it.

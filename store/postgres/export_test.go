@@ -15,4 +15,6 @@ var TraceListSQL = map[string]string{
 	"cross_references":     New(nil, nil).sql(traceCrossRefsSQL),
 	"conflicts":            New(nil, nil).sql(traceCasesSQL),
 	"conflict_events":      New(nil, nil).sql(traceCaseEventsSQL),
+	"conflict_objects":     New(nil, nil).sql(traceCaseObjectsSQL),
+	"conflict_supports":    New(nil, nil).sql(traceCaseSupportsSQL),
 }

@@ -233,6 +233,44 @@ JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_
 CROSS JOIN LATERAL (SELECT resulting_status, case_version, positions FROM {schema}.conflict_events e
                     WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
 ORDER BY p.opened_at, p.conflict_id`
+	// traceCaseLatest is the latest event of case p.conflict_id: its positions are the case's current
+	// membership, as traceCasesSQL reads them.
+	traceCaseLatest = `(SELECT positions FROM {schema}.conflict_events e
+                    WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1)`
+	// traceCaseObjectsSQL names, for each case of the same page, the object of each position of its
+	// latest event: one row per position, each an index probe of the entity's canonical name or of
+	// the literal.
+	traceCaseObjectsSQL = `-- name: TraceCaseObjects
+WITH page AS (` + traceCasePage + `)
+SELECT p.conflict_id, pos.value->>'position_id', n.name, n.kind
+FROM page p
+CROSS JOIN LATERAL ` + traceCaseLatest + ` e
+CROSS JOIN LATERAL jsonb_array_elements(e.positions) pos
+CROSS JOIN LATERAL (
+    SELECT COALESCE(obn.name, v.value_text, '') AS name, COALESCE(oe.entity_kind, 'value:' || v.value_type, '') AS kind
+    FROM (SELECT pos.value->'object'->>'entity_id' AS entity_id, pos.value->'object'->>'value_id' AS value_id) o
+    LEFT JOIN {schema}.entities oe ON oe.team_id = $1 AND oe.entity_id = o.entity_id
+    LEFT JOIN {schema}.entity_names obn ON obn.team_id = $1 AND obn.entity_id = o.entity_id AND obn.name_kind = 'canonical'
+    LEFT JOIN {schema}.literal_values v ON v.team_id = $1 AND v.value_id = o.value_id
+    LIMIT 1) n`
+	// traceCaseSupportsSQL reads, for each case of the same page, the (source group, content hash) of
+	// the supports of the members of its latest event's positions, at most $6 rows per case: the
+	// members' support links are read one member after another through the support index, in its
+	// order, and the read stops there (a case that reaches $6 is cut, and the caller does not count it).
+	traceCaseSupportsSQL = `-- name: TraceCaseSupports
+WITH page AS (` + traceCasePage + `)
+SELECT p.conflict_id, x.relationship_id, x.source_group, x.content_sha256
+FROM page p
+CROSS JOIN LATERAL (
+    SELECT s.relationship_id, s.source_group, s.content_sha256
+    FROM ` + traceCaseLatest + ` e
+    CROSS JOIN LATERAL jsonb_array_elements(e.positions) pos
+    CROSS JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(pos.value->'members') WHEN 'array'
+                                            THEN pos.value->'members' ELSE '[]' END) m
+    CROSS JOIN LATERAL (SELECT s.relationship_id, s.source_group, s.content_sha256 FROM {schema}.support_links s
+                        WHERE s.team_id = $1 AND s.relationship_id = m.value->>'relationship_id'
+                        ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $6) s
+    LIMIT $6) x`
 	// traceCaseEventsSQL reads, for each case of the same page, its events after the case version
 	// given for it in $6/$7 (0 when absent), LIMIT $5 per case.
 	traceCaseEventsSQL = `-- name: TraceCaseEvents
@@ -299,8 +337,9 @@ func queueKeyed[T any](b *pgx.Batch, p store.TraceLoadParams, sql string, k *sto
 // REPEATABLE READ transaction: one round trip with the first hop of neighbours, one more per further
 // hop. ErrNotFound when absent.
 func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.TraceData, error) {
-	if p.Limit < 1 {
-		return store.TraceData{}, fmt.Errorf("%w: trace limit %d is not positive", store.ErrInternal, p.Limit)
+	if p.Limit < 1 || p.CaseSupports < 1 {
+		return store.TraceData{}, fmt.Errorf("%w: trace limit %d or case supports %d is not positive", store.ErrInternal,
+			p.Limit, p.CaseSupports)
 	}
 	var out store.TraceData
 	var views []store.RelationshipView
@@ -412,6 +451,48 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 			c, err := scanRecallCase(row, p.Team)
 			return c, store.TraceKey{At: c.OpenedAt, IDs: []string{string(c.ID)}}, err
 		})
+	names := map[conflict.ID]map[conflict.PositionID]store.ObjectName{}
+	b.Queue(traceCaseObjectsSQL, append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1)...).
+		Query(func(rows pgx.Rows) error {
+			var id conflict.ID
+			var pos conflict.PositionID
+			var n store.ObjectName
+			_, err := pgx.ForEachRow(rows, []any{&id, &pos, &n.Name, &n.Kind}, func() error {
+				if names[id] == nil {
+					names[id] = map[conflict.PositionID]store.ObjectName{}
+				}
+				names[id][pos] = n
+				return nil
+			})
+			return err
+		})
+	supports := map[conflict.ID]map[relationship.ID][]evidence.Support{}
+	supportRows := map[conflict.ID]int{}
+	type supportKey struct {
+		id   conflict.ID
+		rel  relationship.ID
+		pair evidence.Support
+	}
+	seen := map[supportKey]bool{}
+	supportArgs := append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1, p.CaseSupports+1)
+	b.Queue(traceCaseSupportsSQL, supportArgs...).Query(func(rows pgx.Rows) error {
+		var id conflict.ID
+		var rel relationship.ID
+		var sup evidence.Support
+		_, err := pgx.ForEachRow(rows, []any{&id, &rel, &sup.Group, &sup.ContentHash}, func() error {
+			supportRows[id]++
+			if supports[id] == nil {
+				supports[id] = map[relationship.ID][]evidence.Support{}
+			}
+			sup.Effective = true
+			if k := (supportKey{id, rel, sup}); !seen[k] {
+				seen[k] = true
+				supports[id][rel] = append(supports[id][rel], sup)
+			}
+			return nil
+		})
+		return err
+	})
 	afterIDs, afterVersions := []string{}, []int32{}
 	for id, v := range p.After.CaseEvents {
 		afterIDs, afterVersions = append(afterIDs, string(id)), append(afterVersions, int32(v))
@@ -461,7 +542,8 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 	}
 	out.Relationship = views[0]
 	for _, c := range cases {
-		tc := store.TraceCase{Case: c}
+		tc := store.TraceCase{Case: c, Objects: names[c.ID], MemberSupports: supports[c.ID],
+			SupportsTruncated: supportRows[c.ID] > p.CaseSupports}
 		for _, e := range events {
 			if e.CaseID == c.ID {
 				tc.Events = append(tc.Events, e)

@@ -43,6 +43,8 @@ func TestTracePlansReadOnlyAPage(t *testing.T) {
 			args = []any{team, rel, 0, limit + 1}
 		case "conflict_events":
 			args = append(args, []string{}, []int32{})
+		case "conflict_supports":
+			args = append(args, limit+1) // the case's members have more than 10k support links
 		}
 		for _, mode := range []string{"auto", "force_generic_plan"} {
 			read, plan := explainReads(t, ctx, pool, mode, sql, args)
