@@ -30,7 +30,9 @@ type Store interface {
 	ProfileSetStatus(ctx context.Context, p ProfileSetStatusParams) error
 	// PrincipalLoad returns a profile and its team's policy in force. ErrNotFound when either is missing.
 	PrincipalLoad(ctx context.Context, p PrincipalLoadParams) (Principal, error)
-	// PolicyAppend appends the next policy version of a team and returns it.
+	// PolicyAppend appends the next policy version of a team, only if ExpectVersion is the version in
+	// force, and returns it. ErrStaleVersion when another version is in force, ErrNotFound when the
+	// team does not exist.
 	PolicyAppend(ctx context.Context, p PolicyAppendParams) (Policy, error)
 	// PredicateAppend appends the next version of a predicate key and returns it.
 	PredicateAppend(ctx context.Context, p PredicateAppendParams) (relationship.Predicate, error)
@@ -167,16 +169,20 @@ type Principal struct {
 	Policy  Policy
 }
 
-// PolicyAppendParams appends a policy version; Version is ignored and assigned.
+// PolicyAppendParams appends a policy version; Policy.Version is ignored and assigned
+// (ExpectVersion+1).
 type PolicyAppendParams struct {
 	Policy Policy
+	// ExpectVersion is the version in force that the new one replaces.
+	ExpectVersion int
 }
 
 // PredicateAppendParams appends a predicate version; Predicate.Version is ignored and assigned.
 type PredicateAppendParams struct {
 	Team      identity.TeamID
 	Predicate relationship.Predicate
-	CreatedBy identity.ProfileID
+	// CreatedBy is the registering profile's ID, or "host" for the host itself.
+	CreatedBy string
 	CreatedAt time.Time
 }
 

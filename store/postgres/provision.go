@@ -134,19 +134,55 @@ func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) 
 	return pr, s.send(ctx, b, false)
 }
 
-// PolicyAppend appends the next policy version of a team and returns it. ErrNotFound when the team
-// does not exist.
+// policyTeamLockSQL serialises policy changes of a team on its row (FOR NO KEY UPDATE: inserts
+// referencing the team, which take FOR KEY SHARE, do not wait for it).
+const policyTeamLockSQL = `-- name: PolicyTeamLock
+SELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR NO KEY UPDATE`
+
+// policyAppendSQL appends version $8+1 only while $8 is the version in force. It runs after
+// policyTeamLockSQL, as a statement of its own, so under READ COMMITTED it sees every version
+// committed before the lock was granted.
+const policyAppendSQL = `-- name: PolicyAppend
+INSERT INTO {schema}.team_policies (team_id, version, review_ttl_seconds, auto_write_threshold,
+    authoritative_profile_ids, time_zone, created_by, created_at)
+SELECT $1, cur.version + 1, $2, $3, $4, $5, $6, $7
+FROM (SELECT max(version) AS version FROM {schema}.team_policies WHERE team_id = $1) cur
+WHERE cur.version = $8::int
+RETURNING version`
+
+// PolicyAppend appends the next policy version of a team, only if ExpectVersion is the version in
+// force, in one round trip: the team row is locked, then the version in force compared and the new
+// one inserted in one statement. ErrStaleVersion when another version is in force, ErrNotFound
+// when the team does not exist.
 func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (store.Policy, error) {
 	pol := p.Policy
-	err := s.beginFunc(ctx, func(tx pgx.Tx) error {
-		// Serialise version assignment per team on the team row.
-		var one int
-		if err := tx.QueryRow(ctx, s.sql("-- name: TeamLock\nSELECT 1 FROM {schema}.teams WHERE team_id = $1 FOR UPDATE"), pol.Team).Scan(&one); err != nil {
-			return translate(err)
-		}
-		return translate(tx.QueryRow(ctx, s.sql(policyInsertSQL), policyArgs(pol)...).Scan(&pol.Version))
+	var team, appended bool
+	b := &pgx.Batch{}
+	b.Queue(policyTeamLockSQL, pol.Team).Query(func(rows pgx.Rows) error {
+		team = rows.Next()
+		rows.Close()
+		return rows.Err()
 	})
-	return pol, err
+	b.Queue(policyAppendSQL, append(policyArgs(pol), p.ExpectVersion)...).Query(func(rows pgx.Rows) error {
+		if appended = rows.Next(); appended {
+			if err := rows.Scan(&pol.Version); err != nil {
+				return err
+			}
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	if err := s.send(ctx, b, true); err != nil {
+		return store.Policy{}, err
+	}
+	switch {
+	case !team:
+		return store.Policy{}, fmt.Errorf("%w: team %s", store.ErrNotFound, pol.Team)
+	case !appended:
+		return store.Policy{}, fmt.Errorf("%w: team %s's policy version %d is no longer in force", store.ErrStaleVersion,
+			pol.Team, p.ExpectVersion)
+	}
+	return pol, nil
 }
 
 const predicateInsertSQL = `-- name: PredicateInsert
