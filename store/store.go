@@ -39,6 +39,24 @@ type Store interface {
 	// PredicateList returns the latest version of every predicate key of a team.
 	PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error)
 
+	// The List reads page a team's rows by keyset: each reads the rows after its params' key in
+	// its documented order, Limit of them, and reports whether more follow. A team without rows (or
+	// that does not exist) has an empty page. Errors: only the store's transport sentinels
+	// (ErrTimeout, ErrUnavailable, ErrInternal).
+
+	// ProfileList returns a page of a team's profiles in profile ID order.
+	ProfileList(ctx context.Context, p ProfileListParams) (Page[Profile], error)
+	// PredicateListPage returns a page of a team's predicates, the latest version of each key, in
+	// key order.
+	PredicateListPage(ctx context.Context, p PredicateListPageParams) (Page[relationship.Predicate], error)
+	// CaseList returns a page of a team's conflict cases of the given statuses, status by status in
+	// the order given, each status by review_due_at then conflict ID, with each case's current
+	// membership.
+	CaseList(ctx context.Context, p CaseListParams) (Page[CaseListItem], error)
+	// ReviewItemList returns a page of a team's review items of one status (of one profile, or of
+	// all), in (profile ID, created_at, review ID) order.
+	ReviewItemList(ctx context.Context, p ReviewItemListParams) (Page[ReviewItemView], error)
+
 	// RememberPrepare reads, in one round trip, what Remember needs before its transaction.
 	// A missing profile or team is reported through a nil Principal, not an error.
 	RememberPrepare(ctx context.Context, p RememberPrepareParams) (RememberPrepared, error)
@@ -144,11 +162,12 @@ type PrincipalLoadParams struct {
 
 // Profile is a stored profile.
 type Profile struct {
-	Team   identity.TeamID
-	ID     identity.ProfileID
-	Name   string
-	Status identity.ProfileStatus
-	Scopes []identity.Scope
+	Team      identity.TeamID
+	ID        identity.ProfileID
+	Name      string
+	Status    identity.ProfileStatus
+	Scopes    []identity.Scope
+	CreatedAt time.Time
 }
 
 // Policy is one version of a team's policy.
