@@ -244,13 +244,11 @@ func (c *Client) TeamPolicy(ctx context.Context, p Principal) (TeamPolicy, error
 	if err != nil {
 		return TeamPolicy{}, err
 	}
-	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
-		return TeamPolicy{}, err
-	}
-	pol, err := c.store.PolicyGet(ctx, p.TeamID)
+	pr, err := c.authorize(ctx, p, identity.ScopeRead)
 	if err != nil {
 		return TeamPolicy{}, err
 	}
+	pol := pr.Policy // authorize read the policy in force with the principal
 	return TeamPolicy{Version: pol.Version, ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
 		AuthoritativeProfileIDs: append([]ProfileID{}, pol.AuthoritativeProfiles...), TimeZone: pol.TimeZone}, nil
 }
