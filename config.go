@@ -64,6 +64,10 @@ type Limits struct {
 	// must be at least twice MaxContentBytes, so an evidence item and its excerpt fit on a page
 	// alone: New rejects a smaller value.
 	MaxTraceContentBytes int
+	// MaxPageItems is the most items a page of ListProfiles, ListPredicates, ListConflicts or
+	// ListReviewItems may ask for with its Limit (500); a request that says nothing gets
+	// DefaultPageItems (50), or MaxPageItems when smaller.
+	MaxPageItems int
 }
 
 // Defaults.
@@ -92,6 +96,10 @@ const (
 	DefaultTraceItems           = 50
 	DefaultMaxTraceItems        = 500
 	DefaultMaxTraceContentBytes = 1 << 20
+	// DefaultPageItems is the page size of the List calls when their Limit is 0 (Limits.MaxPageItems
+	// when that is smaller).
+	DefaultPageItems    = 50
+	DefaultMaxPageItems = 500
 )
 
 func (c *Config) withDefaults() Config {
@@ -123,7 +131,8 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
 		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
-		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems}} {
+		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems},
+		{&l.MaxPageItems, DefaultMaxPageItems}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}

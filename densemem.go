@@ -100,10 +100,25 @@ func requestHash(op string, req any) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// authorize loads the principal and checks that it is active and holds scope.
+// authorize loads the principal and checks that it is active and holds scope. It is the one place
+// (with checkPrincipal and checkProfile, which Remember's and Forget's transactions call again after
+// their locks) that decides who may do what. A host principal holds every scope but write, and
+// needs only its team to exist (ErrNotFound otherwise); it is returned with a synthetic profile
+// holding those scopes and the team's policy in force.
 func (c *Client) authorize(ctx context.Context, p Principal, scope identity.Scope) (store.Principal, error) {
-	if err := checkPrincipal(p); err != nil {
+	if err := checkPrincipal(p, scope); err != nil {
 		return store.Principal{}, err
+	}
+	if p.Host {
+		pol, err := c.store.PolicyGet(ctx, p.TeamID)
+		if err != nil {
+			if isNotFound(err) {
+				return store.Principal{}, fmt.Errorf("%w: team %s", ErrNotFound, p.TeamID)
+			}
+			return store.Principal{}, err
+		}
+		return store.Principal{Profile: store.Profile{Team: p.TeamID, Name: hostActor, Status: identity.ProfileActive,
+			Scopes: hostScopes}, Policy: pol}, nil
 	}
 	pr, err := c.store.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: p.TeamID, Profile: p.ProfileID})
 	if err != nil {
@@ -115,7 +130,15 @@ func (c *Client) authorize(ctx context.Context, p Principal, scope identity.Scop
 	return pr, checkProfile(pr.Profile.Status, pr.Profile.Scopes, p, scope)
 }
 
+// hostScopes are the scopes a host principal holds: every scope but write (it never authors).
+var hostScopes = []identity.Scope{identity.ScopeErasure, identity.ScopeRead, identity.ScopeVocabulary}
+
+// checkProfile checks a loaded profile's status and scopes for scope; a host principal has no
+// profile and passes with the scopes it holds.
 func checkProfile(status identity.ProfileStatus, scopes []identity.Scope, p Principal, scope identity.Scope) error {
+	if p.Host {
+		return checkPrincipal(p, scope)
+	}
 	if status != identity.ProfileActive {
 		return fmt.Errorf("%w: profile %s is %s", ErrForbidden, p.ProfileID, status)
 	}

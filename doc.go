@@ -25,6 +25,11 @@
 //	client.RegisterPredicate(ctx, densemem.Principal{TeamID: team, ProfileID: admin}, densemem.PredicateDefinition{
 //		Key: "deploys_from", RelationshipKind: "state", CurrentCardinality: "one"})
 //
+// The host may also administer and inspect a team as itself, without a profile, through
+// HostPrincipal(team): it registers predicates, sets the policy (from the version in force), and
+// lists profiles, predicates, conflict cases (overdue first) and review items, a page at a time. It
+// never remembers or forgets; never hand it to an agent.
+//
 // Remember evidence and the relationships it states. Each relationship cites byte spans of the
 // evidence; the Verifier checks them once per call; the placement says what happened to each:
 //

@@ -654,7 +654,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 	t.Run("authoritative opposition blocks the majority", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
+		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
 			AuthoritativeProfileIDs: []densemem.ProfileID{e.A.ProfileID, e.B.ProfileID}, TimeZone: "UTC"}); err != nil {
 			t.Fatal(err)
 		}
@@ -1372,7 +1372,7 @@ func TestNightlyRunReservation(t *testing.T) {
 	t.Run("the team time zone sets the run date", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
+		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
 			TimeZone: "America/New_York"}); err != nil {
 			t.Fatal(err)
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -14,7 +15,8 @@ import (
 
 // Provisioning. CreateTeam, CreateProfile and DisableProfile are host operations: the host is
 // trusted and authenticates its own administrators. SetTeamPolicy and RegisterPredicate are
-// vocabulary operations of a team's profile with the vocabulary scope.
+// vocabulary operations: of the host itself (HostPrincipal), or of a team's profile with the
+// vocabulary scope, so an agent holding that scope can still change its team's vocabulary.
 
 // CreateTeamRequest creates a team.
 type CreateTeamRequest struct {
@@ -84,7 +86,8 @@ func (c *Client) DisableProfile(ctx context.Context, team TeamID, profile Profil
 
 // TeamPolicy is one version of a team's policy.
 type TeamPolicy struct {
-	// Version is assigned by SetTeamPolicy.
+	// Version is the policy's version. SetTeamPolicy takes the version in force that the change
+	// replaces (the one TeamPolicy returned) and returns the new policy with the version it assigned.
 	Version int `json:"version"`
 	// ReviewTTL sets review_due_at = opened_at + ReviewTTL for new conflict cases (1..30 days).
 	ReviewTTL time.Duration `json:"review_ttl"`
@@ -96,13 +99,23 @@ type TeamPolicy struct {
 	TimeZone string `json:"time_zone"`
 }
 
-// SetTeamPolicy appends a new policy version for the principal's team. Vocabulary scope required.
+// SetTeamPolicy appends a new policy version for the principal's team, with every field as given
+// (an empty TimeZone means UTC), and returns it with its new version. pol.Version must be the
+// version in force, as TeamPolicy returned it: the change is appended only if that version is still
+// in force, in the same transaction, so of two changes made from the same version one succeeds and
+// the other fails with ErrStaleVersion (read the policy again and reapply).
+//
+// Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
+// host principal's team does not exist), ErrStaleVersion.
 func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy) (TeamPolicy, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {
 		return TeamPolicy{}, err
 	}
 	var ps problems
+	if pol.Version < 1 || pol.Version > math.MaxInt32 {
+		ps.add("version", "pass the version TeamPolicy returned (the policy in force this change replaces)")
+	}
 	if pol.ReviewTTL < 24*time.Hour || pol.ReviewTTL > 30*24*time.Hour {
 		ps.add("review_ttl", "must be within 1..30 days")
 	}
@@ -136,12 +149,15 @@ func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy)
 		}
 	}
 	now := c.now()
-	stored, err := c.store.PolicyAppend(ctx, store.PolicyAppendParams{Policy: store.Policy{Team: p.TeamID,
-		ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
+	stored, err := c.store.PolicyAppend(ctx, store.PolicyAppendParams{ExpectVersion: pol.Version, Policy: store.Policy{
+		Team: p.TeamID, ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
 		AuthoritativeProfiles: append([]ProfileID{}, pol.AuthoritativeProfileIDs...), TimeZone: pol.TimeZone,
-		CreatedBy: string(p.ProfileID), CreatedAt: now}})
+		CreatedBy: p.actor(), CreatedAt: now}})
+	if err != nil {
+		return pol, err
+	}
 	pol.Version = stored.Version
-	return pol, err
+	return pol, nil
 }
 
 // PredicateDefinition is one registered predicate version.
@@ -160,7 +176,10 @@ type PredicateDefinition struct {
 }
 
 // RegisterPredicate registers a new immutable version of a predicate key (the first is version 1).
-// Vocabulary scope required. The key is normalised like any predicate phrase.
+// The key is normalised like any predicate phrase.
+//
+// Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
+// host principal's team does not exist).
 func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def PredicateDefinition) (PredicateDefinition, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {
@@ -207,7 +226,7 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {
 		return def, err
 	}
-	stored, err := c.store.PredicateAppend(ctx, store.PredicateAppendParams{Team: p.TeamID, CreatedBy: p.ProfileID,
+	stored, err := c.store.PredicateAppend(ctx, store.PredicateAppendParams{Team: p.TeamID, CreatedBy: p.actor(),
 		CreatedAt: c.now(), Predicate: relationship.Predicate{Key: def.Key, Kind: def.RelationshipKind,
 			Cardinality: def.CurrentCardinality, Aliases: def.Aliases, SubjectKinds: def.SubjectKinds,
 			ObjectKinds: def.ObjectKinds, ValueObject: def.ValueObject, Description: def.Description}})
@@ -217,20 +236,19 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
-// TeamPolicy returns the policy in force for the principal's team (read scope), so a host can change
-// one field with SetTeamPolicy without clearing the others.
+// TeamPolicy returns the policy in force for the principal's team (read scope, or a host
+// principal), so a host can change one field with SetTeamPolicy without clearing the others; its
+// Version is the one SetTeamPolicy expects.
 func (c *Client) TeamPolicy(ctx context.Context, p Principal) (TeamPolicy, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {
 		return TeamPolicy{}, err
 	}
-	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
-		return TeamPolicy{}, err
-	}
-	pol, err := c.store.PolicyGet(ctx, p.TeamID)
+	pr, err := c.authorize(ctx, p, identity.ScopeRead)
 	if err != nil {
 		return TeamPolicy{}, err
 	}
+	pol := pr.Policy // authorize read the policy in force with the principal
 	return TeamPolicy{Version: pol.Version, ReviewTTL: pol.ReviewTTL, AutoWriteThreshold: pol.AutoWriteThreshold,
 		AuthoritativeProfileIDs: append([]ProfileID{}, pol.AuthoritativeProfiles...), TimeZone: pol.TimeZone}, nil
 }

@@ -145,8 +145,9 @@ type RecallConflict struct {
 	Predicate   string           `json:"predicate"`
 	Scope       string           `json:"scope"`
 	Positions   []RecallPosition `json:"positions"`
-	// Question names the subject, predicate, scope and alternatives, and how to answer.
-	Question string `json:"question"`
+	// Question names the subject, predicate, scope and alternatives, and how to answer. Only a live
+	// (open or overdue) case has one.
+	Question string `json:"question,omitempty"`
 }
 
 // RecallPosition is one material alternative of a case.

@@ -33,7 +33,7 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	if err := validateRemember(&req, c.cfg.Limits); err != nil {
 		return nil, err
 	}
-	if err := checkPrincipal(p); err != nil {
+	if err := checkPrincipal(p, identity.ScopeWrite); err != nil {
 		return nil, err
 	}
 	normalizeTimes(&req)

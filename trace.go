@@ -255,7 +255,9 @@ type IdentityResolution struct {
 	CreatedAt     time.Time         `json:"created_at"`
 }
 
-// TraceReviewItem is one review item that names the traced relationship.
+// TraceReviewItem is one review item with the prompt (the exact choices) it was stored with: in
+// Trace, one that names the traced relationship; in ListReviewItems (as ReviewItem), one of a
+// profile's items.
 type TraceReviewItem struct {
 	ReviewID              string           `json:"review_id"`
 	Kind                  string           `json:"kind"`
@@ -268,6 +270,8 @@ type TraceReviewItem struct {
 	RelatedRelationshipID []RelationshipID `json:"related_relationship_ids,omitempty"`
 	Prompt                *ReviewPrompt    `json:"prompt"`
 	CreatedAt             time.Time        `json:"created_at"`
+	// ResolvedAt is when a resolved item was resolved.
+	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 }
 
 // TraceCrossReference is one cross-reference of the traced relationship.
@@ -435,17 +439,7 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	}
 	out.truncate(TraceListIdentityResolutions, len(out.IdentityResolutions), d.Next.Resolutions)
 	for _, ri := range d.ReviewItems {
-		item := TraceReviewItem{ReviewID: ri.ID, Kind: ri.Kind, Status: ri.Status, IngestID: ri.IngestID,
-			PlacementItemID: ri.PlacementItemID, ProfileID: ri.Profile, ObservationID: ri.ObservationID,
-			RelationshipID: ri.RelationshipID, CreatedAt: ri.CreatedAt}
-		for _, id := range ri.Related {
-			item.RelatedRelationshipID = append(item.RelatedRelationshipID, RelationshipID(id))
-		}
-		var prompt ReviewPrompt
-		if json.Unmarshal(ri.Choices, &prompt) == nil {
-			item.Prompt = &prompt
-		}
-		out.ReviewItems = append(out.ReviewItems, item)
+		out.ReviewItems = append(out.ReviewItems, reviewItem(ri))
 	}
 	out.truncate(TraceListReviewItems, len(out.ReviewItems), d.Next.ReviewItems)
 	for _, x := range d.CrossReferences {
@@ -499,6 +493,21 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		out.Neighbours = append(out.Neighbours, summary(n))
 	}
 	return out, nil
+}
+
+// reviewItem is a stored review item as Trace and ListReviewItems show it, with its stored prompt.
+func reviewItem(ri store.ReviewItemView) TraceReviewItem {
+	item := TraceReviewItem{ReviewID: ri.ID, Kind: ri.Kind, Status: ri.Status, IngestID: ri.IngestID,
+		PlacementItemID: ri.PlacementItemID, ProfileID: ri.Profile, ObservationID: ri.ObservationID,
+		RelationshipID: ri.RelationshipID, CreatedAt: ri.CreatedAt, ResolvedAt: ri.ResolvedAt}
+	for _, id := range ri.Related {
+		item.RelatedRelationshipID = append(item.RelatedRelationshipID, RelationshipID(id))
+	}
+	var prompt ReviewPrompt
+	if json.Unmarshal(ri.Choices, &prompt) == nil {
+		item.Prompt = &prompt
+	}
+	return item
 }
 
 // truncate records, when next is set, that list goes on after the returned items, from next.

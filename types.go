@@ -38,10 +38,36 @@ type (
 	Verdict = evidence.Verdict
 )
 
-// Principal is the authenticated caller of one call: a profile of a team. The host authenticates it.
+// Principal is the authenticated caller of one call: a profile of a team, or the host itself acting
+// for a team (HostPrincipal). The host authenticates it.
 type Principal struct {
 	TeamID    TeamID    `json:"team_id"`
 	ProfileID ProfileID `json:"profile_id"`
+	// Host marks the host itself, trusted code acting for TeamID without a profile (ProfileID stays
+	// empty). A host principal holds every scope for administrative and read calls
+	// (RegisterPredicate, SetTeamPolicy, TeamPolicy, the List calls, Recall, Trace), but never
+	// authors knowledge: Remember and Forget refuse it with ErrForbidden. Rows it writes record
+	// created_by "host". It is never decoded from JSON; adapters that serve agents (MCP, HTTP) must
+	// never set it: an agent acts through a profile and its scopes.
+	Host bool `json:"-"`
+}
+
+// HostPrincipal returns the principal of the host itself acting for team: the host administers
+// the team (predicates, policy, the List calls) and reads it without a profile of the team, and
+// cannot Remember or Forget. The team must exist. Never hand one to an agent.
+func HostPrincipal(team TeamID) Principal {
+	return Principal{TeamID: team, Host: true}
+}
+
+// hostActor is what rows written by a host principal record as their author.
+const hostActor = "host"
+
+// actor is the author a row written for p records: its profile ID, or "host".
+func (p Principal) actor() string {
+	if p.Host {
+		return hostActor
+	}
+	return string(p.ProfileID)
 }
 
 // RememberRequest submits verbatim evidence and the relationships the host extracted from it.

@@ -283,8 +283,24 @@ func normalizeTimes(req *RememberRequest) {
 	}
 }
 
-// checkPrincipal rejects a principal whose IDs cannot name a stored profile.
-func checkPrincipal(p Principal) error {
+// checkPrincipal rejects, before anything is read, a principal whose IDs cannot name a stored
+// profile, and a host principal that names a profile or asks for scope write: the host administers
+// and reads a team, it never authors knowledge.
+func checkPrincipal(p Principal, scope identity.Scope) error {
+	if p.Host {
+		switch {
+		case p.TeamID == "" || !utf8.ValidString(string(p.TeamID)) || strings.ContainsRune(string(p.TeamID), 0) ||
+			len(p.TeamID) > DefaultMaxTextBytes:
+			return fmt.Errorf("%w: host principal of team %q: no such team", ErrForbidden, p.TeamID)
+		case p.ProfileID != "":
+			return fmt.Errorf("%w: a host principal names no profile (got %q); use HostPrincipal(team), or a profile's principal",
+				ErrForbidden, p.ProfileID)
+		case scope == identity.ScopeWrite:
+			return fmt.Errorf("%w: the host principal cannot author knowledge: Remember and Forget need a profile of team %s with the write scope",
+				ErrForbidden, p.TeamID)
+		}
+		return nil
+	}
 	for _, s := range []string{string(p.TeamID), string(p.ProfileID)} {
 		if s == "" || !utf8.ValidString(s) || strings.ContainsRune(s, 0) || len(s) > DefaultMaxTextBytes {
 			return fmt.Errorf("%w: principal %q/%q is not a profile of a team", ErrForbidden, p.TeamID, p.ProfileID)

@@ -17,8 +17,8 @@ var (
 	ErrStaleConflictVersion = errors.New("densemem: stale conflict case version")
 	// ErrNotMaterialToConflict: the proposal does not belong to the named conflict case.
 	ErrNotMaterialToConflict = errors.New("densemem: proposal not material to the conflict case")
-	// ErrStaleVersion: a relationship changed since it was read.
-	ErrStaleVersion = errors.New("densemem: stale relationship version")
+	// ErrStaleVersion: a relationship or a team policy changed since it was read.
+	ErrStaleVersion = errors.New("densemem: stale version")
 	// ErrConflict: a write collided with a concurrent one and could not be retried.
 	ErrConflict = errors.New("densemem: concurrent write conflict")
 	// ErrUnavailable: the database could not be reached or refused the operation.

@@ -30,12 +30,32 @@ type Store interface {
 	ProfileSetStatus(ctx context.Context, p ProfileSetStatusParams) error
 	// PrincipalLoad returns a profile and its team's policy in force. ErrNotFound when either is missing.
 	PrincipalLoad(ctx context.Context, p PrincipalLoadParams) (Principal, error)
-	// PolicyAppend appends the next policy version of a team and returns it.
+	// PolicyAppend appends the next policy version of a team, only if ExpectVersion is the version in
+	// force, and returns it. ErrStaleVersion when another version is in force, ErrNotFound when the
+	// team does not exist.
 	PolicyAppend(ctx context.Context, p PolicyAppendParams) (Policy, error)
 	// PredicateAppend appends the next version of a predicate key and returns it.
 	PredicateAppend(ctx context.Context, p PredicateAppendParams) (relationship.Predicate, error)
 	// PredicateList returns the latest version of every predicate key of a team.
 	PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error)
+
+	// The List reads page a team's rows by keyset: each reads the rows after its params' key in
+	// its documented order, Limit of them, and reports whether more follow. A team without rows (or
+	// that does not exist) has an empty page. Errors: only the store's transport sentinels
+	// (ErrTimeout, ErrUnavailable, ErrInternal).
+
+	// ProfileList returns a page of a team's profiles in profile ID order.
+	ProfileList(ctx context.Context, p ProfileListParams) (Page[Profile], error)
+	// PredicateListPage returns a page of a team's predicates, the latest version of each key, in
+	// key order.
+	PredicateListPage(ctx context.Context, p PredicateListPageParams) (Page[relationship.Predicate], error)
+	// CaseList returns a page of a team's conflict cases of the given statuses, status by status in
+	// the order given, each status by review_due_at then conflict ID, with each case's current
+	// membership.
+	CaseList(ctx context.Context, p CaseListParams) (Page[CaseListItem], error)
+	// ReviewItemList returns a page of a team's review items of one status (of one profile, or of
+	// all), in (profile ID, created_at, review ID) order.
+	ReviewItemList(ctx context.Context, p ReviewItemListParams) (Page[ReviewItemView], error)
 
 	// RememberPrepare reads, in one round trip, what Remember needs before its transaction.
 	// A missing profile or team is reported through a nil Principal, not an error.
@@ -142,11 +162,12 @@ type PrincipalLoadParams struct {
 
 // Profile is a stored profile.
 type Profile struct {
-	Team   identity.TeamID
-	ID     identity.ProfileID
-	Name   string
-	Status identity.ProfileStatus
-	Scopes []identity.Scope
+	Team      identity.TeamID
+	ID        identity.ProfileID
+	Name      string
+	Status    identity.ProfileStatus
+	Scopes    []identity.Scope
+	CreatedAt time.Time
 }
 
 // Policy is one version of a team's policy.
@@ -167,16 +188,20 @@ type Principal struct {
 	Policy  Policy
 }
 
-// PolicyAppendParams appends a policy version; Version is ignored and assigned.
+// PolicyAppendParams appends a policy version; Policy.Version is ignored and assigned
+// (ExpectVersion+1).
 type PolicyAppendParams struct {
 	Policy Policy
+	// ExpectVersion is the version in force that the new one replaces.
+	ExpectVersion int
 }
 
 // PredicateAppendParams appends a predicate version; Predicate.Version is ignored and assigned.
 type PredicateAppendParams struct {
 	Team      identity.TeamID
 	Predicate relationship.Predicate
-	CreatedBy identity.ProfileID
+	// CreatedBy is the registering profile's ID, or "host" for the host itself.
+	CreatedBy string
 	CreatedAt time.Time
 }
 

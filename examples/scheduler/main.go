@@ -312,11 +312,14 @@ func (h *host) provision(spec teamSpec) (*team, error) {
 			return nil, err
 		}
 	}
-	// SetTeamPolicy appends a whole new policy version: every field is restated, including the
-	// threshold the team keeps at its default.
-	pol, err := h.client.SetTeamPolicy(h.ctx, admin, densemem.TeamPolicy{ReviewTTL: spec.ttl, AutoWriteThreshold: 0.7,
-		TimeZone: spec.zone})
+	// SetTeamPolicy appends a whole new policy version from the version in force (a concurrent change
+	// from the same version would fail with ErrStaleVersion): read it, change what differs, set it.
+	pol, err := h.client.TeamPolicy(h.ctx, admin)
 	if err != nil {
+		return nil, err
+	}
+	pol.ReviewTTL, pol.TimeZone = spec.ttl, spec.zone
+	if pol, err = h.client.SetTeamPolicy(h.ctx, admin, pol); err != nil {
 		return nil, err
 	}
 	if _, err := h.client.RegisterPredicate(h.ctx, admin, densemem.PredicateDefinition{

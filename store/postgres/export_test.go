@@ -1,5 +1,7 @@
 package postgres
 
+import "github.com/densemem/densemem/store"
+
 // TraceNoParallelSQL is the setting TraceLoad's transaction starts with.
 const TraceNoParallelSQL = traceNoParallelSQL
 
@@ -17,4 +19,18 @@ var TraceListSQL = map[string]string{
 	"conflict_events":      New(nil, nil).sql(traceCaseEventsSQL),
 	"conflict_objects":     New(nil, nil).sql(traceCaseObjectsSQL),
 	"conflict_supports":    New(nil, nil).sql(traceCaseSupportsSQL),
+}
+
+// ListSQL holds the fixed statements of the List reads, for the plan test, written for the default
+// schema.
+var ListSQL = map[string]string{
+	"profiles":   New(nil, nil).sql(profileListSQL),
+	"predicates": New(nil, nil).sql(predicateListPageSQL),
+	"conflicts":  New(nil, nil).sql(caseListSQL),
+}
+
+// ReviewItemListSQL returns ReviewItemList's statement and arguments for p, for the plan test.
+func ReviewItemListSQL(p store.ReviewItemListParams) (string, []any, error) {
+	sql, args, err := reviewItemListQuery(p)
+	return New(nil, nil).sql(sql), args, err
 }

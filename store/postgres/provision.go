@@ -134,18 +134,48 @@ func (s *Store) PrincipalLoad(ctx context.Context, p store.PrincipalLoadParams) 
 	return pr, s.send(ctx, p.Team, b, false)
 }
 
-// PolicyAppend appends the next policy version of a team and returns it. ErrNotFound when the team
-// does not exist.
+// policyAppendSQL appends version $8+1 only while $8 is the version in force. It runs after
+// teamVersionsLockSQL, as a statement of its own, so under READ COMMITTED it sees every version
+// committed before the lock was granted.
+const policyAppendSQL = `-- name: PolicyAppend
+INSERT INTO {schema}.team_policies (team_id, version, review_ttl_seconds, auto_write_threshold,
+    authoritative_profile_ids, time_zone, created_by, created_at)
+SELECT $1, cur.version + 1, $2, $3, $4, $5, $6, $7
+FROM (SELECT max(version) AS version FROM {schema}.team_policies WHERE team_id = $1) cur
+WHERE cur.version = $8::int
+RETURNING version`
+
+// PolicyAppend appends the next policy version of a team, only if ExpectVersion is the version in
+// force, in one round trip: the team's policy versions are locked (lockTeamVersions), then the
+// version in force compared and the new one inserted in one statement. ErrStaleVersion when another version is in force, ErrNotFound
+// when the team does not exist.
 func (s *Store) PolicyAppend(ctx context.Context, p store.PolicyAppendParams) (store.Policy, error) {
 	pol := p.Policy
-	err := s.beginFunc(ctx, pol.Team, func(tx pgx.Tx) error {
-		// Serialise version assignment per team.
-		if err := s.lockTeamVersions(ctx, tx, pol.Team, "policy"); err != nil {
-			return err
-		}
-		return translate(tx.QueryRow(ctx, s.sql(policyInsertSQL), policyArgs(pol)...).Scan(&pol.Version))
+	var team, appended bool
+	b := &pgx.Batch{}
+	b.Queue(teamVersionsLockSQL, lockID("policy-versions", string(pol.Team)), pol.Team).QueryRow(func(row pgx.Row) error {
+		return row.Scan(&team)
 	})
-	return pol, err
+	b.Queue(policyAppendSQL, append(policyArgs(pol), p.ExpectVersion)...).Query(func(rows pgx.Rows) error {
+		if appended = rows.Next(); appended {
+			if err := rows.Scan(&pol.Version); err != nil {
+				return err
+			}
+		}
+		rows.Close()
+		return rows.Err()
+	})
+	if err := s.send(ctx, pol.Team, b, true); err != nil {
+		return store.Policy{}, err
+	}
+	switch {
+	case !team:
+		return store.Policy{}, fmt.Errorf("%w: team %s", store.ErrNotFound, pol.Team)
+	case !appended:
+		return store.Policy{}, fmt.Errorf("%w: team %s's policy version %d is no longer in force", store.ErrStaleVersion,
+			pol.Team, p.ExpectVersion)
+	}
+	return pol, nil
 }
 
 const teamVersionsLockSQL = `-- name: TeamVersionsLock

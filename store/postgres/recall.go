@@ -217,12 +217,16 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 	return out, nil
 }
 
-func scanRecallCase(row pgx.CollectableRow, team identity.TeamID) (store.RecallCase, error) {
+// scanRecallCase scans a case read as recallCasesSQL reads it (conflict ID, subject, predicate key,
+// scope, status, version, opened_at, review_due_at, resolved_at, effective_at, time basis,
+// preferred position, policy version, positions, kind), and then any further columns into extra.
+func scanRecallCase(row pgx.CollectableRow, team identity.TeamID, extra ...any) (store.RecallCase, error) {
 	var c store.RecallCase
 	var status, kind string
 	var positions []byte
-	err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version, &c.OpenedAt,
-		&c.ReviewDueAt, &c.ResolvedAt, &c.EffectiveAt, &c.TimeBasis, &c.Preferred, &c.PolicyVersion, &positions, &kind)
+	err := row.Scan(append([]any{&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version, &c.OpenedAt,
+		&c.ReviewDueAt, &c.ResolvedAt, &c.EffectiveAt, &c.TimeBasis, &c.Preferred, &c.PolicyVersion, &positions, &kind},
+		extra...)...)
 	if err != nil {
 		return c, err
 	}

@@ -191,8 +191,7 @@ ORDER BY created_at, resolution_id LIMIT $5`
 	// traceReviewItemsSQL reads the items about the relationship and those naming it as a related
 	// prior (the second branch leaves out the first's rows).
 	traceReviewItemsSQL = `-- name: TraceReviewItems
-SELECT review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id, COALESCE(relationship_id, ''),
-       related_ids, choices, created_at, resolved_at
+SELECT ` + reviewItemViewColumns + `
 FROM (
   (SELECT * FROM {schema}.review_items
    WHERE team_id = $1 AND relationship_id = $2 AND (created_at, review_id) > ($3, $4)
@@ -306,6 +305,20 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 		args = append(args, id)
 	}
 	return args
+}
+
+// reviewItemViewColumns are the columns of a review item as scanReviewItemView reads them.
+const reviewItemViewColumns = `review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
+       COALESCE(relationship_id, ''), related_ids, choices, created_at, resolved_at`
+
+// scanReviewItemView scans a review item read with reviewItemViewColumns.
+func scanReviewItemView(row pgx.CollectableRow, team identity.TeamID) (store.ReviewItemView, error) {
+	var v store.ReviewItemView
+	var choices []byte
+	err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
+		&v.RelationshipID, &v.Related, &choices, &v.CreatedAt, &v.ResolvedAt)
+	v.Team, v.Choices = team, json.RawMessage(choices)
+	return v, err
 }
 
 // queueKeyed queues a keyed list query (team, relationship, key with ids IDs, limit+1, extra) whose
@@ -430,11 +443,7 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 		})
 	queueKeyed(b, p, traceReviewItemsSQL, p.After.ReviewItems, 1, &out.ReviewItems, &out.Next.ReviewItems,
 		func(row pgx.CollectableRow) (store.ReviewItemView, store.TraceKey, error) {
-			var v store.ReviewItemView
-			var choices []byte
-			err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
-				&v.RelationshipID, &v.Related, &choices, &v.CreatedAt, &v.ResolvedAt)
-			v.Team, v.Choices = p.Team, json.RawMessage(choices)
+			v, err := scanReviewItemView(row, p.Team)
 			return v, store.TraceKey{At: v.CreatedAt, IDs: []string{v.ID}}, err
 		})
 	queueKeyed(b, p, traceCrossRefsSQL, p.After.CrossReferences, 1, &out.CrossReferences, &out.Next.CrossReferences,
