@@ -11,8 +11,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/densememtest"
 	"github.com/densemem/densemem/internal/testdb"
-	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -73,17 +73,13 @@ func newEnv(t testing.TB, opts ...envOption) *env {
 func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
 	t.Helper()
 	e := &env{t: t, ctx: context.Background(), pool: pool, clock: newTestClock()}
-	e.runtime = testdb.AsRole(t, pool, migrations.DefaultRuntimeRole)
-	e.reviewer = testdb.AsRole(t, pool, migrations.DefaultReviewerRole)
-	e.store, e.reviewStore = postgres.New(e.runtime, nil), postgres.New(e.reviewer, nil)
-	cfg := &densemem.Config{Clock: e.clock.Now, Nightly: densemem.NightlyConfig{Store: e.reviewStore}}
+	cfg := &densemem.Config{Clock: e.clock.Now}
 	for _, o := range opts {
 		o(cfg)
 	}
-	var err error
-	if e.client, err = densemem.New(e.store, cfg); err != nil {
-		t.Fatal(err)
-	}
+	// The same set-up densememtest gives a host's tests.
+	db := densememtest.Open(t, pool, cfg)
+	e.client, e.store, e.reviewStore, e.runtime, e.reviewer = db.Client, db.Store, db.ReviewStore, db.Runtime, db.Reviewer
 	e.team = e.mustTeam("acme")
 	e.admin = e.mustProfile("admin", densemem.Scope("read"), densemem.Scope("vocabulary"))
 	e.A = e.mustProfile("A", "read", "write")

@@ -232,42 +232,61 @@ func NewEmpty(tb testing.TB) *pgxpool.Pool {
 // the clone's name.
 func create(tb testing.TB) (admin, name string) {
 	tb.Helper()
-	admin, err := AdminURL()
+	admin, name, err := Clone(context.Background(), tb.Logf)
 	if err != nil {
 		tb.Fatalf("%v", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	tb.Cleanup(func() { drop(tb, admin, name) })
+	return admin, name
+}
+
+// Clone makes a fresh clone of the migrated template, for callers without a testing.TB (runnable
+// examples): it returns the admin URL and the clone's name; Drop removes it. logf reports retries.
+func Clone(ctx context.Context, logf func(string, ...any)) (admin, name string, err error) {
+	admin, err = AdminURL()
+	if err != nil {
+		return "", "", err
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
 	tpl := templateName()
 	if err := ensureTemplate(ctx, admin, tpl); err != nil {
-		tb.Fatalf("testdb: template %s: %v", tpl, err)
+		return "", "", fmt.Errorf("testdb: template %s: %w", tpl, err)
 	}
 	name = clonePrefix + randomHex(8)
-	err = clone(ctx, admin, tpl, name, tb.Logf)
+	err = clone(ctx, admin, tpl, name, logf)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
 		// The template vanished (another checkout with other migrations dropped it as stale):
 		// build it again once.
 		forgetTemplate()
 		if err = ensureTemplate(ctx, admin, tpl); err == nil {
-			err = clone(ctx, admin, tpl, name, tb.Logf)
+			err = clone(ctx, admin, tpl, name, logf)
 		}
 	}
 	if err != nil {
-		tb.Fatalf("testdb: create %s from %s: %v", name, tpl, err)
+		return "", "", fmt.Errorf("testdb: create %s from %s: %w", name, tpl, err)
 	}
-	tb.Cleanup(func() { drop(tb, admin, name) })
-	return admin, name
+	return admin, name, nil
+}
+
+// URL returns the connection string of database name on the admin URL's server, as the tests use
+// it (search_path the schema).
+func URL(admin, name string) (string, error) { return withDatabase(admin, name) }
+
+// Drop drops a database Clone made, ending its connections.
+func Drop(ctx context.Context, admin, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	return withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
+		return err
+	})
 }
 
 // drop drops a test database, ending its connections.
 func drop(tb testing.TB, admin, name string) {
-	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
-	defer cancel()
-	if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
-		_, err := conn.Exec(ctx, "DROP DATABASE IF EXISTS "+ident(name)+" WITH (FORCE)")
-		return err
-	}); err != nil {
+	if err := Drop(context.Background(), admin, name); err != nil {
 		tb.Errorf("testdb: drop %s: %v", name, err)
 	}
 }
