@@ -37,7 +37,7 @@ func asRole(ctx context.Context, pool *pgxpool.Pool, team densemem.TeamID, stmt 
 		return "", err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true)", string(team)); err != nil {
+	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)", string(team)); err != nil {
 		return "", err
 	}
 	_, err = tx.Exec(ctx, stmt, args...)
@@ -136,7 +136,7 @@ func TestRowLevelSecurityIsolatesTeams(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer func() { _ = tx.Rollback(e.ctx) }()
-		if _, err := tx.Exec(e.ctx, "SELECT set_config('densemem.team', $1, true)", string(team)); err != nil {
+		if _, err := tx.Exec(e.ctx, "SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)", string(team)); err != nil {
 			t.Fatal(err)
 		}
 		for _, table := range allTables {

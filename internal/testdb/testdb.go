@@ -197,6 +197,9 @@ func AsRole(tb testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
 	cfg := pool.Config().Copy()
 	cfg.ConnConfig.User = role
 	cfg.ConnConfig.Password = ""
+	// The library names its tables with their schema; without a search_path a statement that does
+	// not fails here as it would on a host's pool.
+	cfg.ConnConfig.RuntimeParams["search_path"] = "public"
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	p, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -117,7 +117,7 @@ SELECT DISTINCT source_group, content_sha256 FROM {schema}.support_links WHERE t
 
 	// traceOwnObservation is the observation that created the relationship (o), when no support of the
 	// relationship came from it; the supports' observations are read from the support index.
-	traceOwnObservation = `relationships r
+	traceOwnObservation = `{schema}.relationships r
    JOIN {schema}.observations o ON o.team_id = r.team_id AND o.observation_id = r.observation_id`
 	// traceObservationsSQL pages the relationship's observations in (created_at, observation_id)
 	// order: those of its supports, read in the support index's order (a support link is recorded
