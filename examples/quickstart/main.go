@@ -287,7 +287,7 @@ func (s *story) forget() error {
 // edges counts the team's rows of the semantic_edges view: its current, active relationships.
 func (s *story) edges() (int, error) {
 	var n int
-	err := s.st.Pool().QueryRow(s.ctx, "SELECT count(*) FROM semantic_edges WHERE team_id = $1", s.team).Scan(&n)
+	err := s.st.Pool().QueryRow(s.ctx, "SELECT count(*) FROM densemem.semantic_edges WHERE team_id = $1", s.team).Scan(&n)
 	return n, err
 }
 

@@ -18,7 +18,7 @@ import (
 // states must be the same on every run. Then it checks the durable reservations themselves.
 func TestSchedulerGolden(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.NewURL(t)
+	dsn := testdb.NewHostURL(t)
 	var first, second, log bytes.Buffer
 	logger := slog.New(slog.NewTextHandler(&log, nil))
 	if err := run(context.Background(), &first, logger, dsn); err != nil {
@@ -42,7 +42,7 @@ func TestSchedulerGolden(t *testing.T) {
 	defer st.Close()
 	var rows, teams, byInstances int
 	if err := st.Pool().QueryRow(context.Background(), `SELECT count(*), count(DISTINCT team_id),
-		count(*) FILTER (WHERE worker_id IN ('instance-1', 'instance-2', 'instance-3')) FROM nightly_runs`).
+		count(*) FILTER (WHERE worker_id IN ('instance-1', 'instance-2', 'instance-3')) FROM densemem.nightly_runs`).
 		Scan(&rows, &teams, &byInstances); err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 // with the golden file: a rerun creates a fresh team and must print exactly the same story.
 func TestTeamConflictGolden(t *testing.T) {
 	t.Parallel()
-	dsn := testdb.NewURL(t)
+	dsn := testdb.NewHostURL(t)
 	var first, second bytes.Buffer
 	if err := run(context.Background(), &first, dsn); err != nil {
 		t.Fatalf("first run: %v", err)

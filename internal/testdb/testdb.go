@@ -189,6 +189,22 @@ func NewURL(tb testing.TB) string {
 	return u
 }
 
+// NewHostURL is NewURL without the schema as search_path: the connection string of a fresh
+// database as a host would hold it, for tests of programs that must name the schema themselves.
+func NewHostURL(tb testing.TB) string {
+	tb.Helper()
+	raw := NewURL(tb)
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		// A keyword/value string: withDatabase appended the setting last.
+		return strings.TrimSuffix(raw, " search_path="+migrations.DefaultSchema)
+	}
+	q := u.Query()
+	q.Del("search_path")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
 // AsRole returns a pool on pool's database that connects as role (one of the roles the migrations
 // create, which log in without a password on a trust-authenticated test server), closed when the
 // test ends. Tests use it to run the library under its runtime and reviewer roles.
