@@ -6,10 +6,9 @@ import (
 	"fmt"
 
 	"github.com/densemem/densemem/conflict"
-	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
-	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
 
@@ -67,7 +66,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	}
 	rel, err := c.store.RelationshipGet(ctx, p.TeamID, req.RelationshipID)
 	if err != nil {
-		return nil, fmt.Errorf("relationship %s: %w", req.RelationshipID, err)
+		return nil, err
 	}
 	if rel.Owner != p.ProfileID {
 		return nil, fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, rel.ID, rel.Owner)
@@ -91,61 +90,34 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 		if err != nil {
 			return err
 		}
-		ks := &review.KeyState{Key: key, Supports: map[relationship.ID][]evidence.Support{}}
-		var cur *relationship.Relationship
-		for i := range kl.Relationships {
-			r := &kl.Relationships[i]
-			ks.Rels = append(ks.Rels, r)
-			if r.ID == rel.ID {
-				cur = r
-			}
-		}
+		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
+			IdempotencyKey: req.IdempotencyKey, Now: now, Policy: pr.Policy,
+			NewID: func(prefix string) string { return c.newID(prefix, now) }}
+		l.Load(kl, kl.Predicates)
+		ks := l.Key(key)
+		cur := ks.Find(rel.ID)
 		if cur == nil {
-			return fmt.Errorf("relationship %s: %w", rel.ID, ErrNotFound)
+			return fmt.Errorf("%w: relationship %s", ErrNotFound, rel.ID)
 		}
-		for _, s := range kl.Supports {
-			ks.Supports[s.RelationshipID] = append(ks.Supports[s.RelationshipID], review.Support(s, pr.Policy.AuthoritativeProfiles))
-		}
-		for i := range kl.Cases {
-			if kl.Cases[i].Status.Live() && kl.Cases[i].Key == key {
-				ks.Live = &kl.Cases[i]
-			}
-		}
-		ks.Pred, _ = relationship.MatchPredicate(key.PredicateKey, kl.Predicates)
-		ingestID := c.newID("ing", now)
 		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
-		var ws store.WriteSet
 		if cur.Status == relationship.StatusRetracted {
 			res.AlreadyRetracted = true
 		} else {
-			reason := "forget"
-			if req.Reason != "" {
-				reason = "forget: " + req.Reason
-			}
-			res.TransitionID, res.Version = c.newID("trn", now), cur.Version+1
-			ws.Updates = []store.RelationshipUpdate{{Team: p.TeamID, ID: cur.ID, ExpectVersion: cur.Version,
-				Status: relationship.StatusRetracted, Tier: cur.Tier, ValidTo: cur.Validity.To, UpdatedAt: now}}
-			ws.Transitions = []store.TransitionRow{{Team: p.TeamID, ID: res.TransitionID, RelationshipID: cur.ID,
-				FromStatus: cur.Status, ToStatus: relationship.StatusRetracted, FromTier: cur.Tier, ToTier: cur.Tier,
-				FromValidTo: cur.Validity.To, ToValidTo: cur.Validity.To, FromVersion: cur.Version, ToVersion: cur.Version + 1,
-				Reason: reason, ActorKind: store.ActorProfile, ActorProfile: p.ProfileID, IngestID: ingestID,
-				IdempotencyKey: req.IdempotencyKey, CreatedAt: now}}
-			ws.Refreshes = []store.RefreshRow{{Team: p.TeamID, RelationshipID: cur.ID, Reason: "retracted", CreatedAt: now}}
-			cur.Status, cur.Version = relationship.StatusRetracted, cur.Version+1
+			l.Retract(cur, req.Reason)
+			res.TransitionID, res.Version = l.LastTransitionID(), cur.Version
 			// §6.7: the retraction repairs the key's case in the same transaction.
-			keeper := &review.Keeper{Team: p.TeamID, ActorKind: store.ActorProfile, ActorProfile: p.ProfileID,
-				IngestID: ingestID, Now: now, Policy: pr.Policy, WS: &ws, NewID: func(prefix string) string { return c.newID(prefix, now) }}
-			if ref := keeper.Maintain(ks); ref != nil {
+			if ref := l.Maintain(ks); ref != nil {
 				res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 			}
 		}
+		ws, ingestID := &l.WS, l.IngestID
 		body, err := json.Marshal(res)
 		if err != nil {
 			return err
 		}
 		ws.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: req.IdempotencyKey,
 			Operation: opForget, RequestHash: hash, IngestID: ingestID, Result: body, CreatedAt: now}
-		if err := tx.WriteSetApply(ctx, ws); err != nil {
+		if err := tx.WriteSetApply(ctx, *ws); err != nil {
 			return err
 		}
 		result = res

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/densemem/densemem/internal/nightly"
 	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
@@ -31,7 +32,7 @@ func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest)
 	if st == nil {
 		st = c.store
 	}
-	rep, err := review.Run(ctx, review.Config{Store: st, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
+	rep, err := nightly.Run(ctx, nightly.Config{Store: st, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
 		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts}, req)
 	return &rep, err
 }

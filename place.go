@@ -12,8 +12,8 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
-	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
 
@@ -35,11 +35,9 @@ type planner struct {
 	candidates []identity.Entity
 
 	ingestID string
-	ws       store.WriteSet
-	// state holds every owner's relationships of each key the call touches, and the live cases.
-	state     map[conflict.Key]*review.KeyState
-	cases     map[conflict.ID]*store.CaseRow
-	supports  map[relationship.ID][]evidence.Support
+	// l writes the call's rows and holds every owner's relationships of each key the call touches,
+	// their supports, and the live and named cases.
+	l         *ledger.Ledger
 	fragments []store.FragmentRow
 	values    map[string]bool
 	// objectNames names the object of every relationship the planner knows, for review questions.
@@ -95,27 +93,12 @@ func (pl *planner) key(r ProposedRelationship) (conflict.Key, bool) {
 func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error) {
 	pl.ingestID = pl.c.newID("ing", pl.now)
 	pl.values = map[string]bool{}
-	pl.supports = map[relationship.ID][]evidence.Support{}
-	pl.state = map[conflict.Key]*review.KeyState{}
-	pl.cases = map[conflict.ID]*store.CaseRow{}
-	for i := range kl.Relationships {
-		r := kl.Relationships[i]
-		ks := pl.keyState(conflict.Key{Team: pl.p.TeamID, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
-		ks.Rels = append(ks.Rels, &r)
-	}
-	for i := range kl.Cases {
-		c := &kl.Cases[i]
-		pl.cases[c.ID] = c
-		if c.Status.Live() {
-			pl.keyState(c.Key).Live = c
-		}
-	}
+	pl.l = &ledger.Ledger{Team: pl.p.TeamID, Actor: ledger.ProfileActor(pl.p.ProfileID), IngestID: pl.ingestID,
+		IdempotencyKey: pl.req.IdempotencyKey, Now: pl.now, Policy: pl.policy, NewID: pl.newID}
+	pl.l.Load(kl, pl.preds)
 	pl.objectNames = map[relationship.ID]string{}
 	for id, n := range kl.ObjectNames {
 		pl.objectNames[id] = n
-	}
-	for _, s := range kl.Supports {
-		pl.supports[s.RelationshipID] = append(pl.supports[s.RelationshipID], review.Support(s, pl.policy.AuthoritativeProfiles))
 	}
 	if err := pl.checkReferences(); err != nil {
 		return store.WriteSet{}, nil, err
@@ -132,35 +115,13 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	if err != nil {
 		return store.WriteSet{}, nil, err
 	}
-	pl.ws.Idempotency = &store.IdempotencyRow{Team: pl.p.TeamID, Profile: pl.p.ProfileID, Key: pl.req.IdempotencyKey,
+	pl.l.WS.Idempotency = &store.IdempotencyRow{Team: pl.p.TeamID, Profile: pl.p.ProfileID, Key: pl.req.IdempotencyKey,
 		Operation: opRemember, RequestHash: pl.hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.now}
-	return pl.ws, out, nil
+	return pl.l.WS, out, nil
 }
 
 // newID allocates an ID at the call's time.
 func (pl *planner) newID(prefix string) string { return pl.c.newID(prefix, pl.now) }
-
-// keyState returns the state of a key, creating an empty one for a key nobody holds yet.
-func (pl *planner) keyState(k conflict.Key) *review.KeyState {
-	ks, ok := pl.state[k]
-	if !ok {
-		pred, _ := relationship.MatchPredicate(k.PredicateKey, pl.preds)
-		ks = &review.KeyState{Key: k, Pred: pred, Supports: pl.supports}
-		pl.state[k] = ks
-	}
-	return ks
-}
-
-// owned returns the caller's relationships of a key.
-func (pl *planner) owned(k conflict.Key) []relationship.Relationship {
-	var out []relationship.Relationship
-	for _, r := range pl.keyState(k).Rels {
-		if r.Owner == pl.p.ProfileID {
-			out = append(out, *r)
-		}
-	}
-	return out
-}
 
 // checkReferences fails the call, before anything is planned, when a conflict response is stale or
 // not material to its case, or when corrects_relationship_id names a relationship outside the
@@ -171,7 +132,7 @@ func (pl *planner) checkReferences() error {
 		path := fmt.Sprintf("proposal.relationships[%d]", i)
 		k, ok := pl.key(r)
 		if cr := r.ConflictResponse; cr != nil {
-			c := pl.cases[conflict.ID(cr.ConflictID)]
+			c := pl.l.Case(conflict.ID(cr.ConflictID))
 			switch {
 			case c == nil:
 				ps.add(path+".conflict_response.conflict_id", "%s is not a conflict case of the caller's team", cr.ConflictID)
@@ -186,9 +147,7 @@ func (pl *planner) checkReferences() error {
 		if id := r.CorrectsRelationshipID; id != "" {
 			found := false
 			if ok {
-				for _, x := range pl.keyState(k).Rels {
-					found = found || x.ID == id
-				}
+				found = pl.l.Key(k).Find(id) != nil
 			}
 			if !found {
 				ps.add(path+".corrects_relationship_id", "%s is not a relationship of the proposal's subject, predicate and scope", id)
@@ -201,21 +160,9 @@ func (pl *planner) checkReferences() error {
 // maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
 // resulting case on the outcomes of the key's relationships.
 func (pl *planner) maintainCases(out *Placement) {
-	keeper := &review.Keeper{Team: pl.p.TeamID, ActorKind: store.ActorProfile, ActorProfile: pl.p.ProfileID,
-		IngestID: pl.ingestID, Now: pl.now, Policy: pl.policy, WS: &pl.ws, NewID: pl.newID}
 	refs := map[relationship.ID]*ConflictRef{}
-	keys := make([]conflict.Key, 0, len(pl.state))
-	for k, ks := range pl.state {
-		if ks.Touched {
-			keys = append(keys, k)
-		}
-	}
-	slices.SortFunc(keys, func(a, b conflict.Key) int {
-		return strings.Compare(string(a.Subject)+"\x00"+a.PredicateKey+"\x00"+a.Scope, string(b.Subject)+"\x00"+b.PredicateKey+"\x00"+b.Scope)
-	})
-	for _, k := range keys {
-		ks := pl.state[k]
-		ref := keeper.Maintain(ks)
+	for _, ks := range pl.l.Touched() {
+		ref := pl.l.Maintain(ks)
 		if ref == nil {
 			continue
 		}
@@ -230,41 +177,15 @@ func (pl *planner) maintainCases(out *Placement) {
 	}
 }
 
-// crossReferences compares a relationship of the caller that just became active with the other
-// owners' active relationships of its key and writes corrects, challenges or confirms links.
-func (pl *planner) crossReferences(ks *review.KeyState, rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
+// crossReferences records the links from rel, a relationship of the caller that just became active,
+// to the other owners' active relationships of its key, and returns them as outcomes.
+func (pl *planner) crossReferences(rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
 	verID string) []CrossReferenceOutcome {
 	var out []CrossReferenceOutcome
-	for _, o := range ks.Rels {
-		if o.Owner == rel.Owner || o.Status != relationship.StatusActive {
-			continue
-		}
-		kind := ""
-		switch {
-		case relationship.Incompatible(ks.Pred, rel.Object, rel.Polarity, rel.Validity, o.Object, o.Polarity, o.Validity):
-			kind = "challenges"
-			if o.ID == corrects || (confirmed && rel.Validity.From != nil &&
-				(o.Validity.From == nil || rel.Validity.From.After(*o.Validity.From))) {
-				kind = "corrects"
-			}
-		case rel.Object == o.Object && rel.Polarity == o.Polarity && rel.Validity.Overlaps(o.Validity):
-			kind = "confirms"
-		default:
-			continue
-		}
-		x := store.CrossReferenceRow{Team: pl.p.TeamID, ID: pl.c.newID("xref", pl.now), Kind: kind, From: rel.ID,
-			FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: pl.p.ProfileID, VerificationID: verID,
-			IngestID: pl.ingestID, CreatedAt: pl.now}
-		pl.ws.CrossRefs = append(pl.ws.CrossRefs, x)
-		out = append(out, CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: kind, ToRelationshipID: o.ID})
+	for _, x := range pl.l.CrossReferences(rel, confirmed, corrects, verID) {
+		out = append(out, CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
 	}
 	return out
-}
-
-// support is the counted view of a support link this call writes (review.Support).
-func (pl *planner) support(group, hash string, auth evidence.Authority, author identity.ProfileID) evidence.Support {
-	return review.Support(store.SupportRow{Group: group, ContentHash: hash, Authority: auth, Author: author},
-		pl.policy.AuthoritativeProfiles)
 }
 
 func (pl *planner) writeFragments(out *Placement) {
@@ -279,7 +200,7 @@ func (pl *planner) writeFragments(out *Placement) {
 			SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
 			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: pl.now}
 		pl.fragments = append(pl.fragments, f)
-		pl.ws.Fragments = append(pl.ws.Fragments, f)
+		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
 		out.Fragments = append(out.Fragments, FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
 	}
 }
@@ -297,10 +218,10 @@ func (pl *planner) writeEntities(out *Placement) {
 			continue
 		}
 		created[r.EntityID] = true
-		pl.ws.Entities = append(pl.ws.Entities, store.EntityRow{Team: pl.p.TeamID, ID: r.EntityID, Kind: r.entity.Kind,
+		pl.l.WS.Entities = append(pl.l.WS.Entities, store.EntityRow{Team: pl.p.TeamID, ID: r.EntityID, Kind: r.entity.Kind,
 			Context: r.entity.Context, CreatedBy: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
 		for _, n := range r.entity.Names {
-			pl.ws.EntityNames = append(pl.ws.EntityNames, store.EntityNameRow{Team: pl.p.TeamID, EntityID: r.EntityID,
+			pl.l.WS.EntityNames = append(pl.l.WS.EntityNames, store.EntityNameRow{Team: pl.p.TeamID, EntityID: r.EntityID,
 				Name: n.Name, Normalized: n.Normalized, Skeleton: identity.Skeleton(n.Normalized), Kind: n.Kind, CreatedAt: pl.now})
 		}
 	}
@@ -342,17 +263,17 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	if predOK {
 		o.PredicateKey, o.PredicateVersion = pred.Key, pred.Version
 	}
-	pl.ws.Observations = append(pl.ws.Observations, o)
+	pl.l.WS.Observations = append(pl.l.WS.Observations, o)
 	pl.resolutionEvent(obsID, r.SubjectRef)
 	if r.ObjectRef != "" {
 		pl.resolutionEvent(obsID, r.ObjectRef)
 	}
 	verdict, verified := pl.verdicts[r.ProposalID]
 	verID := ""
-	granted := verified && verdict.Verdict == evidence.VerdictEntailed && verdict.Confidence >= pl.policy.AutoWriteThreshold
+	granted := verified && verdict.Grants(pl.policy.AutoWriteThreshold)
 	if verified {
 		verID = pl.c.newID("ver", pl.now)
-		pl.ws.Verifications = append(pl.ws.Verifications, store.VerificationRow{Team: pl.p.TeamID, ID: verID,
+		pl.l.WS.Verifications = append(pl.l.WS.Verifications, store.VerificationRow{Team: pl.p.TeamID, ID: verID,
 			ObservationID: obsID, Verifier: pl.verifier, Verdict: verdict.Verdict, Confidence: verdict.Confidence,
 			Rationale: verdict.Rationale, ConfirmedValidFrom: verdict.ConfirmedValidFrom, SupportGranted: granted, CreatedAt: pl.now})
 	}
@@ -384,7 +305,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	if r.ObjectValue != nil {
 		object = relationship.Object{ValueID: pl.value(r.ObjectValue.Type, value)}
 	}
-	k := conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}
+	ks := pl.l.Key(conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope})
 	rel := relationship.Relationship{ID: relationship.ID(pl.c.newID("rel", pl.now)), Owner: pl.p.ProfileID,
 		Subject: subj.EntityID, PredicateKey: pred.Key, PredicateVersion: pred.Version, Object: object, Polarity: pol,
 		Scope: scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
@@ -392,7 +313,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 
 	if !granted {
 		rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
-		pl.create(k, &rel, obsID, "evidence_insufficient")
+		pl.l.Create(&rel, obsID, ledger.ReasonEvidenceInsufficient)
 		out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, CategoryPendingEvidence, rel.Status, rel.Tier
 		out.Reason = "the evidence does not yet support the claim"
 		if verified {
@@ -407,74 +328,75 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 
 	// Accepted: the current-state decision of the owner's relationships of this key.
 	prop := relationship.Proposed{Object: object, Polarity: pol, Validity: rel.Validity,
-		ValidFromConfirmed: r.ValidFrom != nil && verdict.ConfirmedValidFrom != nil && verdict.ConfirmedValidFrom.Equal(*r.ValidFrom)}
-	if r.CorrectsRelationshipID != "" {
-		prop.Corrects = r.CorrectsRelationshipID
-	}
-	ks := pl.keyState(k)
+		ValidFromConfirmed: evidence.ConfirmsValidFrom(verdict.ConfirmedValidFrom, r.ValidFrom), Corrects: r.CorrectsRelationshipID}
 	ks.Touched = true
-	d := relationship.Decide(pred, prop, pl.owned(k))
+	d := relationship.Decide(pred, prop, ks.Owned(pl.p.ProfileID))
 	newSupports := pl.supportLinks(r, obsID, verID)
-
 	if d.Action == relationship.ActionSupport {
-		target := pl.find(k, d.Target)
-		pl.attach(target.ID, newSupports)
-		tier := relationship.TierFor(pl.supports[target.ID])
-		out.RelationshipID = target.ID
-		switch {
-		case target.Status == relationship.StatusActive:
-			out.Category, out.Reason = CategorySupported, "an identical relationship of yours gained support"
-			if tier != target.Tier {
-				pl.update(target, target.Status, tier, target.Validity.To, "support_added", "")
-			}
-		case d.Promote == relationship.ActionHold:
-			pl.update(target, relationship.StatusNeedsReview, tier, target.Validity.To, "evidence_accepted_held", "")
-			pl.hold(&out, obsID, target, d.Priors)
-		default:
-			pl.update(target, relationship.StatusActive, tier, target.Validity.To, "evidence_accepted", "")
-			out.Category, out.Reason = CategorySupported, "your pending relationship gained support and is now current"
-			if d.Promote == relationship.ActionSupersede {
-				pl.supersede(k, target, d.Priors)
-				out.Category, out.Related = CategorySupersededPrior, d.Priors
-				out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
-			}
-			confirmed := target.Validity.From != nil && prop.ValidFromConfirmed && prop.Validity.From != nil &&
-				target.Validity.From.Equal(*prop.Validity.From)
-			out.CrossReferences = pl.crossReferences(ks, target, confirmed, r.CorrectsRelationshipID, verID)
-		}
-		out.Status, out.Tier = target.Status, target.Tier
-		return out
+		return pl.supportExisting(out, obsID, ks.Find(d.Target), d, prop, newSupports, r.CorrectsRelationshipID, verID)
 	}
 
-	pl.supports[rel.ID] = nil
-	for _, s := range newSupports {
-		pl.supports[rel.ID] = append(pl.supports[rel.ID], pl.support(s.SourceGroup, s.ContentHash, s.Authority, s.Author))
-	}
-	rel.Tier = relationship.TierFor(pl.supports[rel.ID])
+	pl.l.Support(rel.ID, newSupports)
+	rel.Tier = relationship.TierFor(pl.l.Supports(rel.ID))
 	out.RelationshipID = rel.ID
 	switch d.Action {
 	case relationship.ActionCreate:
 		rel.Status = relationship.StatusActive
-		pl.create(k, &rel, obsID, "accepted")
+		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
 		out.Category, out.Reason = CategoryAccepted, "accepted as a current relationship"
-		out.CrossReferences = pl.crossReferences(ks, &rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
+		out.CrossReferences = pl.crossReferences(&rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
 	case relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive
-		pl.create(k, &rel, obsID, "accepted")
-		pl.supersede(k, &rel, d.Priors)
+		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
+		pl.supersede(ks, &rel, d.Priors)
 		out.Category, out.Related = CategorySupersededPrior, d.Priors
 		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
 		if !prop.ValidFromConfirmed {
 			out.Reason = "explicit correction of your prior relationship; the prior is superseded"
 		}
-		out.CrossReferences = pl.crossReferences(ks, &rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
+		out.CrossReferences = pl.crossReferences(&rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
 	case relationship.ActionHold:
 		rel.Status = relationship.StatusNeedsReview
-		pl.create(k, &rel, obsID, "held_for_review")
+		pl.l.Create(&rel, obsID, ledger.ReasonHeldForReview)
 		pl.hold(&out, obsID, &rel, d.Priors)
 	}
-	pl.ws.Supports = append(pl.ws.Supports, withRelationship(newSupports, rel.ID)...)
 	out.Status, out.Tier = rel.Status, rel.Tier
+	return out
+}
+
+// supportExisting adds the new support to target, an identical relationship of the caller's: an
+// active one may gain a tier; a pending one is re-planned (Decide's Promote) and becomes current,
+// supersedes the caller's prior, or is held.
+func (pl *planner) supportExisting(out RelationshipOutcome, obsID string, target *relationship.Relationship,
+	d relationship.Decision, prop relationship.Proposed, links []store.SupportLinkRow, corrects relationship.ID,
+	verID string) RelationshipOutcome {
+	pl.l.Support(target.ID, links)
+	tier := relationship.TierFor(pl.l.Supports(target.ID))
+	out.RelationshipID = target.ID
+	switch {
+	case target.Status == relationship.StatusActive:
+		out.Category, out.Reason = CategorySupported, "an identical relationship of yours gained support"
+		if tier != target.Tier {
+			pl.l.Change(target, target.Status, tier, ledger.ReasonSupportAdded)
+		}
+	case d.Promote == relationship.ActionHold:
+		pl.l.Change(target, relationship.StatusNeedsReview, tier, ledger.ReasonEvidenceAcceptedHeld)
+		pl.hold(&out, obsID, target, d.Priors)
+	default:
+		pl.l.Change(target, relationship.StatusActive, tier, ledger.ReasonEvidenceAccepted)
+		out.Category, out.Reason = CategorySupported, "your pending relationship gained support and is now current"
+		if d.Promote == relationship.ActionSupersede {
+			pl.supersede(pl.l.Key(conflict.Key{Team: pl.p.TeamID, Subject: target.Subject, PredicateKey: target.PredicateKey,
+				Scope: target.Scope}), target, d.Priors)
+			out.Category, out.Related = CategorySupersededPrior, d.Priors
+			out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
+		}
+		// The new evidence confirms the pending relationship's own valid_from only when it names it.
+		confirmed := prop.ValidFromConfirmed && target.Validity.From != nil && prop.Validity.From != nil &&
+			target.Validity.From.Equal(*prop.Validity.From)
+		out.CrossReferences = pl.crossReferences(target, confirmed, corrects, verID)
+	}
+	out.Status, out.Tier = target.Status, target.Tier
 	return out
 }
 
@@ -552,7 +474,7 @@ func (pl *planner) review(itemID, kind, obsID string, rel relationship.ID, relat
 	rp := &ReviewPrompt{ReviewID: pl.c.newID("rev", pl.now), Kind: kind, Question: question, Choices: choices,
 		EntityCandidates: cands, PredicateOptions: opts}
 	body, _ := json.Marshal(rp)
-	pl.ws.ReviewItems = append(pl.ws.ReviewItems, store.ReviewItemRow{Team: pl.p.TeamID, ID: rp.ReviewID,
+	pl.l.WS.ReviewItems = append(pl.l.WS.ReviewItems, store.ReviewItemRow{Team: pl.p.TeamID, ID: rp.ReviewID,
 		IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind, Profile: pl.p.ProfileID, ObservationID: obsID,
 		RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.now})
 	return rp
@@ -560,7 +482,7 @@ func (pl *planner) review(itemID, kind, obsID string, rel relationship.ID, relat
 
 func (pl *planner) resolutionEvent(obsID, ref string) {
 	r, m := pl.res[ref], pl.in.mentions[ref]
-	pl.ws.Resolutions = append(pl.ws.Resolutions, store.ResolutionRow{Team: pl.p.TeamID, ID: pl.c.newID("res", pl.now),
+	pl.l.WS.Resolutions = append(pl.l.WS.Resolutions, store.ResolutionRow{Team: pl.p.TeamID, ID: pl.c.newID("res", pl.now),
 		ObservationID: obsID, MentionRef: ref, MentionName: m.Name, EntityKind: m.Kind, EntityID: r.EntityID,
 		Decision: r.Decision, Candidates: r.Candidates, Profile: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
 }
@@ -571,7 +493,7 @@ func (pl *planner) value(t ValueType, text string) string {
 	id := "val_" + hex.EncodeToString(sum[:13])
 	if !pl.values[id] {
 		pl.values[id] = true
-		pl.ws.Values = append(pl.ws.Values, store.ValueRow{Team: pl.p.TeamID, ID: id, Type: string(t), Text: text, CreatedAt: pl.now})
+		pl.l.WS.Values = append(pl.l.WS.Values, store.ValueRow{Team: pl.p.TeamID, ID: id, Type: string(t), Text: text, CreatedAt: pl.now})
 	}
 	return id
 }
@@ -589,73 +511,16 @@ func (pl *planner) supportLinks(r ProposedRelationship, obsID, verID string) []s
 	return out
 }
 
-func withRelationship(links []store.SupportLinkRow, id relationship.ID) []store.SupportLinkRow {
-	for i := range links {
-		links[i].RelationshipID = id
+// supersede closes the caller's incompatible priors at next's valid_from (an explicit correction
+// without one closes them now).
+func (pl *planner) supersede(ks *ledger.KeyState, next *relationship.Relationship, priors []relationship.ID) {
+	end := pl.now
+	if next.Validity.From != nil {
+		end = *next.Validity.From
 	}
-	return links
-}
-
-// attach records new support links on an existing relationship.
-func (pl *planner) attach(id relationship.ID, links []store.SupportLinkRow) {
-	pl.ws.Supports = append(pl.ws.Supports, withRelationship(links, id)...)
-	for _, s := range links {
-		pl.supports[id] = append(pl.supports[id], pl.support(s.SourceGroup, s.ContentHash, s.Authority, s.Author))
-	}
-}
-
-func (pl *planner) find(k conflict.Key, id relationship.ID) *relationship.Relationship {
-	for _, r := range pl.keyState(k).Rels {
-		if r.ID == id {
-			return r
-		}
-	}
-	panic("densemem: planner lost relationship " + string(id)) // unreachable: Decide only names owned rows
-}
-
-// create queues a new relationship with its first transition.
-func (pl *planner) create(k conflict.Key, rel *relationship.Relationship, obsID, reason string) {
-	pl.ws.Relationships = append(pl.ws.Relationships, store.RelationshipRow{Team: pl.p.TeamID, Relationship: *rel,
-		ObservationID: obsID, IngestID: pl.ingestID, CreatedAt: pl.now})
-	pl.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
-	ks := pl.keyState(k)
-	ks.Rels = append(ks.Rels, rel)
-	ks.Touched = true
-}
-
-// update changes an owned relationship's current state with a transition, fenced on its version.
-func (pl *planner) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
-	validTo *time.Time, reason string, related relationship.ID) {
-	pl.ws.Updates = append(pl.ws.Updates, store.RelationshipUpdate{Team: pl.p.TeamID, ID: rel.ID, ExpectVersion: rel.Version,
-		Status: status, Tier: tier, ValidTo: validTo, UpdatedAt: pl.now})
-	pl.transition(rel.ID, rel.Status, status, rel.Tier, tier, rel.Validity.To, validTo, rel.Version, rel.Version+1, reason, related)
-	rel.Status, rel.Tier, rel.Validity.To, rel.Version = status, tier, validTo, rel.Version+1
-}
-
-// supersede closes the owner's incompatible priors at the new relationship's valid_from (an explicit
-// correction without one closes them now), never before a prior's own valid_from.
-func (pl *planner) supersede(k conflict.Key, next *relationship.Relationship, priors []relationship.ID) {
 	for _, id := range priors {
-		prior := pl.find(k, id)
-		end := pl.now
-		if next.Validity.From != nil {
-			end = *next.Validity.From
-		}
-		if prior.Validity.From != nil && end.Before(*prior.Validity.From) {
-			end = *prior.Validity.From
-		}
-		pl.update(prior, relationship.StatusSuperseded, prior.Tier, &end, "superseded", next.ID)
+		pl.l.Supersede(ks.Find(id), end, next.ID, ledger.ReasonSuperseded)
 	}
-}
-
-func (pl *planner) transition(id relationship.ID, fromStatus, toStatus relationship.Status, fromTier, toTier relationship.Tier,
-	fromValidTo, toValidTo *time.Time, fromVersion, toVersion int, reason string, related relationship.ID) {
-	pl.ws.Transitions = append(pl.ws.Transitions, store.TransitionRow{Team: pl.p.TeamID, ID: pl.c.newID("trn", pl.now),
-		RelationshipID: id, FromStatus: fromStatus, ToStatus: toStatus, FromTier: fromTier, ToTier: toTier,
-		FromValidTo: fromValidTo, ToValidTo: toValidTo, FromVersion: fromVersion, ToVersion: toVersion, Reason: reason,
-		ActorKind: store.ActorProfile, ActorProfile: pl.p.ProfileID, Related: related, IngestID: pl.ingestID,
-		IdempotencyKey: pl.req.IdempotencyKey, CreatedAt: pl.now})
-	pl.ws.Refreshes = append(pl.ws.Refreshes, store.RefreshRow{Team: pl.p.TeamID, RelationshipID: id, Reason: reason, CreatedAt: pl.now})
 }
 
 // subjectName returns the name a mention of this call gave the entity.

@@ -218,17 +218,3 @@ func overrides(in PolicyInput, p Position, i int) bool {
 	}
 	return true
 }
-
-// LoserValidTo is a losing relationship's valid_to at a resolution: the cutoff, or its own
-// valid_from when it started after the cutoff (an empty interval: it was never true), and never
-// later than a valid_to it already had.
-func LoserValidTo(cutoff time.Time, loser relationship.Relationship) time.Time {
-	end := cutoff
-	if loser.Validity.From != nil && loser.Validity.From.After(cutoff) {
-		end = *loser.Validity.From
-	}
-	if loser.Validity.To != nil && loser.Validity.To.Before(end) {
-		end = *loser.Validity.To
-	}
-	return end
-}

@@ -390,25 +390,3 @@ func TestDecide(t *testing.T) {
 		})
 	}
 }
-
-func TestLoserValidTo(t *testing.T) {
-	t.Parallel()
-	cutoff := tLate
-	tests := []struct {
-		name string
-		from *time.Time
-		want time.Time
-	}{
-		{"since always: ends at the cutoff", nil, cutoff},
-		{"started before the cutoff: ends at the cutoff", ptr(tEarly), cutoff},
-		{"started at the cutoff: empty interval at the cutoff", ptr(cutoff), cutoff},
-		{"started after the cutoff: empty interval at its own valid_from", ptr(tLater), tLater},
-	}
-	for _, tt := range tests {
-		r := rel("r_1", ann, objMain, pos)
-		r.Validity.From = tt.from
-		if got := conflict.LoserValidTo(cutoff, r); !got.Equal(tt.want) {
-			t.Errorf("%s: LoserValidTo = %v, want %v", tt.name, got, tt.want)
-		}
-	}
-}

@@ -59,6 +59,19 @@ type Result struct {
 	ConfirmedValidFrom *time.Time
 }
 
+// Grants reports whether a verifier result grants support under a team's auto-write threshold: the
+// verdict is entailed with a confidence at or above the threshold (DESIGN §5.7, the gate). Anything
+// else leaves the claim without support.
+func (r Result) Grants(threshold float64) bool {
+	return r.Verdict == VerdictEntailed && r.Confidence >= threshold
+}
+
+// ConfirmsValidFrom reports whether a verifier-confirmed bound confirms validFrom: both are set and
+// name the same instant. Only a confirmed valid_from may supersede or override (DESIGN §6.4, §8).
+func ConfirmsValidFrom(confirmed, validFrom *time.Time) bool {
+	return confirmed != nil && validFrom != nil && confirmed.Equal(*validFrom)
+}
+
 // Verifier judges claims against their cited evidence. Dense-Mem calls it once per Remember, before
 // its transaction opens; an error fails the whole call with nothing written. Hosts plug in a model.
 type Verifier interface {

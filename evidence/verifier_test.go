@@ -299,3 +299,33 @@ func TestCheckResults(t *testing.T) {
 		})
 	}
 }
+
+func TestResultGrants(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		r    evidence.Result
+		want bool
+	}{
+		{evidence.Result{Verdict: evidence.VerdictEntailed, Confidence: 0.7}, true},
+		{evidence.Result{Verdict: evidence.VerdictEntailed, Confidence: 0.69}, false},
+		{evidence.Result{Verdict: evidence.VerdictInsufficient, Confidence: 1}, false},
+		{evidence.Result{Verdict: evidence.VerdictContradicted, Confidence: 1}, false},
+	} {
+		if got := tt.r.Grants(0.7); got != tt.want {
+			t.Errorf("%+v.Grants(0.7) = %v, want %v", tt.r, got, tt.want)
+		}
+	}
+}
+
+func TestConfirmsValidFrom(t *testing.T) {
+	t.Parallel()
+	a, b := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 5, 2, 0, 0, 0, 0, time.UTC)
+	for _, tt := range []struct {
+		confirmed, from *time.Time
+		want            bool
+	}{{&a, &a, true}, {&a, &b, false}, {nil, &a, false}, {&a, nil, false}, {nil, nil, false}} {
+		if got := evidence.ConfirmsValidFrom(tt.confirmed, tt.from); got != tt.want {
+			t.Errorf("ConfirmsValidFrom(%v, %v) = %v, want %v", tt.confirmed, tt.from, got, tt.want)
+		}
+	}
+}

@@ -1,7 +1,5 @@
-// Package review owns the conflict-case workflow writes: the Keeper that opens, repairs and dismisses
-// cases for placements and lifecycle changes, and the nightly Conflict reviewer — daily run
-// reservation, team-local claims with leases, per-case transactions fenced by the claim token,
-// bounded retries — the only automatic resolver. It never calls a Verifier. Its writes carry the
-// actor store.ActorSystemConflictReviewer; the database admits them only from a role that may review
-// (migration 9), so the host runs it on a store connected as the reviewer role.
+// Package review holds the review domain a host sees: a nightly run's request and report, and the
+// defaults of the nightly Conflict reviewer. The reviewer itself (reservations, claims with leases,
+// one fenced transaction per case) is not promised to hosts and lives in internal/nightly; hosts run
+// it through Client.RunNightlyReview.
 package review

@@ -1,0 +1,176 @@
+// Package ledger is the one owner of how decisions become rows. Placement, Forget and the nightly
+// reviewer decide with the pure domain packages (relationship, conflict, evidence) and tell a Ledger
+// what they decided; the Ledger writes the rows of one transaction into a store.WriteSet — a
+// relationship change always with its transition and its search refresh, a case change always with
+// its membership and its event — and keeps the transaction's view of every conflict key it touched
+// up to date, so later decisions of the same transaction see earlier ones.
+//
+// It holds no I/O: its verbs take values and append rows, and its tests need no database.
+package ledger
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Actor is who the transaction's rows name as acting: a profile, or the system Conflict reviewer.
+type Actor struct {
+	Kind    string // store.ActorProfile or store.ActorSystemConflictReviewer
+	Profile identity.ProfileID
+}
+
+// ProfileActor is the actor of a profile's call.
+func ProfileActor(p identity.ProfileID) Actor { return Actor{Kind: store.ActorProfile, Profile: p} }
+
+// ReviewerActor is the actor of the nightly Conflict reviewer.
+var ReviewerActor = Actor{Kind: store.ActorSystemConflictReviewer}
+
+// Ledger accumulates the rows of one transaction. Create it with its fields set, Load the state the
+// transaction's locks read, then call verbs; WS holds the rows.
+type Ledger struct {
+	Team  identity.TeamID
+	Actor Actor
+	// IngestID names the call's rows (a Remember's ingest, a Forget's, the reviewer's claim token);
+	// IdempotencyKey is recorded on profile transitions.
+	IngestID       string
+	IdempotencyKey string
+	Now            time.Time
+	// Policy is the team policy in force: authority of supports, and the version and TTL a new case pins.
+	Policy store.Policy
+	// NewID allocates a library ID with the given prefix at Now.
+	NewID func(prefix string) string
+
+	WS store.WriteSet
+
+	keys  map[conflict.Key]*KeyState
+	preds []relationship.Predicate
+	// supports are the counted supports of every relationship the transaction knows, shared by keys.
+	supports map[relationship.ID][]evidence.Support
+	cases    map[conflict.ID]*store.CaseRow
+}
+
+// KeyState is everything the transaction knows about one conflict key: every owner's relationships
+// (changed in place by the verbs), their counted supports, and the live case.
+type KeyState struct {
+	Key      conflict.Key
+	Pred     relationship.Predicate
+	Rels     []*relationship.Relationship
+	Supports map[relationship.ID][]evidence.Support
+	Live     *store.CaseRow
+	// Touched is true once the transaction changed the key's state.
+	Touched bool
+}
+
+// Members returns the key's relationships with their supports, as the conflict policy sees them.
+func (ks *KeyState) Members() []conflict.Member {
+	members := make([]conflict.Member, 0, len(ks.Rels))
+	for _, r := range ks.Rels {
+		members = append(members, conflict.Member{Relationship: *r, Supports: ks.Supports[r.ID]})
+	}
+	return members
+}
+
+// Find returns the key's relationship id, or nil.
+func (ks *KeyState) Find(id relationship.ID) *relationship.Relationship {
+	for _, r := range ks.Rels {
+		if r.ID == id {
+			return r
+		}
+	}
+	return nil
+}
+
+// Owned returns copies of owner's relationships of the key.
+func (ks *KeyState) Owned(owner identity.ProfileID) []relationship.Relationship {
+	var out []relationship.Relationship
+	for _, r := range ks.Rels {
+		if r.Owner == owner {
+			out = append(out, *r)
+		}
+	}
+	return out
+}
+
+// Support is a stored support link as the counting rules see it: effective, and carrying authority
+// only when its author is one of the policy's authoritative profiles.
+func Support(s store.SupportRow, authoritative []identity.ProfileID) evidence.Support {
+	return evidence.Support{Group: s.Group, ContentHash: s.ContentHash, Effective: true,
+		AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, authoritative)}
+}
+
+func (l *Ledger) init() {
+	if l.keys == nil {
+		l.keys = map[conflict.Key]*KeyState{}
+		l.supports = map[relationship.ID][]evidence.Support{}
+		l.cases = map[conflict.ID]*store.CaseRow{}
+	}
+}
+
+// Load takes in what the transaction's locks read: every owner's relationships of the locked keys
+// with their supports (counted under the policy's authority) and the cases, live or named, and the
+// team's predicates, which give each key its behaviour. It is called once, before any verb.
+func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
+	l.init()
+	l.preds = preds
+	for i := range kl.Relationships {
+		r := &kl.Relationships[i]
+		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
+		ks.Rels = append(ks.Rels, r)
+	}
+	for _, s := range kl.Supports {
+		l.supports[s.RelationshipID] = append(l.supports[s.RelationshipID], Support(s, l.Policy.AuthoritativeProfiles))
+	}
+	for i := range kl.Cases {
+		c := &kl.Cases[i]
+		l.cases[c.ID] = c
+		if c.Status.Live() {
+			l.Key(c.Key).Live = c
+		}
+	}
+}
+
+// Key returns the state of a key, empty for a key the transaction has not read (a new subject).
+func (l *Ledger) Key(k conflict.Key) *KeyState {
+	l.init()
+	ks, ok := l.keys[k]
+	if !ok {
+		pred, _ := relationship.MatchPredicate(k.PredicateKey, l.preds)
+		ks = &KeyState{Key: k, Pred: pred, Supports: l.supports}
+		l.keys[k] = ks
+	}
+	return ks
+}
+
+// Case returns a case the transaction read (by KeysLock), or nil.
+func (l *Ledger) Case(id conflict.ID) *store.CaseRow {
+	l.init()
+	return l.cases[id]
+}
+
+// Touched returns the keys the transaction changed, in key order.
+func (l *Ledger) Touched() []*KeyState {
+	var out []*KeyState
+	for _, ks := range l.keys {
+		if ks.Touched {
+			out = append(out, ks)
+		}
+	}
+	slices.SortFunc(out, func(a, b *KeyState) int {
+		return strings.Compare(string(a.Key.Subject)+"\x00"+a.Key.PredicateKey+"\x00"+a.Key.Scope,
+			string(b.Key.Subject)+"\x00"+b.Key.PredicateKey+"\x00"+b.Key.Scope)
+	})
+	return out
+}
+
+// Supports returns the counted supports of a relationship the transaction knows.
+func (l *Ledger) Supports(id relationship.ID) []evidence.Support {
+	l.init()
+	return l.supports[id]
+}

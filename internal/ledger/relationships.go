@@ -1,0 +1,137 @@
+package ledger
+
+import (
+	"strings"
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Transition reasons the ledger records (relationship_transitions.reason). A Forget's reason carries
+// the caller's words after "forget: "; a reviewer's supersession names its case after
+// "conflict_resolved:".
+const (
+	ReasonAccepted             = "accepted"
+	ReasonEvidenceInsufficient = "evidence_insufficient"
+	ReasonHeldForReview        = "held_for_review"
+	ReasonSupportAdded         = "support_added"
+	ReasonEvidenceAccepted     = "evidence_accepted"
+	ReasonEvidenceAcceptedHeld = "evidence_accepted_held"
+	ReasonSuperseded           = "superseded"
+	ReasonForget               = "forget"
+	ReasonConflictResolved     = "conflict_resolved"
+)
+
+// Create records a new relationship with its first transition (none → its status and tier) and
+// adds it to its key's state. observation is the observation that created it.
+func (l *Ledger) Create(rel *relationship.Relationship, observation, reason string) {
+	l.WS.Relationships = append(l.WS.Relationships, store.RelationshipRow{Team: l.Team, Relationship: *rel,
+		ObservationID: observation, IngestID: l.IngestID, CreatedAt: l.Now})
+	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "", reason)
+	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	ks.Rels = append(ks.Rels, rel)
+	ks.Touched = true
+}
+
+// Change moves a relationship to status and tier (its validity unchanged): a promotion of a pending
+// relationship, a hold, a tier change from new support.
+func (l *Ledger) Change(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier, reason string) {
+	l.update(rel, status, tier, rel.Validity.To, reason, "", reason)
+}
+
+// Supersede closes a relationship at end (relationship.CloseAt: never before its own valid_from,
+// never after a valid_to it had) as superseded by next (a successor, or "" for a resolution).
+func (l *Ledger) Supersede(rel *relationship.Relationship, end time.Time, next relationship.ID, reason string) {
+	validTo := relationship.CloseAt(end, *rel)
+	// The refresh names the change, not the case: "conflict_resolved:cf_…" refreshes as conflict_resolved.
+	refresh, _, _ := strings.Cut(reason, ":")
+	l.update(rel, relationship.StatusSuperseded, rel.Tier, &validTo, reason, next, refresh)
+}
+
+// Resolved is the transition reason of a loser superseded by the resolution of case id.
+func Resolved(id conflict.ID) string { return ReasonConflictResolved + ":" + string(id) }
+
+// Retract retracts a relationship (Forget), with the caller's reason when it gave one.
+func (l *Ledger) Retract(rel *relationship.Relationship, why string) {
+	reason := ReasonForget
+	if why != "" {
+		reason += ": " + why
+	}
+	l.update(rel, relationship.StatusRetracted, rel.Tier, rel.Validity.To, reason, "", "retracted")
+}
+
+// Support records new support links of a relationship and counts them in its supports.
+func (l *Ledger) Support(id relationship.ID, links []store.SupportLinkRow) {
+	l.init()
+	for i := range links {
+		links[i].RelationshipID = id
+		s := links[i]
+		l.supports[id] = append(l.supports[id], Support(store.SupportRow{Group: s.SourceGroup, ContentHash: s.ContentHash,
+			Authority: s.Authority, Author: s.Author}, l.Policy.AuthoritativeProfiles))
+	}
+	l.WS.Supports = append(l.WS.Supports, links...)
+}
+
+// Touch marks a relationship's key as changed by the transaction, so its case is maintained.
+func (l *Ledger) Touch(rel *relationship.Relationship) {
+	l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}).Touched = true
+}
+
+// update changes a relationship's current state, fenced on its version, with its transition and
+// refresh, and moves the transaction's copy along.
+func (l *Ledger) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
+	validTo *time.Time, reason string, related relationship.ID, refresh string) {
+	l.WS.Updates = append(l.WS.Updates, store.RelationshipUpdate{Team: l.Team, ID: rel.ID, ExpectVersion: rel.Version,
+		Status: status, Tier: tier, ValidTo: validTo, UpdatedAt: l.Now})
+	l.transition(rel.ID, rel.Status, status, rel.Tier, tier, rel.Validity.To, validTo, rel.Version, rel.Version+1,
+		reason, related, refresh)
+	rel.Status, rel.Tier, rel.Validity.To, rel.Version = status, tier, validTo, rel.Version+1
+	l.Touch(rel)
+}
+
+func (l *Ledger) transition(id relationship.ID, fromStatus, toStatus relationship.Status, fromTier, toTier relationship.Tier,
+	fromValidTo, toValidTo *time.Time, fromVersion, toVersion int, reason string, related relationship.ID, refresh string) {
+	t := store.TransitionRow{Team: l.Team, ID: l.NewID("trn"), RelationshipID: id, FromStatus: fromStatus,
+		ToStatus: toStatus, FromTier: fromTier, ToTier: toTier, FromValidTo: fromValidTo, ToValidTo: toValidTo,
+		FromVersion: fromVersion, ToVersion: toVersion, Reason: reason, ActorKind: l.Actor.Kind,
+		ActorProfile: l.Actor.Profile, Related: related, IngestID: l.IngestID, CreatedAt: l.Now}
+	if l.Actor.Kind == store.ActorProfile {
+		t.IdempotencyKey = l.IdempotencyKey
+	}
+	l.WS.Transitions = append(l.WS.Transitions, t)
+	l.WS.Refreshes = append(l.WS.Refreshes, store.RefreshRow{Team: l.Team, RelationshipID: id, Reason: refresh, CreatedAt: l.Now})
+}
+
+// LastTransitionID is the ID of the transition the last verb recorded.
+func (l *Ledger) LastTransitionID() string {
+	if len(l.WS.Transitions) == 0 {
+		return ""
+	}
+	return l.WS.Transitions[len(l.WS.Transitions)-1].ID
+}
+
+// CrossReferences compares rel, a relationship of the ledger's actor that just became active, with
+// the other owners' active relationships of its key and records the links relationship.CrossReference
+// decides; it returns them in the key's order.
+func (l *Ledger) CrossReferences(rel *relationship.Relationship, fromConfirmed bool, corrects relationship.ID,
+	verification string) []store.CrossReferenceRow {
+	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	var out []store.CrossReferenceRow
+	for _, o := range ks.Rels {
+		if o.Owner == rel.Owner || o.Status != relationship.StatusActive {
+			continue
+		}
+		kind, ok := relationship.CrossReference(ks.Pred, *rel, fromConfirmed, corrects, *o)
+		if !ok {
+			continue
+		}
+		x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(kind), From: rel.ID,
+			FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: rel.Owner, VerificationID: verification,
+			IngestID: l.IngestID, CreatedAt: l.Now}
+		l.WS.CrossRefs = append(l.WS.CrossRefs, x)
+		out = append(out, x)
+	}
+	return out
+}
