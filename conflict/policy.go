@@ -27,16 +27,20 @@ const (
 	BasisRecordedFallback TimeBasis = "recorded_fallback"
 )
 
+// Reason is the code of a policy decision; a resolution's event records it, an overdue mark records
+// it after "overdue_".
+type Reason string
+
 // Reason codes of policy decisions.
 const (
-	ReasonNoDisagreement       = "no_material_disagreement"
-	ReasonPreTTLFloor          = "pre_ttl_floor_met"
-	ReasonPostTTLAuthority     = "post_ttl_unique_authority"
-	ReasonPostTTLMajority      = "post_ttl_majority_floor_met"
-	ReasonStrongOverride       = "timed_strong_override"
-	ReasonNoQualifyingPosition = "no_qualifying_position"
-	ReasonSeveralQualify       = "several_positions_qualify"
-	ReasonEvidenceTimeRequired = "evidence_time_missing_or_conflicting"
+	ReasonNoDisagreement       Reason = "no_material_disagreement"
+	ReasonPreTTLFloor          Reason = "pre_ttl_floor_met"
+	ReasonPostTTLAuthority     Reason = "post_ttl_unique_authority"
+	ReasonPostTTLMajority      Reason = "post_ttl_majority_floor_met"
+	ReasonStrongOverride       Reason = "timed_strong_override"
+	ReasonNoQualifyingPosition Reason = "no_qualifying_position"
+	ReasonSeveralQualify       Reason = "several_positions_qualify"
+	ReasonEvidenceTimeRequired Reason = "evidence_time_missing_or_conflicting"
 )
 
 // PolicyInput is the snapshot the resolution policy decides on. Positions must come from Positions
@@ -60,7 +64,7 @@ type Decision struct {
 	// Cutoff and Basis are set when resolving.
 	Cutoff        time.Time
 	Basis         TimeBasis
-	Reason        string
+	Reason        Reason
 	PolicyVersion int
 }
 
@@ -89,7 +93,7 @@ func Decide(in PolicyInput) Decision {
 
 	type candidate struct {
 		index    int
-		reason   string
+		reason   Reason
 		override bool // qualified only through the timed strong override
 	}
 	var qualified []candidate
@@ -102,7 +106,7 @@ func Decide(in PolicyInput) Decision {
 				opposed = true
 			}
 		}
-		var reason string
+		var reason Reason
 		switch {
 		case postTTL && p.Authority && authorities == 1:
 			reason = ReasonPostTTLAuthority

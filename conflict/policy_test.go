@@ -30,24 +30,24 @@ var (
 	afterDue = due.Add(24 * time.Hour)
 )
 
-func resolve(winner int, cutoff time.Time, basis conflict.TimeBasis, reason string) conflict.Decision {
+func resolve(winner int, cutoff time.Time, basis conflict.TimeBasis, reason conflict.Reason) conflict.Decision {
 	return conflict.Decision{Outcome: conflict.OutcomeResolve, Winner: winner, Cutoff: cutoff, Basis: basis, Reason: reason,
 		PolicyVersion: policyVersion}
 }
 
-func fallback(winner int, reason string) conflict.Decision {
+func fallback(winner int, reason conflict.Reason) conflict.Decision {
 	return resolve(winner, opened, conflict.BasisRecordedFallback, reason)
 }
 
-func evidenceAt(winner int, cutoff time.Time, reason string) conflict.Decision {
+func evidenceAt(winner int, cutoff time.Time, reason conflict.Reason) conflict.Decision {
 	return resolve(winner, cutoff, conflict.BasisEvidenceTime, reason)
 }
 
-func keepOpen(reason string) conflict.Decision {
+func keepOpen(reason conflict.Reason) conflict.Decision {
 	return conflict.Decision{Outcome: conflict.OutcomeKeepOpen, Winner: -1, Reason: reason, PolicyVersion: policyVersion}
 }
 
-func overdue(reason string) conflict.Decision {
+func overdue(reason conflict.Reason) conflict.Decision {
 	return conflict.Decision{Outcome: conflict.OutcomeOverdue, Winner: -1, Reason: reason, PolicyVersion: policyVersion}
 }
 

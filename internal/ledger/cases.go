@@ -10,16 +10,25 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Case event reasons the ledger records (conflict_events.reason_code), besides the resolution
-// policy's own reasons (conflict.Reason*) on resolutions and, prefixed by "overdue_", on overdue
-// marks.
+// Event is the reason code a case event records (conflict_events.reason_code): a lifecycle event, or
+// the resolution policy's reason (conflict.Reason) on a resolution and, after "overdue_", on an
+// overdue mark.
+type Event string
+
+// Case event reasons besides the policy's.
 const (
-	EventOpened             = "opened"
-	EventMembershipChanged  = "membership_changed"
-	EventMembershipRepaired = "membership_repaired"
-	EventDismissed          = "dismissed_no_material_disagreement"
-	EventOverduePrefix      = "overdue_"
+	EventOpened             Event = "opened"
+	EventMembershipChanged  Event = "membership_changed"
+	EventMembershipRepaired Event = "membership_repaired"
+	// EventDismissed is every dismissal's reason, a placement's, a Forget's or the reviewer's.
+	EventDismissed Event = "dismissed_" + Event(conflict.ReasonNoDisagreement)
 )
+
+// Resolution is the event reason of a resolution the policy decided for reason r.
+func Resolution(r conflict.Reason) Event { return Event(r) }
+
+// Overdue is the event reason of a case first marked overdue because the policy found reason r.
+func Overdue(r conflict.Reason) Event { return "overdue_" + Event(r) }
 
 // CaseRef names a case at a version after the ledger changed or kept it.
 type CaseRef struct {
@@ -100,7 +109,7 @@ func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time
 		case conflict.OutcomeResolve:
 			cs.Version++
 			cs.Status = conflict.StatusResolved
-			l.apply(cs, ch, prior, dec.Reason)
+			l.apply(cs, ch, prior, Resolution(dec.Reason))
 			l.WS.CaseEvents[len(l.WS.CaseEvents)-1].TimeBasis = string(dec.Basis)
 			now, cutoff := l.Now, dec.Cutoff
 			upd.ResolvedAt, upd.EffectiveAt, upd.TimeBasis = &now, &cutoff, string(dec.Basis)
@@ -119,7 +128,7 @@ func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time
 			if changed || cs.Status == conflict.StatusOpen {
 				cs.Version++
 				cs.Status = conflict.StatusOverdue
-				reason := EventOverduePrefix + dec.Reason
+				reason := Overdue(dec.Reason)
 				if prior == conflict.StatusOverdue {
 					reason = EventMembershipRepaired
 				}
@@ -139,7 +148,7 @@ func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time
 
 // apply writes a change's positions and membership, and one event at the case's (already bumped)
 // version recording the resulting membership, with the ledger's actor and the given reason.
-func (l *Ledger) apply(c *store.CaseRow, ch conflict.Change, prior conflict.Status, reason string) {
+func (l *Ledger) apply(c *store.CaseRow, ch conflict.Change, prior conflict.Status, reason Event) {
 	for _, p := range ch.Positions {
 		if _, ok := c.Positions[p.Key]; !ok {
 			id := conflict.PositionID(l.NewID("pos"))
@@ -181,6 +190,6 @@ func (l *Ledger) apply(c *store.CaseRow, ch conflict.Change, prior conflict.Stat
 	refJSON, _ := json.Marshal(referenced)
 	l.WS.CaseEvents = append(l.WS.CaseEvents, store.CaseEventRow{Team: l.Team, ID: l.NewID("cfe"), CaseID: c.ID,
 		CaseVersion: c.Version, PriorStatus: prior, ResultingStatus: c.Status, ActorKind: l.Actor.Kind,
-		ActorProfile: l.Actor.Profile, Reason: reason, PolicyVersion: c.PolicyVersion, Referenced: refJSON, Positions: posJSON,
+		ActorProfile: l.Actor.Profile, Reason: string(reason), PolicyVersion: c.PolicyVersion, Referenced: refJSON, Positions: posJSON,
 		IngestID: l.IngestID, CreatedAt: l.Now})
 }

@@ -9,27 +9,40 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Transition reasons the ledger records (relationship_transitions.reason). A Forget's reason carries
-// the caller's words after "forget: "; a reviewer's supersession names its case after
-// "conflict_resolved:".
+// Reason is the reason a transition records (relationship_transitions.reason). A Forget's reason
+// carries the caller's words after "forget: " (Forgotten); a reviewer's supersession names its case
+// after "conflict_resolved:" (Resolved).
+type Reason string
+
+// Transition reasons.
 const (
-	ReasonAccepted             = "accepted"
-	ReasonEvidenceInsufficient = "evidence_insufficient"
-	ReasonHeldForReview        = "held_for_review"
-	ReasonSupportAdded         = "support_added"
-	ReasonEvidenceAccepted     = "evidence_accepted"
-	ReasonEvidenceAcceptedHeld = "evidence_accepted_held"
-	ReasonSuperseded           = "superseded"
-	ReasonForget               = "forget"
-	ReasonConflictResolved     = "conflict_resolved"
+	ReasonAccepted             Reason = "accepted"
+	ReasonEvidenceInsufficient Reason = "evidence_insufficient"
+	ReasonHeldForReview        Reason = "held_for_review"
+	ReasonSupportAdded         Reason = "support_added"
+	ReasonEvidenceAccepted     Reason = "evidence_accepted"
+	ReasonEvidenceAcceptedHeld Reason = "evidence_accepted_held"
+	ReasonSuperseded           Reason = "superseded"
+	ReasonForget               Reason = "forget"
+	ReasonConflictResolved     Reason = "conflict_resolved"
 )
+
+// refresh is the search refresh reason of a transition reason: the change, without the case or the
+// caller's words ("conflict_resolved:cf_…" refreshes as conflict_resolved, a Forget as retracted).
+func (r Reason) refresh() string {
+	if r == ReasonForget || strings.HasPrefix(string(r), string(ReasonForget)+": ") {
+		return "retracted"
+	}
+	kind, _, _ := strings.Cut(string(r), ":")
+	return kind
+}
 
 // Create records a new relationship with its first transition (none → its status and tier) and
 // adds it to its key's state. observation is the observation that created it.
-func (l *Ledger) Create(rel *relationship.Relationship, observation, reason string) {
+func (l *Ledger) Create(rel *relationship.Relationship, observation string, reason Reason) {
 	l.WS.Relationships = append(l.WS.Relationships, store.RelationshipRow{Team: l.Team, Relationship: *rel,
 		ObservationID: observation, IngestID: l.IngestID, CreatedAt: l.Now})
-	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "", reason)
+	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
 	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
 	ks.Rels = append(ks.Rels, rel)
 	ks.Touched = true
@@ -37,29 +50,31 @@ func (l *Ledger) Create(rel *relationship.Relationship, observation, reason stri
 
 // Change moves a relationship to status and tier (its validity unchanged): a promotion of a pending
 // relationship, a hold, a tier change from new support.
-func (l *Ledger) Change(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier, reason string) {
-	l.update(rel, status, tier, rel.Validity.To, reason, "", reason)
+func (l *Ledger) Change(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier, reason Reason) {
+	l.update(rel, status, tier, rel.Validity.To, reason, "")
 }
 
 // Supersede closes a relationship at end (relationship.CloseAt: never before its own valid_from,
 // never after a valid_to it had) as superseded by next (a successor, or "" for a resolution).
-func (l *Ledger) Supersede(rel *relationship.Relationship, end time.Time, next relationship.ID, reason string) {
+func (l *Ledger) Supersede(rel *relationship.Relationship, end time.Time, next relationship.ID, reason Reason) {
 	validTo := relationship.CloseAt(end, *rel)
-	// The refresh names the change, not the case: "conflict_resolved:cf_…" refreshes as conflict_resolved.
-	refresh, _, _ := strings.Cut(reason, ":")
-	l.update(rel, relationship.StatusSuperseded, rel.Tier, &validTo, reason, next, refresh)
+	l.update(rel, relationship.StatusSuperseded, rel.Tier, &validTo, reason, next)
 }
 
 // Resolved is the transition reason of a loser superseded by the resolution of case id.
-func Resolved(id conflict.ID) string { return ReasonConflictResolved + ":" + string(id) }
+func Resolved(id conflict.ID) Reason { return ReasonConflictResolved + Reason(":"+string(id)) }
+
+// Forgotten is the transition reason of a Forget, with the caller's words when it gave some.
+func Forgotten(why string) Reason {
+	if why == "" {
+		return ReasonForget
+	}
+	return ReasonForget + Reason(": "+why)
+}
 
 // Retract retracts a relationship (Forget), with the caller's reason when it gave one.
 func (l *Ledger) Retract(rel *relationship.Relationship, why string) {
-	reason := ReasonForget
-	if why != "" {
-		reason += ": " + why
-	}
-	l.update(rel, relationship.StatusRetracted, rel.Tier, rel.Validity.To, reason, "", "retracted")
+	l.update(rel, relationship.StatusRetracted, rel.Tier, rel.Validity.To, Forgotten(why), "")
 }
 
 // Support records new support links of a relationship and counts them in its supports.
@@ -82,26 +97,26 @@ func (l *Ledger) Touch(rel *relationship.Relationship) {
 // update changes a relationship's current state, fenced on its version, with its transition and
 // refresh, and moves the transaction's copy along.
 func (l *Ledger) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
-	validTo *time.Time, reason string, related relationship.ID, refresh string) {
+	validTo *time.Time, reason Reason, related relationship.ID) {
 	l.WS.Updates = append(l.WS.Updates, store.RelationshipUpdate{Team: l.Team, ID: rel.ID, ExpectVersion: rel.Version,
 		Status: status, Tier: tier, ValidTo: validTo, UpdatedAt: l.Now})
 	l.transition(rel.ID, rel.Status, status, rel.Tier, tier, rel.Validity.To, validTo, rel.Version, rel.Version+1,
-		reason, related, refresh)
+		reason, related)
 	rel.Status, rel.Tier, rel.Validity.To, rel.Version = status, tier, validTo, rel.Version+1
 	l.Touch(rel)
 }
 
 func (l *Ledger) transition(id relationship.ID, fromStatus, toStatus relationship.Status, fromTier, toTier relationship.Tier,
-	fromValidTo, toValidTo *time.Time, fromVersion, toVersion int, reason string, related relationship.ID, refresh string) {
+	fromValidTo, toValidTo *time.Time, fromVersion, toVersion int, reason Reason, related relationship.ID) {
 	t := store.TransitionRow{Team: l.Team, ID: l.NewID("trn"), RelationshipID: id, FromStatus: fromStatus,
 		ToStatus: toStatus, FromTier: fromTier, ToTier: toTier, FromValidTo: fromValidTo, ToValidTo: toValidTo,
-		FromVersion: fromVersion, ToVersion: toVersion, Reason: reason, ActorKind: l.Actor.Kind,
+		FromVersion: fromVersion, ToVersion: toVersion, Reason: string(reason), ActorKind: l.Actor.Kind,
 		ActorProfile: l.Actor.Profile, Related: related, IngestID: l.IngestID, CreatedAt: l.Now}
 	if l.Actor.Kind == store.ActorProfile {
 		t.IdempotencyKey = l.IdempotencyKey
 	}
 	l.WS.Transitions = append(l.WS.Transitions, t)
-	l.WS.Refreshes = append(l.WS.Refreshes, store.RefreshRow{Team: l.Team, RelationshipID: id, Reason: refresh, CreatedAt: l.Now})
+	l.WS.Refreshes = append(l.WS.Refreshes, store.RefreshRow{Team: l.Team, RelationshipID: id, Reason: reason.refresh(), CreatedAt: l.Now})
 }
 
 // LastTransitionID is the ID of the transition the last verb recorded.
