@@ -1,18 +1,18 @@
 package densemem
 
 import (
-	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
-	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ranking"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -24,7 +24,7 @@ const (
 	// MaxExpandEntities bounds expand_from_entity_ids.
 	MaxExpandEntities = 50
 	// RRFK is the reciprocal-rank-fusion constant: a branch's rank r contributes 1/(RRFK+r).
-	RRFK = 60
+	RRFK = ranking.K
 )
 
 // Ranking branches a Recall may run.
@@ -181,161 +181,160 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	if err != nil {
 		return nil, err
 	}
-	var ps problems
-	checkText(&ps, "query", req.Query, false, 4*512)
-	if utf8.RuneCountInString(req.Query) > 512 {
-		ps.add("query", "is longer than 512 characters")
-	}
-	if strings.TrimSpace(req.Query) == "" && len(req.ExpandFromEntityIDs) == 0 {
-		ps.add("query", "a query or expand_from_entity_ids is required")
-	}
-	if n := len(req.ExpandFromEntityIDs); n > MaxExpandEntities {
-		// Refused on the count alone: no per-item work for an oversized list.
-		ps.add("expand_from_entity_ids", "has %d entities, more than the limit of %d", n, MaxExpandEntities)
-		return nil, ps.err()
-	}
-	for i, id := range req.ExpandFromEntityIDs {
-		checkText(&ps, fmt.Sprintf("expand_from_entity_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
-	}
-	checkTime(&ps, "valid_at", req.ValidAt)
-	checkTime(&ps, "known_at", req.KnownAt)
-	checkText(&ps, "predicate", req.Predicate, false, c.cfg.Limits.MaxTextBytes)
-	limit := req.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultRecallLimit
-	case limit < 1 || limit > MaxRecallLimit:
-		ps.add("limit", "must be within 1..%d", MaxRecallLimit)
-	}
-	if err := ps.err(); err != nil {
+	// 1. Validate the whole request.
+	limit, err := validateRecall(&req, c.cfg.Limits)
+	if err != nil {
 		return nil, err
 	}
+	// 2. Authorise a read of the team.
 	pr, err := c.authorize(ctx, p, identity.ScopeRead)
 	if err != nil {
 		return nil, err
 	}
-	validAt, knownAt := storedPtr(req.ValidAt), storedPtr(req.KnownAt)
-	at := c.now()
-	if knownAt != nil {
-		at = *knownAt
+	// 3. Fix the view: its instants and its predicate.
+	v, err := c.recallView(ctx, p, req)
+	if err != nil {
+		return nil, err
 	}
-	predKey := ""
-	if req.Predicate != "" {
-		predKey = relationship.NormalizePhrase(req.Predicate)
-		if preds, err := c.store.PredicateList(ctx, p.TeamID); err != nil {
-			return nil, err
-		} else if pd, ok := relationship.MatchPredicate(req.Predicate, preds); ok {
-			predKey = pd.Key
-		}
-	}
-	names := queryNames(req.Query)
-	out := &RecallResponse{Results: []RecallResult{}, Conflicts: []RecallConflict{}, Branches: []string{},
-		ValidAt: validAt, KnownAt: knownAt}
-	if strings.TrimSpace(req.Query) != "" {
-		out.Branches = append(out.Branches, BranchFullText)
-	}
-	if len(names) > 0 || len(req.ExpandFromEntityIDs) > 0 {
-		out.Branches = append(out.Branches, BranchEntityName)
-	}
-
+	out := &RecallResponse{Results: []RecallResult{}, Conflicts: []RecallConflict{}, Branches: v.branches,
+		ValidAt: v.validAt, KnownAt: v.knownAt}
+	// 4. Search both branches, filtered by team, time and status inside each.
 	query, dropped := limitTerms(req.Query, c.cfg.Limits.MaxQueryTerms)
 	out.QueryTermsDropped = dropped
-	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: query, Names: names,
-		ExpandFrom: req.ExpandFromEntityIDs, At: at, ValidAt: validAt, KnownAt: knownAt, PredicateKey: predKey,
+	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: query, Names: v.names,
+		ExpandFrom: req.ExpandFromEntityIDs, At: v.at, ValidAt: v.validAt, KnownAt: v.knownAt, PredicateKey: v.predicate,
 		PerBranch: min(3*limit, 150), MaxHits: c.cfg.Limits.MaxRecallHits})
 	if err != nil {
 		return nil, err
 	}
 	out.CandidatesTruncated = found.HitsTruncated
-
-	// Reciprocal rank fusion of the branches.
-	fused := map[relationship.ID]float64{}
-	state := map[relationship.ID]store.RankedRelationship{}
-	for _, branch := range [][]store.RankedRelationship{found.FullText, found.EntityName} {
-		for i, r := range branch {
-			fused[r.ID] += 1 / float64(RRFK+i+1)
-			state[r.ID] = r
-		}
-	}
-	ids := make([]relationship.ID, 0, len(fused))
-	for id := range fused {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: ids,
-		KnownAt: knownAt, Cases: true})
+	// 5. Fuse the branches and read every candidate as of the view, with its evidence and cases.
+	fused := ranking.Fuse(rankedIDs(found.FullText), rankedIDs(found.EntityName))
+	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Sorted(maps.Keys(fused)),
+		KnownAt: v.knownAt, Cases: true})
 	if err != nil {
 		return nil, err
 	}
 	views := map[relationship.ID]store.RelationshipView{}
-	for _, v := range details.Views {
-		views[v.Relationship.ID] = v
+	for _, d := range details.Views {
+		views[d.Relationship.ID] = d
 	}
 	ev := groupEvidence(details.Evidence)
-
-	// Deterministic boosts, then ties by earlier creation, then ID.
-	type scored struct {
-		id    relationship.ID
-		score float64
-	}
-	ranked := make([]scored, 0, len(ids))
-	for _, id := range ids {
-		if _, ok := views[id]; !ok {
-			continue
-		}
-		boost := 1.0
-		if state[id].Tier == relationship.TierFact {
-			boost += 0.1
-		}
-		for _, e := range ev[id] {
-			if evidence.AllowedAuthority(e.Authority, e.Author, pr.Policy.AuthoritativeProfiles) {
-				boost += 0.05
-				break
-			}
-		}
-		ranked = append(ranked, scored{id, fused[id] * boost})
-	}
-	slices.SortFunc(ranked, func(a, b scored) int {
-		if c := cmp.Compare(b.score, a.score); c != 0 {
-			return c
-		}
-		if c := views[a.id].CreatedAt.Compare(views[b.id].CreatedAt); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.id, b.id)
-	})
-	if len(ranked) > limit {
-		ranked = ranked[:limit]
-	}
-
+	// 6. Rank: boosts, then the tie-break, then the limit.
+	state := rankedState(found)
+	ranked := ranking.Rank(candidates(fused, state, views, ev, pr.Policy.AuthoritativeProfiles), limit)
+	// 7. Shape each result in the view, with the cases it belongs to.
 	cases := casesOf(details.Cases)
 	for _, r := range ranked {
-		v := views[r.id]
-		st := state[r.id]
-		v.Relationship.Status, v.Relationship.Tier, v.Relationship.Validity.To, v.Relationship.Version = st.Status, st.Tier, st.ValidTo, st.Version
-		rel := v.Relationship
-		res := RecallResult{Relationship: summary(v), Score: r.score, Evidence: excerpts(ev[r.id]),
-			ValidDuring: ValidityInterval{From: rel.Validity.From, To: rel.Validity.To}, Current: rel.CurrentAt(at)}
-		if validAt != nil {
-			held := rel.TrueAt(*validAt)
-			res.TrueAtValidAt = &held
-		}
-		for _, cs := range cases[r.id] {
-			switch {
-			case cs.Status.Live():
-				res.ConflictID = string(cs.ID)
-			case cs.Status == conflict.StatusResolved && inPosition(cs, cs.Preferred, r.id):
-				res.ResolvedConflict = &ResolvedConflictRef{ConflictID: string(cs.ID), Version: cs.Version,
-					ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
-					PreferredPositionID: string(cs.Preferred)}
-			}
-		}
-		out.Results = append(out.Results, res)
+		out.Results = append(out.Results, recallResult(views[r.ID], state[r.ID], r.Score, ev[r.ID], cases[r.ID], v))
 	}
-	if err := c.recallConflicts(ctx, p, out, details.Cases, knownAt, views, ev); err != nil {
+	// 8. The live cases of the results, each once, with every position.
+	if err := c.recallConflicts(ctx, p, out, details.Cases, v.knownAt, views, ev); err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// recallView is what a Recall reads through: the instants and predicate of its view, the names of
+// its entity-name branch, and the branches it runs.
+type recallView struct {
+	validAt, knownAt *time.Time
+	// at is the view's known instant: KnownAt, or now.
+	at        time.Time
+	predicate string
+	names     []string
+	branches  []string
+}
+
+// recallView fixes the view of a validated request: its instants as stored, and its predicate's key
+// (the registered predicate the phrase matches, or the phrase normalised).
+func (c *Client) recallView(ctx context.Context, p Principal, req RecallRequest) (recallView, error) {
+	v := recallView{validAt: storedPtr(req.ValidAt), knownAt: storedPtr(req.KnownAt), at: c.now(),
+		names: queryNames(req.Query), branches: []string{}}
+	if v.knownAt != nil {
+		v.at = *v.knownAt
+	}
+	if req.Predicate != "" {
+		v.predicate = relationship.NormalizePhrase(req.Predicate)
+		preds, err := c.store.PredicateList(ctx, p.TeamID)
+		if err != nil {
+			return v, err
+		}
+		if pd, ok := relationship.MatchPredicate(req.Predicate, preds); ok {
+			v.predicate = pd.Key
+		}
+	}
+	if strings.TrimSpace(req.Query) != "" {
+		v.branches = append(v.branches, BranchFullText)
+	}
+	if len(v.names) > 0 || len(req.ExpandFromEntityIDs) > 0 {
+		v.branches = append(v.branches, BranchEntityName)
+	}
+	return v, nil
+}
+
+// rankedIDs is a branch's relationships in rank order.
+func rankedIDs(branch []store.RankedRelationship) []relationship.ID {
+	ids := make([]relationship.ID, len(branch))
+	for i, r := range branch {
+		ids[i] = r.ID
+	}
+	return ids
+}
+
+// rankedState is the state in the view of every relationship a branch found.
+func rankedState(found store.RecallSearch) map[relationship.ID]store.RankedRelationship {
+	state := map[relationship.ID]store.RankedRelationship{}
+	for _, branch := range [][]store.RankedRelationship{found.FullText, found.EntityName} {
+		for _, r := range branch {
+			state[r.ID] = r
+		}
+	}
+	return state
+}
+
+// candidates are the fused relationships the view can show, as the ranking rule sees them: their
+// tier in the view, allowed authority among their evidence, and their creation.
+func candidates(fused map[relationship.ID]float64, state map[relationship.ID]store.RankedRelationship,
+	views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence,
+	authoritative []identity.ProfileID) []ranking.Candidate {
+	out := make([]ranking.Candidate, 0, len(fused))
+	for _, id := range slices.Sorted(maps.Keys(fused)) {
+		v, ok := views[id]
+		if !ok {
+			continue
+		}
+		out = append(out, ranking.Candidate{ID: id, Fused: fused[id], Fact: state[id].Tier == relationship.TierFact,
+			CreatedAt: v.CreatedAt, Authority: slices.ContainsFunc(ev[id], func(e store.RecallEvidence) bool {
+				return evidence.AllowedAuthority(e.Authority, e.Author, authoritative)
+			})})
+	}
+	return out
+}
+
+// recallResult shapes one ranked relationship: its state in the view, its evidence, whether it is
+// current and true at valid_at, the live case it is a member of and a resolved case that preferred it.
+func recallResult(v store.RelationshipView, st store.RankedRelationship, score float64, ev []store.RecallEvidence,
+	cases []store.RecallCase, view recallView) RecallResult {
+	v.Relationship.Status, v.Relationship.Tier, v.Relationship.Validity.To, v.Relationship.Version = st.Status, st.Tier, st.ValidTo, st.Version
+	rel := v.Relationship
+	res := RecallResult{Relationship: summary(v), Score: score, Evidence: excerpts(ev),
+		ValidDuring: ValidityInterval{From: rel.Validity.From, To: rel.Validity.To}, Current: rel.CurrentAt(view.at)}
+	if view.validAt != nil {
+		held := rel.TrueAt(*view.validAt)
+		res.TrueAtValidAt = &held
+	}
+	for _, cs := range cases {
+		switch {
+		case cs.Status.Live():
+			res.ConflictID = string(cs.ID)
+		case cs.Status == conflict.StatusResolved && inPosition(cs, cs.Preferred, rel.ID):
+			res.ResolvedConflict = &ResolvedConflictRef{ConflictID: string(cs.ID), Version: cs.Version,
+				ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
+				PreferredPositionID: string(cs.Preferred)}
+		}
+	}
+	return res
 }
 
 // recallConflicts fills out.Conflicts with the live cases of the results, as of knownAt.
