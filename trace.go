@@ -360,13 +360,16 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	if err != nil {
 		return nil, err
 	}
+	// 1. Validate the request and its cursor.
 	limit, after, err := validateTrace(&req, c.cfg.Limits)
 	if err != nil {
 		return nil, err
 	}
+	// 2. Authorise a read of the team.
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
 		return nil, err
 	}
+	// 3. Read every list in one transaction, so they describe the same instant.
 	d, err := c.store.TraceLoad(ctx, store.TraceLoadParams{Team: p.TeamID, RelationshipID: req.RelationshipID,
 		IncludeContent: req.IncludeEvidenceContent, IncludeVerifications: req.IncludeVerification,
 		IncludeTransitions: req.IncludeTransitions, MaxDepth: req.MaxDepth, MaxEdges: req.MaxEdges,
@@ -374,19 +377,30 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	if err != nil {
 		return nil, err
 	}
+	// 4. Shape every list of the one snapshot, naming each list cut short with its next page's cursor.
 	out := &TraceResult{Relationship: detail(d.Relationship), Evidence: []TraceEvidence{}, Observations: []TraceObservation{},
 		IdentityResolutions: []IdentityResolution{}, ReviewItems: []TraceReviewItem{},
 		CrossReferences: []TraceCrossReference{}, Conflicts: []TraceConflict{}, Neighbours: []RelationshipSummary{}, NeighboursTruncated: d.NeighboursTruncated}
 	out.Relationship.SourceCount, _ = evidence.CountGroups(d.SupportKeys)
+	out.addEvidence(d, req.IncludeEvidenceContent, c.cfg.Limits.MaxTraceContentBytes)
+	out.addLedger(d)
+	out.addCrossReferences(d, req.RelationshipID)
+	out.addConflicts(d)
+	for _, n := range d.Neighbours {
+		out.Neighbours = append(out.Neighbours, summary(n))
+	}
+	return out, nil
+}
 
-	// Evidence: content while the budget lasts (the store cut it by stored lengths; the bytes
-	// themselves are counted again here), then none for the rest of the page.
-	budget, omitFrom := c.cfg.Limits.MaxTraceContentBytes, -1
+// addEvidence lists the page's supports: content while the budget lasts (the store cut it by stored
+// lengths; the bytes themselves are counted again here), then none for the rest of the page.
+func (out *TraceResult) addEvidence(d store.TraceData, content bool, budget int) {
+	omitFrom := -1
 	for i, s := range d.Supports {
 		te := TraceEvidence{SupportID: s.ID, FragmentID: s.FragmentID, ObservationID: s.ObservationID,
 			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: s.SourceType, Authority: s.Authority,
 			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, CreatedAt: s.CreatedAt}
-		if req.IncludeEvidenceContent {
+		if content {
 			fits := omitFrom < 0 && !s.ContentOmitted && s.End <= len(s.Content) && len(s.Content)+s.End-s.Start <= budget
 			switch {
 			case fits:
@@ -407,7 +421,11 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	} else {
 		out.truncate(TraceListEvidence, len(out.Evidence), d.Next.Supports)
 	}
+}
 
+// addLedger lists the relationship's append-only history: observations, verification events,
+// transitions, identity resolutions and review items.
+func (out *TraceResult) addLedger(d store.TraceData) {
 	for _, o := range d.Observations {
 		out.Observations = append(out.Observations, TraceObservation{ObservationID: o.ID, ProfileID: o.Profile,
 			IngestID: o.IngestID, SubjectName: o.SubjectName, PredicatePhrase: o.PredicatePhrase, PredicateKey: o.PredicateKey,
@@ -442,9 +460,13 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 		out.ReviewItems = append(out.ReviewItems, reviewItem(ri))
 	}
 	out.truncate(TraceListReviewItems, len(out.ReviewItems), d.Next.ReviewItems)
+}
+
+// addCrossReferences lists the cross-references from and to relationship id.
+func (out *TraceResult) addCrossReferences(d store.TraceData, id relationship.ID) {
 	for _, x := range d.CrossReferences {
 		dir := "outgoing"
-		if x.To == req.RelationshipID {
+		if x.To == id {
 			dir = "incoming"
 		}
 		out.CrossReferences = append(out.CrossReferences, TraceCrossReference{CrossReferenceID: x.ID, Kind: x.Kind,
@@ -452,34 +474,14 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 			ToVersion: x.ToVersion, AuthorProfileID: x.Author, VerificationID: x.VerificationID, CreatedAt: x.CreatedAt})
 	}
 	out.truncate(TraceListCrossReferences, len(out.CrossReferences), d.Next.CrossReferences)
+}
+
+// addConflicts lists the cases the relationship has been a member of, each with its positions and
+// a page of its events; the cases' own event lists cut short are named after the case list.
+func (out *TraceResult) addConflicts(d store.TraceData) {
 	var eventCuts []TraceTruncation
 	for _, tc := range d.Cases {
-		cs := tc.Case
-		tcv := TraceConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Status: string(cs.Status), Version: cs.Version,
-			OpenedAt: cs.OpenedAt, ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
-			EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
-			Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
-		var groups []int
-		if !tc.SupportsTruncated {
-			groups = countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support { return tc.MemberSupports[id] })
-		}
-		for i, pos := range cs.Positions {
-			tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: objectView(pos.Object, tc.Objects[pos.PositionID]),
-				Polarity: pos.Polarity, CountedSourceGroupsUnknown: tc.SupportsTruncated}
-			if groups != nil {
-				tp.CountedSourceGroups = groups[i]
-			}
-			for _, m := range pos.Members {
-				tp.Members = append(tp.Members, TraceCaseMember{RelationshipID: m.RelationshipID, Version: m.Version, OwnerProfileID: m.Owner})
-			}
-			tcv.Positions = append(tcv.Positions, tp)
-		}
-		for _, e := range tc.Events {
-			tcv.Events = append(tcv.Events, TraceConflictEvent{EventID: e.ID, CaseVersion: e.CaseVersion,
-				PriorStatus: string(e.PriorStatus), ResultingStatus: string(e.ResultingStatus), ActorKind: e.ActorKind,
-				ActorProfileID: e.ActorProfile, Reason: e.Reason, PolicyVersion: e.PolicyVersion, TimeBasis: e.TimeBasis,
-				CreatedAt: e.CreatedAt})
-		}
+		tcv := traceConflict(tc)
 		if tc.EventsNext > 0 {
 			list := TraceConflictEventsList(tcv.ConflictID)
 			eventCuts = append(eventCuts, TraceTruncation{List: list, Returned: len(tcv.Events),
@@ -489,10 +491,38 @@ func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*Tra
 	}
 	out.truncate(TraceListConflicts, len(out.Conflicts), d.Next.Cases)
 	out.Truncated = append(out.Truncated, eventCuts...)
-	for _, n := range d.Neighbours {
-		out.Neighbours = append(out.Neighbours, summary(n))
+}
+
+// traceConflict is one case as Trace shows it: its positions with their counted groups (unknown when
+// the supports read was cut short) and members, and its events.
+func traceConflict(tc store.TraceCase) TraceConflict {
+	cs := tc.Case
+	tcv := TraceConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Status: string(cs.Status), Version: cs.Version,
+		OpenedAt: cs.OpenedAt, ReviewDueAt: cs.ReviewDueAt, ResolvedAt: cs.ResolvedAt, PreferredPositionID: string(cs.Preferred),
+		EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
+		Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
+	var groups []int
+	if !tc.SupportsTruncated {
+		groups = countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support { return tc.MemberSupports[id] })
 	}
-	return out, nil
+	for i, pos := range cs.Positions {
+		tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: objectView(pos.Object, tc.Objects[pos.PositionID]),
+			Polarity: pos.Polarity, CountedSourceGroupsUnknown: tc.SupportsTruncated}
+		if groups != nil {
+			tp.CountedSourceGroups = groups[i]
+		}
+		for _, m := range pos.Members {
+			tp.Members = append(tp.Members, TraceCaseMember{RelationshipID: m.RelationshipID, Version: m.Version, OwnerProfileID: m.Owner})
+		}
+		tcv.Positions = append(tcv.Positions, tp)
+	}
+	for _, e := range tc.Events {
+		tcv.Events = append(tcv.Events, TraceConflictEvent{EventID: e.ID, CaseVersion: e.CaseVersion,
+			PriorStatus: string(e.PriorStatus), ResultingStatus: string(e.ResultingStatus), ActorKind: e.ActorKind,
+			ActorProfileID: e.ActorProfile, Reason: e.Reason, PolicyVersion: e.PolicyVersion, TimeBasis: e.TimeBasis,
+			CreatedAt: e.CreatedAt})
+	}
+	return tcv
 }
 
 // reviewItem is a stored review item as Trace and ListReviewItems show it, with its stored prompt.

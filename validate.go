@@ -68,63 +68,8 @@ func validateRemember(req *RememberRequest, l Limits) error {
 	}
 	var ps problems
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
-
-	if len(req.Evidence) == 0 {
-		ps.add("evidence", "at least one evidence item is required")
-	}
-	for i, ev := range req.Evidence {
-		p := fmt.Sprintf("evidence[%d]", i)
-		switch {
-		case len(ev.Content) == 0:
-			ps.add(p+".content", "is required")
-		case len(ev.Content) > l.MaxContentBytes:
-			ps.add(p+".content", "is %d bytes, more than the limit of %d", len(ev.Content), l.MaxContentBytes)
-		default:
-			checkText(&ps, p+".content", ev.Content, false, l.MaxContentBytes)
-		}
-		if !ev.SourceType.Valid() {
-			ps.add(p+".source_type", "unknown source type %q", ev.SourceType)
-		}
-		if ev.Authority != "" && !ev.Authority.Valid() {
-			ps.add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
-		}
-		checkText(&ps, p+".source_group", ev.SourceGroup, false, l.MaxTextBytes)
-		checkText(&ps, p+".source_key", ev.SourceKey, false, l.MaxTextBytes)
-		checkText(&ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
-		if ev.SourceRevision != "" && ev.SourceKey == "" {
-			ps.add(p+".source_revision", "requires source_key")
-		}
-	}
-
-	refs := map[string]bool{}
-	for i, e := range req.Proposal.Entities {
-		p := fmt.Sprintf("proposal.entities[%d]", i)
-		checkText(&ps, p+".ref", e.Ref, true, l.MaxTextBytes)
-		if refs[e.Ref] {
-			ps.add(p+".ref", "duplicate ref %q", e.Ref)
-		}
-		refs[e.Ref] = true
-		checkName(&ps, p+".name", e.Name, l.MaxTextBytes)
-		if !kindPattern.MatchString(e.EntityKind) {
-			ps.add(p+".entity_kind", "must match %s", kindPattern)
-		}
-		for j, a := range e.Aliases {
-			checkName(&ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, l.MaxTextBytes)
-		}
-		folded := map[string]bool{}
-		for _, k := range sortedKeys(e.IdentityContext) {
-			v := e.IdentityContext[k]
-			checkText(&ps, p+".identity_context", k, true, l.MaxTextBytes)
-			if fk := identity.NormalizeName(k); folded[fk] {
-				ps.add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
-			} else {
-				folded[fk] = true
-			}
-			checkText(&ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
-		}
-		checkText(&ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
-	}
-
+	checkEvidence(&ps, req.Evidence, l)
+	refs := checkEntities(&ps, req.Proposal.Entities, l)
 	cited := make([]bool, len(req.Evidence))
 	ids := map[string]bool{}
 	if len(req.Proposal.Relationships) == 0 {
@@ -137,71 +82,13 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			ps.add(p+".proposal_id", "duplicate proposal_id %q", r.ProposalID)
 		}
 		ids[r.ProposalID] = true
-		if !refs[r.SubjectRef] {
-			ps.add(p+".subject_ref", "does not name a proposal entity ref")
-		}
-		checkText(&ps, p+".predicate", r.Predicate, true, l.MaxTextBytes)
-		switch {
-		case r.ObjectRef != "" && r.ObjectValue != nil:
-			ps.add(p, "set exactly one of object_ref and object_value, not both")
-		case r.ObjectRef == "" && r.ObjectValue == nil:
-			ps.add(p, "set exactly one of object_ref and object_value")
-		case r.ObjectRef != "" && !refs[r.ObjectRef]:
-			ps.add(p+".object_ref", "does not name a proposal entity ref")
-		case r.ObjectValue != nil:
-			if _, err := canonicalValue(*r.ObjectValue); err != nil {
-				ps.add(p+".object_value", "%v", err)
-			}
-		}
-		if r.Polarity != "" && !r.Polarity.Valid() {
-			ps.add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
-		}
-		if r.Modality != "" && !r.Modality.Valid() {
-			ps.add(p+".modality", "unknown modality %q", r.Modality)
-		}
-		checkText(&ps, p+".scope", r.Scope, false, l.MaxTextBytes)
-		checkText(&ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
-		if cr := r.ConflictResponse; cr != nil {
-			checkText(&ps, p+".conflict_response.conflict_id", cr.ConflictID, true, l.MaxTextBytes)
-			if cr.ExpectedVersion < 1 {
-				ps.add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
-			}
-		}
-		checkTime(&ps, p+".valid_from", r.ValidFrom)
-		checkTime(&ps, p+".valid_to", r.ValidTo)
-		if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
-			ps.add(p+".valid_to", "must be after valid_from (at microsecond precision)")
-		}
+		checkRelationship(&ps, p, r, refs, l)
 		if len(r.Evidence) == 0 {
 			ps.add(p+".evidence", "at least one citation is required")
 		}
 		for j, c := range r.Evidence {
-			cp := fmt.Sprintf("%s.evidence[%d]", p, j)
-			if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(req.Evidence) {
-				ps.add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
-				continue
-			}
-			cited[c.EvidenceIndex] = true
-			content := req.Evidence[c.EvidenceIndex].Content
-			bad := false
-			if c.Start < 0 {
-				ps.add(cp+".start", "must not be negative")
-				bad = true
-			}
-			if c.End > len(content) {
-				ps.add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
-				bad = true
-			}
-			switch {
-			case bad:
-			case c.Start >= c.End:
-				ps.add(cp+".end", "must be greater than start")
-			case !utf8.RuneStart(content[c.Start]):
-				ps.add(cp+".start", "must be on a UTF-8 character boundary")
-			case c.End < len(content) && !utf8.RuneStart(content[c.End]):
-				ps.add(cp+".end", "must be on a UTF-8 character boundary")
-			case !utf8.ValidString(content[c.Start:c.End]):
-				ps.add(cp, "cited text is not valid UTF-8")
+			if checkCitation(&ps, fmt.Sprintf("%s.evidence[%d]", p, j), c, req.Evidence) {
+				cited[c.EvidenceIndex] = true
 			}
 		}
 	}
@@ -211,6 +98,142 @@ func validateRemember(req *RememberRequest, l Limits) error {
 		}
 	}
 	return ps.err()
+}
+
+// checkEvidence checks the evidence items: content within its byte limit and valid text, known
+// source type and authority, and the source labels.
+func checkEvidence(ps *problems, items []EvidenceInput, l Limits) {
+	if len(items) == 0 {
+		ps.add("evidence", "at least one evidence item is required")
+	}
+	for i, ev := range items {
+		p := fmt.Sprintf("evidence[%d]", i)
+		switch {
+		case len(ev.Content) == 0:
+			ps.add(p+".content", "is required")
+		case len(ev.Content) > l.MaxContentBytes:
+			ps.add(p+".content", "is %d bytes, more than the limit of %d", len(ev.Content), l.MaxContentBytes)
+		default:
+			checkText(ps, p+".content", ev.Content, false, l.MaxContentBytes)
+		}
+		if !ev.SourceType.Valid() {
+			ps.add(p+".source_type", "unknown source type %q", ev.SourceType)
+		}
+		if ev.Authority != "" && !ev.Authority.Valid() {
+			ps.add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
+		}
+		checkText(ps, p+".source_group", ev.SourceGroup, false, l.MaxTextBytes)
+		checkText(ps, p+".source_key", ev.SourceKey, false, l.MaxTextBytes)
+		checkText(ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
+		if ev.SourceRevision != "" && ev.SourceKey == "" {
+			ps.add(p+".source_revision", "requires source_key")
+		}
+	}
+}
+
+// checkEntities checks the proposal's entity mentions and returns their refs.
+func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string]bool {
+	refs := map[string]bool{}
+	for i, e := range entities {
+		p := fmt.Sprintf("proposal.entities[%d]", i)
+		checkText(ps, p+".ref", e.Ref, true, l.MaxTextBytes)
+		if refs[e.Ref] {
+			ps.add(p+".ref", "duplicate ref %q", e.Ref)
+		}
+		refs[e.Ref] = true
+		checkName(ps, p+".name", e.Name, l.MaxTextBytes)
+		if !kindPattern.MatchString(e.EntityKind) {
+			ps.add(p+".entity_kind", "must match %s", kindPattern)
+		}
+		for j, a := range e.Aliases {
+			checkName(ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, l.MaxTextBytes)
+		}
+		folded := map[string]bool{}
+		for _, k := range sortedKeys(e.IdentityContext) {
+			v := e.IdentityContext[k]
+			checkText(ps, p+".identity_context", k, true, l.MaxTextBytes)
+			if fk := identity.NormalizeName(k); folded[fk] {
+				ps.add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
+			} else {
+				folded[fk] = true
+			}
+			checkText(ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
+		}
+		checkText(ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
+	}
+	return refs
+}
+
+// checkRelationship checks one proposed relationship at path p, its citations aside: its refs name
+// proposal entities, exactly one object, known polarity and modality, a conflict response naming a
+// case version, and a validity that ends after it starts.
+func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[string]bool, l Limits) {
+	if !refs[r.SubjectRef] {
+		ps.add(p+".subject_ref", "does not name a proposal entity ref")
+	}
+	checkText(ps, p+".predicate", r.Predicate, true, l.MaxTextBytes)
+	switch {
+	case r.ObjectRef != "" && r.ObjectValue != nil:
+		ps.add(p, "set exactly one of object_ref and object_value, not both")
+	case r.ObjectRef == "" && r.ObjectValue == nil:
+		ps.add(p, "set exactly one of object_ref and object_value")
+	case r.ObjectRef != "" && !refs[r.ObjectRef]:
+		ps.add(p+".object_ref", "does not name a proposal entity ref")
+	case r.ObjectValue != nil:
+		if _, err := canonicalValue(*r.ObjectValue); err != nil {
+			ps.add(p+".object_value", "%v", err)
+		}
+	}
+	if r.Polarity != "" && !r.Polarity.Valid() {
+		ps.add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
+	}
+	if r.Modality != "" && !r.Modality.Valid() {
+		ps.add(p+".modality", "unknown modality %q", r.Modality)
+	}
+	checkText(ps, p+".scope", r.Scope, false, l.MaxTextBytes)
+	checkText(ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
+	if cr := r.ConflictResponse; cr != nil {
+		checkText(ps, p+".conflict_response.conflict_id", cr.ConflictID, true, l.MaxTextBytes)
+		if cr.ExpectedVersion < 1 {
+			ps.add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
+		}
+	}
+	checkTime(ps, p+".valid_from", r.ValidFrom)
+	checkTime(ps, p+".valid_to", r.ValidTo)
+	if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
+		ps.add(p+".valid_to", "must be after valid_from (at microsecond precision)")
+	}
+}
+
+// checkCitation checks one citation at path cp: an evidence index, and a non-empty byte span of that
+// item on UTF-8 character boundaries. It reports whether the citation names an evidence item.
+func checkCitation(ps *problems, cp string, c Citation, items []EvidenceInput) bool {
+	if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(items) {
+		ps.add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
+		return false
+	}
+	content := items[c.EvidenceIndex].Content
+	bad := false
+	if c.Start < 0 {
+		ps.add(cp+".start", "must not be negative")
+		bad = true
+	}
+	if c.End > len(content) {
+		ps.add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
+		bad = true
+	}
+	switch {
+	case bad:
+	case c.Start >= c.End:
+		ps.add(cp+".end", "must be greater than start")
+	case !utf8.RuneStart(content[c.Start]):
+		ps.add(cp+".start", "must be on a UTF-8 character boundary")
+	case c.End < len(content) && !utf8.RuneStart(content[c.End]):
+		ps.add(cp+".end", "must be on a UTF-8 character boundary")
+	case !utf8.ValidString(content[c.Start:c.End]):
+		ps.add(cp, "cited text is not valid UTF-8")
+	}
+	return true
 }
 
 // checkRememberCounts refuses a request over any count limit: evidence items, entities, aliases per
