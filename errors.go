@@ -2,8 +2,8 @@ package densemem
 
 import (
 	"fmt"
-	"strings"
 
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/store"
 )
 
@@ -37,66 +37,14 @@ var (
 )
 
 // FieldProblem is one problem of a request, located by its JSON path.
-type FieldProblem struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
-}
+type FieldProblem = api.FieldProblem
 
 // MaxProblems bounds the problems one ValidationError lists; the rest are only counted.
-const MaxProblems = 100
+const MaxProblems = api.MaxProblems
 
 // ValidationError lists the problems of a rejected request (at most MaxProblems of them, the rest
 // counted in Omitted). Nothing was written.
-type ValidationError struct {
-	Problems []FieldProblem `json:"problems"`
-	// Omitted counts the problems found past MaxProblems.
-	Omitted int `json:"omitted_problems,omitempty"`
-}
+type ValidationError = api.ValidationError
 
-// Error lists the problems as "path: message" pairs.
-func (e *ValidationError) Error() string {
-	parts := make([]string, len(e.Problems))
-	for i, p := range e.Problems {
-		parts[i] = p.Path + ": " + p.Message
-	}
-	msg := "densemem: invalid request: " + strings.Join(parts, "; ")
-	if e.Omitted > 0 {
-		msg += fmt.Sprintf("; and %d more", e.Omitted)
-	}
-	return msg
-}
-
-// Has reports whether some listed problem is located at path.
-func (e *ValidationError) Has(path string) bool {
-	for _, p := range e.Problems {
-		if p.Path == path {
-			return true
-		}
-	}
-	return false
-}
-
-// problems accumulates FieldProblems while validating, keeping the first MaxProblems and counting
-// the rest, so a request with millions of problems costs no more than one with a hundred.
-type problems struct {
-	list    []FieldProblem
-	omitted int
-}
-
-func (ps *problems) add(path, format string, args ...any) {
-	if len(ps.list) >= MaxProblems {
-		ps.omitted++
-		return
-	}
-	ps.list = append(ps.list, FieldProblem{Path: path, Message: fmt.Sprintf(format, args...)})
-}
-
-// any reports whether a problem was found.
-func (ps *problems) any() bool { return len(ps.list) > 0 }
-
-func (ps *problems) err() error {
-	if len(ps.list) == 0 {
-		return nil
-	}
-	return &ValidationError{Problems: ps.list, Omitted: ps.omitted}
-}
+// problems accumulates the problems of a request while validating it.
+type problems = api.Problems

@@ -51,7 +51,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
 	checkText(&ps, "reason", req.Reason, false, 4096)
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, c.cfg.Limits.MaxTextBytes)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	pr, err := c.authorize(ctx, p, identity.ScopeWrite)

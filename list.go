@@ -169,7 +169,7 @@ func (c *Client) ListProfiles(ctx context.Context, p Principal, req ListProfiles
 	var ps problems
 	limit := c.pageLimit(&ps, req.Limit)
 	cur := decodeListCursor(&ps, listProfiles, req.After, 1, false, c.cfg.Limits)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
@@ -207,7 +207,7 @@ func (c *Client) ListPredicates(ctx context.Context, p Principal, req ListPredic
 	var ps problems
 	limit := c.pageLimit(&ps, req.Limit)
 	cur := decodeListCursor(&ps, listPredicates, req.After, 1, false, c.cfg.Limits)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
@@ -257,7 +257,7 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 		for i, s := range req.Status {
 			st := conflict.Status(s)
 			if !st.Valid() {
-				ps.add(fmt.Sprintf("status[%d]", i), "unknown conflict status%s (open, overdue, resolved or dismissed)",
+				ps.Add(fmt.Sprintf("status[%d]", i), "unknown conflict status%s (open, overdue, resolved or dismissed)",
 					quoted(s, c.cfg.Limits.MaxTextBytes))
 			}
 			if !slices.Contains(statuses, st) {
@@ -271,10 +271,10 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 	if cur := decodeListCursor(&ps, listConflicts, req.After, 2, true, c.cfg.Limits); cur != nil {
 		after = &store.CaseListKey{Status: conflict.Status(cur.Keys[0]), ReviewDueAt: cur.At, ID: conflict.ID(cur.Keys[1])}
 		if !slices.Contains(statuses, after.Status) {
-			ps.add("after", "is a cursor of a list of other statuses: send the status of the request that returned it")
+			ps.Add("after", "is a cursor of a list of other statuses: send the status of the request that returned it")
 		}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
@@ -339,7 +339,7 @@ func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListRevie
 		status = ReviewItemStatusOpen
 	case ReviewItemStatusOpen, ReviewItemStatusResolved:
 	default:
-		ps.add("status", "unknown review item status%s (open or resolved)", quoted(status, c.cfg.Limits.MaxTextBytes))
+		ps.Add("status", "unknown review item status%s (open or resolved)", quoted(status, c.cfg.Limits.MaxTextBytes))
 	}
 	checkText(&ps, "profile_id", string(req.ProfileID), false, c.cfg.Limits.MaxTextBytes)
 	limit := c.pageLimit(&ps, req.Limit)
@@ -347,7 +347,7 @@ func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListRevie
 	if cur := decodeListCursor(&ps, listReviewItems, req.After, 2, true, c.cfg.Limits); cur != nil {
 		after = &store.ReviewItemKey{Profile: ProfileID(cur.Keys[0]), CreatedAt: cur.At, ID: cur.Keys[1]}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return nil, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
@@ -394,7 +394,7 @@ func (c *Client) pageLimit(ps *problems, limit int) int {
 	case limit == 0:
 		return min(DefaultPageItems, max)
 	case limit < 1 || limit > max:
-		ps.add("limit", "must be within 1..%d (0 for %d)", max, min(DefaultPageItems, max))
+		ps.Add("limit", "must be within 1..%d (0 for %d)", max, min(DefaultPageItems, max))
 		return 0
 	}
 	return limit
@@ -426,7 +426,7 @@ func decodeListCursor(ps *problems, list, s string, keys int, timed bool, l Limi
 	}
 	c, err := parseListCursor(list, s, keys, timed, l)
 	if err != nil {
-		ps.add("after", "%v", err)
+		ps.Add("after", "%v", err)
 		return nil
 	}
 	return &c

@@ -32,7 +32,7 @@ func FuzzListRequestValidate(f *testing.F) {
 			var ps problems
 			n := c.pageLimit(&ps, limit)
 			cur := decodeListCursor(&ps, l.name, after, l.keys, l.timed, c.cfg.Limits)
-			if err := ps.err(); err != nil {
+			if err := ps.Err(); err != nil {
 				var ve *ValidationError
 				if !errors.As(err, &ve) || len(ve.Problems) == 0 {
 					t.Fatalf("error %v is not a *ValidationError with problems", err)
@@ -55,7 +55,7 @@ func FuzzListRequestValidate(f *testing.F) {
 			}
 			again := decodeListCursor(&ps, l.name, listCursor{List: l.name, At: cur.At, Keys: cur.Keys}.encode(), l.keys, l.timed, c.cfg.Limits)
 			if again == nil || !again.At.Equal(cur.At) || !slices.Equal(again.Keys, cur.Keys) {
-				t.Fatalf("%s cursor %+v encodes to one read as %+v (%v)", l.name, cur, again, ps.err())
+				t.Fatalf("%s cursor %+v encodes to one read as %+v (%v)", l.name, cur, again, ps.Err())
 			}
 		}
 	})

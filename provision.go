@@ -31,7 +31,7 @@ func (c *Client) CreateTeam(ctx context.Context, req CreateTeamRequest) (TeamID,
 	}
 	var ps problems
 	checkText(&ps, "name", req.Name, true, c.cfg.Limits.MaxTextBytes)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return "", err
 	}
 	now := c.now()
@@ -60,10 +60,10 @@ func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfi
 	checkCount(&ps, "scopes", len(req.Scopes), MaxListItems)
 	for i, s := range req.Scopes[:min(len(req.Scopes), MaxListItems)] {
 		if !s.Valid() {
-			ps.add(fmt.Sprintf("scopes[%d]", i), "unknown scope %q", s)
+			ps.Add(fmt.Sprintf("scopes[%d]", i), "unknown scope %q", s)
 		}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return "", err
 	}
 	now := c.now()
@@ -114,26 +114,26 @@ func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy)
 	}
 	var ps problems
 	if pol.Version < 1 || pol.Version > math.MaxInt32 {
-		ps.add("version", "pass the version TeamPolicy returned (the policy in force this change replaces)")
+		ps.Add("version", "pass the version TeamPolicy returned (the policy in force this change replaces)")
 	}
 	if pol.ReviewTTL < 24*time.Hour || pol.ReviewTTL > 30*24*time.Hour {
-		ps.add("review_ttl", "must be within 1..30 days")
+		ps.Add("review_ttl", "must be within 1..30 days")
 	}
 	if !(pol.AutoWriteThreshold >= 0 && pol.AutoWriteThreshold <= 1) {
-		ps.add("auto_write_threshold", "must be within 0..1")
+		ps.Add("auto_write_threshold", "must be within 0..1")
 	}
 	if pol.TimeZone == "" {
 		pol.TimeZone = "UTC"
 	}
 	if _, err := time.LoadLocation(pol.TimeZone); err != nil {
-		ps.add("time_zone", "unknown IANA time zone %q", pol.TimeZone)
+		ps.Add("time_zone", "unknown IANA time zone %q", pol.TimeZone)
 	}
 	if checkCount(&ps, "authoritative_profile_ids", len(pol.AuthoritativeProfileIDs), MaxListItems) {
 		for i, id := range pol.AuthoritativeProfileIDs {
 			checkText(&ps, fmt.Sprintf("authoritative_profile_ids[%d]", i), string(id), true, c.cfg.Limits.MaxTextBytes)
 		}
 	}
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return pol, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {
@@ -188,17 +188,17 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 	var ps problems
 	def.Key = relationship.NormalizePhrase(def.Key)
 	if !kindPattern.MatchString(def.Key) {
-		ps.add("key", "must normalise to %s", kindPattern)
+		ps.Add("key", "must normalise to %s", kindPattern)
 	}
 	if !def.RelationshipKind.Valid() {
-		ps.add("relationship_kind", "unknown relationship kind %q (state or event)", def.RelationshipKind)
+		ps.Add("relationship_kind", "unknown relationship kind %q (state or event)", def.RelationshipKind)
 	}
 	if !def.CurrentCardinality.Valid() {
-		ps.add("current_cardinality", "unknown cardinality %q (one or many)", def.CurrentCardinality)
+		ps.Add("current_cardinality", "unknown cardinality %q (one or many)", def.CurrentCardinality)
 	}
 	if !checkCount(&ps, "aliases", len(def.Aliases), MaxListItems) || !checkCount(&ps, "subject_kinds", len(def.SubjectKinds), MaxListItems) ||
 		!checkCount(&ps, "object_kinds", len(def.ObjectKinds), MaxListItems) {
-		return def, ps.err()
+		return def, ps.Err()
 	}
 	// The caller's slice is not rewritten in place.
 	def.Aliases = slices.Clone(def.Aliases)
@@ -208,19 +208,19 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 	}
 	for i, k := range def.SubjectKinds {
 		if !kindPattern.MatchString(k) {
-			ps.add(fmt.Sprintf("subject_kinds[%d]", i), "must match %s", kindPattern)
+			ps.Add(fmt.Sprintf("subject_kinds[%d]", i), "must match %s", kindPattern)
 		}
 	}
 	for i, k := range def.ObjectKinds {
 		if !kindPattern.MatchString(k) {
-			ps.add(fmt.Sprintf("object_kinds[%d]", i), "must match %s", kindPattern)
+			ps.Add(fmt.Sprintf("object_kinds[%d]", i), "must match %s", kindPattern)
 		}
 	}
 	if def.ValueObject && len(def.ObjectKinds) > 0 {
-		ps.add("object_kinds", "must be empty when value_object is set")
+		ps.Add("object_kinds", "must be empty when value_object is set")
 	}
 	checkText(&ps, "description", def.Description, false, 4096)
-	if err := ps.err(); err != nil {
+	if err := ps.Err(); err != nil {
 		return def, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {

@@ -1,10 +1,9 @@
 package densemem
 
 import (
-	"time"
-
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/relationship"
 )
 
@@ -70,214 +69,71 @@ func (p Principal) actor() string {
 	return string(p.ProfileID)
 }
 
-// RememberRequest submits verbatim evidence and the relationships the host extracted from it.
-type RememberRequest struct {
-	Evidence []EvidenceInput `json:"evidence"`
-	Proposal Proposal        `json:"proposal"`
-	// IdempotencyKey is required; a retry with the same key and request replays the first result.
-	IdempotencyKey string `json:"idempotency_key"`
-}
-
-// EvidenceInput is one verbatim evidence item.
-type EvidenceInput struct {
-	// Content is stored byte for byte; it must be valid UTF-8 without NUL bytes.
-	Content    string     `json:"content"`
-	SourceType SourceType `json:"source_type"`
-	// Authority defaults to "standard". "authoritative" counts as authority only for the team
-	// policy's authoritative profiles.
-	Authority Authority `json:"authority,omitempty"`
-	// SourceGroup labels the independent source this item comes from; see evidence.GroupLabel.
-	SourceGroup string `json:"source_group,omitempty"`
-	// SourceKey and SourceRevision identify a versioned source; every revision of one key is one group.
-	SourceKey      string `json:"source_key,omitempty"`
-	SourceRevision string `json:"source_revision,omitempty"`
-}
-
-// Proposal holds the entities and relationships the host extracted.
-type Proposal struct {
-	Entities      []ProposedEntity       `json:"entities"`
-	Relationships []ProposedRelationship `json:"relationships"`
-}
-
-// ProposedEntity is one entity mention, referenced by Ref from relationships.
-type ProposedEntity struct {
-	Ref             string            `json:"ref"`
-	Name            string            `json:"name"`
-	EntityKind      string            `json:"entity_kind"`
-	Aliases         []string          `json:"aliases,omitempty"`
-	IdentityContext map[string]string `json:"identity_context,omitempty"`
-	// KnownEntityID reuses a server-known entity of the caller's team.
-	KnownEntityID EntityID `json:"known_entity_id,omitempty"`
-}
-
-// ValueType is the type of a literal object.
-type ValueType string
+// Remember's request and result types. They are declared in internal/api, which the placement
+// package shares, and are these very types under the root package's names.
+type (
+	// RememberRequest submits verbatim evidence and the relationships the host extracted from it.
+	RememberRequest = api.RememberRequest
+	// EvidenceInput is one verbatim evidence item.
+	EvidenceInput = api.EvidenceInput
+	// Proposal holds the entities and relationships the host extracted.
+	Proposal = api.Proposal
+	// ProposedEntity is one entity mention, referenced by Ref from relationships.
+	ProposedEntity = api.ProposedEntity
+	// ValueType is the type of a literal object.
+	ValueType = api.ValueType
+	// ObjectValue is a typed literal object.
+	ObjectValue = api.ObjectValue
+	// Citation cites the byte range [Start, End) of request evidence item EvidenceIndex.
+	Citation = api.Citation
+	// ProposedRelationship is one proposed relationship. Exactly one of ObjectRef and ObjectValue is set.
+	ProposedRelationship = api.ProposedRelationship
+	// ConflictResponse ties a proposal to a team conflict case read through Recall or Trace. A stale
+	// version fails the whole call with ErrStaleConflictVersion; a proposal outside the case's key fails
+	// it with ErrNotMaterialToConflict.
+	ConflictResponse = api.ConflictResponse
+	// Category is the outcome category of one proposal relationship.
+	Category = api.Category
+	// Placement is the synchronous outcome of one Remember.
+	Placement = api.Placement
+	// FragmentOutcome names the fragment stored for one request evidence item.
+	FragmentOutcome = api.FragmentOutcome
+	// EntityOutcome is how one proposal entity was resolved.
+	EntityOutcome = api.EntityOutcome
+	// EntityCandidate is a server-supplied entity a client may select in identity review.
+	EntityCandidate = api.EntityCandidate
+	// RelationshipOutcome is the placement of one proposal relationship.
+	RelationshipOutcome = api.RelationshipOutcome
+	// ReviewPrompt is an open client decision with the exact choices the server allows.
+	ReviewPrompt = api.ReviewPrompt
+	// ReviewChoice is one allowed decision.
+	ReviewChoice = api.ReviewChoice
+	// PredicateOption is a registered predicate a client may select in predicate review.
+	PredicateOption = api.PredicateOption
+	// CrossReferenceOutcome is one cross-reference written by a placement.
+	CrossReferenceOutcome = api.CrossReferenceOutcome
+	// ConflictRef names a team conflict case at a version.
+	ConflictRef = api.ConflictRef
+)
 
 // Value types.
 const (
-	ValueString   ValueType = "string"
-	ValueNumber   ValueType = "number"
-	ValueBoolean  ValueType = "boolean"
-	ValueDate     ValueType = "date"
-	ValueDateTime ValueType = "date_time"
+	ValueString   = api.ValueString
+	ValueNumber   = api.ValueNumber
+	ValueBoolean  = api.ValueBoolean
+	ValueDate     = api.ValueDate
+	ValueDateTime = api.ValueDateTime
 )
-
-// Valid reports whether t is a known value type.
-func (t ValueType) Valid() bool {
-	switch t {
-	case ValueString, ValueNumber, ValueBoolean, ValueDate, ValueDateTime:
-		return true
-	}
-	return false
-}
-
-// ObjectValue is a typed literal object.
-type ObjectValue struct {
-	Type  ValueType `json:"type"`
-	Value string    `json:"value"`
-}
-
-// Citation cites the byte range [Start, End) of request evidence item EvidenceIndex.
-type Citation struct {
-	EvidenceIndex int `json:"evidence_index"`
-	Start         int `json:"start"`
-	End           int `json:"end"`
-}
-
-// ProposedRelationship is one proposed relationship. Exactly one of ObjectRef and ObjectValue is set.
-type ProposedRelationship struct {
-	ProposalID  string       `json:"proposal_id"`
-	SubjectRef  string       `json:"subject_ref"`
-	Predicate   string       `json:"predicate"`
-	ObjectRef   string       `json:"object_ref,omitempty"`
-	ObjectValue *ObjectValue `json:"object_value,omitempty"`
-	// Polarity defaults to "+".
-	Polarity Polarity `json:"polarity,omitempty"`
-	// Modality defaults to "statement"; other modalities are kept as observations only.
-	Modality  Modality   `json:"modality,omitempty"`
-	Scope     string     `json:"scope,omitempty"`
-	ValidFrom *time.Time `json:"valid_from,omitempty"`
-	ValidTo   *time.Time `json:"valid_to,omitempty"`
-	Evidence  []Citation `json:"evidence"`
-	// CorrectsRelationshipID names a relationship of the same conflict key this proposal corrects:
-	// another profile's (written as a corrects cross-reference) or the caller's own (superseded).
-	CorrectsRelationshipID RelationshipID `json:"corrects_relationship_id,omitempty"`
-	// ConflictResponse answers a team conflict case at the version the caller last read.
-	ConflictResponse *ConflictResponse `json:"conflict_response,omitempty"`
-}
-
-// ConflictResponse ties a proposal to a team conflict case read through Recall or Trace. A stale
-// version fails the whole call with ErrStaleConflictVersion; a proposal outside the case's key fails
-// it with ErrNotMaterialToConflict.
-type ConflictResponse struct {
-	ConflictID      string `json:"conflict_id"`
-	ExpectedVersion int    `json:"expected_version"`
-}
-
-// Category is the outcome category of one proposal relationship.
-type Category string
 
 // Outcome categories of a placement.
 const (
-	CategoryAccepted        Category = "relationship_accepted"
-	CategorySupported       Category = "relationship_supported"
-	CategorySupersededPrior Category = "relationship_superseded_prior"
-	CategoryNeedsReview     Category = "relationship_needs_review"
-	CategoryPendingEvidence Category = "relationship_pending_evidence"
-	CategoryRejected        Category = "relationship_rejected"
-	CategoryIdentityReview  Category = "identity_needs_review"
-	CategoryPredicateReview Category = "predicate_needs_review"
-	CategoryNotAsserted     Category = "relationship_not_asserted"
+	CategoryAccepted        = api.CategoryAccepted
+	CategorySupported       = api.CategorySupported
+	CategorySupersededPrior = api.CategorySupersededPrior
+	CategoryNeedsReview     = api.CategoryNeedsReview
+	CategoryPendingEvidence = api.CategoryPendingEvidence
+	CategoryRejected        = api.CategoryRejected
+	CategoryIdentityReview  = api.CategoryIdentityReview
+	CategoryPredicateReview = api.CategoryPredicateReview
+	CategoryNotAsserted     = api.CategoryNotAsserted
 )
-
-// Placement is the synchronous outcome of one Remember.
-type Placement struct {
-	IngestID string `json:"ingest_id"`
-	// Replayed is true when this result was stored by an earlier call with the same idempotency key.
-	Replayed             bool                  `json:"replayed"`
-	Fragments            []FragmentOutcome     `json:"fragments"`
-	Entities             []EntityOutcome       `json:"entities"`
-	RelationshipOutcomes []RelationshipOutcome `json:"relationship_outcomes"`
-}
-
-// FragmentOutcome names the fragment stored for one request evidence item.
-type FragmentOutcome struct {
-	EvidenceIndex int        `json:"evidence_index"`
-	FragmentID    FragmentID `json:"fragment_id"`
-	SourceGroup   string     `json:"source_group"`
-}
-
-// EntityOutcome is how one proposal entity was resolved.
-type EntityOutcome struct {
-	Ref        string            `json:"ref"`
-	Decision   identity.Decision `json:"decision"`
-	EntityID   EntityID          `json:"entity_id,omitempty"`
-	Candidates []EntityCandidate `json:"candidates,omitempty"`
-	// CandidatesTruncated reports that more candidates matched than are listed.
-	CandidatesTruncated bool `json:"candidates_truncated,omitempty"`
-}
-
-// EntityCandidate is a server-supplied entity a client may select in identity review.
-type EntityCandidate struct {
-	EntityID        EntityID          `json:"entity_id"`
-	Name            string            `json:"name"`
-	EntityKind      string            `json:"entity_kind"`
-	IdentityContext map[string]string `json:"identity_context,omitempty"`
-}
-
-// RelationshipOutcome is the placement of one proposal relationship.
-type RelationshipOutcome struct {
-	ProposalID      string         `json:"proposal_id"`
-	PlacementItemID string         `json:"placement_item_id"`
-	ObservationID   string         `json:"observation_id"`
-	RelationshipID  RelationshipID `json:"relationship_id,omitempty"`
-	Category        Category       `json:"category"`
-	Tier            Tier           `json:"tier,omitempty"`
-	Status          Status         `json:"status,omitempty"`
-	Reason          string         `json:"reason"`
-	// Related lists the relationships this outcome concerns: superseded priors, or the priors a held
-	// relationship conflicts with.
-	Related []RelationshipID `json:"related_relationship_ids,omitempty"`
-	// Review is the client decision this outcome needs, if any.
-	Review *ReviewPrompt `json:"review,omitempty"`
-	// CrossReferences lists cross-references this placement wrote to other owners' relationships.
-	CrossReferences []CrossReferenceOutcome `json:"cross_references,omitempty"`
-	// Conflict names the team conflict case this placement opened or joined.
-	Conflict *ConflictRef `json:"conflict,omitempty"`
-}
-
-// ReviewPrompt is an open client decision with the exact choices the server allows.
-type ReviewPrompt struct {
-	ReviewID         string            `json:"review_id"`
-	Kind             string            `json:"kind"`
-	Question         string            `json:"question"`
-	Choices          []ReviewChoice    `json:"choices"`
-	EntityCandidates []EntityCandidate `json:"entity_candidates,omitempty"`
-	PredicateOptions []PredicateOption `json:"predicate_options,omitempty"`
-}
-
-// ReviewChoice is one allowed decision.
-type ReviewChoice struct {
-	Action      string `json:"action"`
-	Description string `json:"description"`
-}
-
-// PredicateOption is a registered predicate a client may select in predicate review.
-type PredicateOption struct {
-	Key         string `json:"key"`
-	Description string `json:"description,omitempty"`
-}
-
-// CrossReferenceOutcome is one cross-reference written by a placement.
-type CrossReferenceOutcome struct {
-	CrossReferenceID string         `json:"cross_reference_id"`
-	Kind             string         `json:"kind"`
-	ToRelationshipID RelationshipID `json:"to_relationship_id"`
-}
-
-// ConflictRef names a team conflict case at a version.
-type ConflictRef struct {
-	ConflictID string `json:"conflict_id"`
-	Version    int    `json:"version"`
-	Status     string `json:"status"`
-}

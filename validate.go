@@ -2,17 +2,15 @@ package densemem
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/store"
 )
 
@@ -23,13 +21,13 @@ var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 func checkText(ps *problems, path, s string, required bool, max int) {
 	switch {
 	case !utf8.ValidString(s):
-		ps.add(path, "must be valid UTF-8")
+		ps.Add(path, "must be valid UTF-8")
 	case strings.ContainsRune(s, 0):
-		ps.add(path, "must not contain NUL bytes")
+		ps.Add(path, "must not contain NUL bytes")
 	case required && strings.TrimSpace(s) == "":
-		ps.add(path, "is required")
+		ps.Add(path, "is required")
 	case len(s) > max:
-		ps.add(path, "is %d bytes, more than the limit of %d", len(s), max)
+		ps.Add(path, "is %d bytes, more than the limit of %d", len(s), max)
 	}
 }
 
@@ -41,7 +39,7 @@ const MaxListItems = 64
 // skips its per-item checks.
 func checkCount(ps *problems, path string, n, max int) bool {
 	if n > max {
-		ps.add(path, "has %d items, more than the limit of %d", n, max)
+		ps.Add(path, "has %d items, more than the limit of %d", n, max)
 		return false
 	}
 	return true
@@ -50,11 +48,11 @@ func checkCount(ps *problems, path string, n, max int) bool {
 // checkName is checkText for an entity name or alias, which must also be able to identify something
 // (identity.NameProblem: no control characters, a visible character).
 func checkName(ps *problems, path, s string, max int) {
-	n := len(ps.list) + ps.omitted
+	n := ps.Count()
 	checkText(ps, path, s, true, max)
-	if len(ps.list)+ps.omitted == n {
+	if ps.Count() == n {
 		if why := identity.NameProblem(s); why != "" {
-			ps.add(path, "%s", why)
+			ps.Add(path, "%s", why)
 		}
 	}
 }
@@ -73,18 +71,18 @@ func validateRemember(req *RememberRequest, l Limits) error {
 	cited := make([]bool, len(req.Evidence))
 	ids := map[string]bool{}
 	if len(req.Proposal.Relationships) == 0 {
-		ps.add("proposal.relationships", "at least one relationship is required")
+		ps.Add("proposal.relationships", "at least one relationship is required")
 	}
 	for i, r := range req.Proposal.Relationships {
 		p := fmt.Sprintf("proposal.relationships[%d]", i)
 		checkText(&ps, p+".proposal_id", r.ProposalID, true, l.MaxTextBytes)
 		if ids[r.ProposalID] {
-			ps.add(p+".proposal_id", "duplicate proposal_id %q", r.ProposalID)
+			ps.Add(p+".proposal_id", "duplicate proposal_id %q", r.ProposalID)
 		}
 		ids[r.ProposalID] = true
 		checkRelationship(&ps, p, r, refs, l)
 		if len(r.Evidence) == 0 {
-			ps.add(p+".evidence", "at least one citation is required")
+			ps.Add(p+".evidence", "at least one citation is required")
 		}
 		for j, c := range r.Evidence {
 			if checkCitation(&ps, fmt.Sprintf("%s.evidence[%d]", p, j), c, req.Evidence) {
@@ -94,39 +92,39 @@ func validateRemember(req *RememberRequest, l Limits) error {
 	}
 	for i, ok := range cited {
 		if !ok {
-			ps.add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
+			ps.Add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
 		}
 	}
-	return ps.err()
+	return ps.Err()
 }
 
 // checkEvidence checks the evidence items: content within its byte limit and valid text, known
 // source type and authority, and the source labels.
 func checkEvidence(ps *problems, items []EvidenceInput, l Limits) {
 	if len(items) == 0 {
-		ps.add("evidence", "at least one evidence item is required")
+		ps.Add("evidence", "at least one evidence item is required")
 	}
 	for i, ev := range items {
 		p := fmt.Sprintf("evidence[%d]", i)
 		switch {
 		case len(ev.Content) == 0:
-			ps.add(p+".content", "is required")
+			ps.Add(p+".content", "is required")
 		case len(ev.Content) > l.MaxContentBytes:
-			ps.add(p+".content", "is %d bytes, more than the limit of %d", len(ev.Content), l.MaxContentBytes)
+			ps.Add(p+".content", "is %d bytes, more than the limit of %d", len(ev.Content), l.MaxContentBytes)
 		default:
 			checkText(ps, p+".content", ev.Content, false, l.MaxContentBytes)
 		}
 		if !ev.SourceType.Valid() {
-			ps.add(p+".source_type", "unknown source type %q", ev.SourceType)
+			ps.Add(p+".source_type", "unknown source type %q", ev.SourceType)
 		}
 		if ev.Authority != "" && !ev.Authority.Valid() {
-			ps.add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
+			ps.Add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
 		}
 		checkText(ps, p+".source_group", ev.SourceGroup, false, l.MaxTextBytes)
 		checkText(ps, p+".source_key", ev.SourceKey, false, l.MaxTextBytes)
 		checkText(ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
 		if ev.SourceRevision != "" && ev.SourceKey == "" {
-			ps.add(p+".source_revision", "requires source_key")
+			ps.Add(p+".source_revision", "requires source_key")
 		}
 	}
 }
@@ -138,12 +136,12 @@ func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string
 		p := fmt.Sprintf("proposal.entities[%d]", i)
 		checkText(ps, p+".ref", e.Ref, true, l.MaxTextBytes)
 		if refs[e.Ref] {
-			ps.add(p+".ref", "duplicate ref %q", e.Ref)
+			ps.Add(p+".ref", "duplicate ref %q", e.Ref)
 		}
 		refs[e.Ref] = true
 		checkName(ps, p+".name", e.Name, l.MaxTextBytes)
 		if !kindPattern.MatchString(e.EntityKind) {
-			ps.add(p+".entity_kind", "must match %s", kindPattern)
+			ps.Add(p+".entity_kind", "must match %s", kindPattern)
 		}
 		for j, a := range e.Aliases {
 			checkName(ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, l.MaxTextBytes)
@@ -153,7 +151,7 @@ func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string
 			v := e.IdentityContext[k]
 			checkText(ps, p+".identity_context", k, true, l.MaxTextBytes)
 			if fk := identity.NormalizeName(k); folded[fk] {
-				ps.add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
+				ps.Add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
 			} else {
 				folded[fk] = true
 			}
@@ -169,39 +167,39 @@ func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string
 // case version, and a validity that ends after it starts.
 func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[string]bool, l Limits) {
 	if !refs[r.SubjectRef] {
-		ps.add(p+".subject_ref", "does not name a proposal entity ref")
+		ps.Add(p+".subject_ref", "does not name a proposal entity ref")
 	}
 	checkText(ps, p+".predicate", r.Predicate, true, l.MaxTextBytes)
 	switch {
 	case r.ObjectRef != "" && r.ObjectValue != nil:
-		ps.add(p, "set exactly one of object_ref and object_value, not both")
+		ps.Add(p, "set exactly one of object_ref and object_value, not both")
 	case r.ObjectRef == "" && r.ObjectValue == nil:
-		ps.add(p, "set exactly one of object_ref and object_value")
+		ps.Add(p, "set exactly one of object_ref and object_value")
 	case r.ObjectRef != "" && !refs[r.ObjectRef]:
-		ps.add(p+".object_ref", "does not name a proposal entity ref")
+		ps.Add(p+".object_ref", "does not name a proposal entity ref")
 	case r.ObjectValue != nil:
-		if _, err := canonicalValue(*r.ObjectValue); err != nil {
-			ps.add(p+".object_value", "%v", err)
+		if _, err := api.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes); err != nil {
+			ps.Add(p+".object_value", "%v", err)
 		}
 	}
 	if r.Polarity != "" && !r.Polarity.Valid() {
-		ps.add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
+		ps.Add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
 	}
 	if r.Modality != "" && !r.Modality.Valid() {
-		ps.add(p+".modality", "unknown modality %q", r.Modality)
+		ps.Add(p+".modality", "unknown modality %q", r.Modality)
 	}
 	checkText(ps, p+".scope", r.Scope, false, l.MaxTextBytes)
 	checkText(ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
 	if cr := r.ConflictResponse; cr != nil {
 		checkText(ps, p+".conflict_response.conflict_id", cr.ConflictID, true, l.MaxTextBytes)
 		if cr.ExpectedVersion < 1 {
-			ps.add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
+			ps.Add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
 		}
 	}
 	checkTime(ps, p+".valid_from", r.ValidFrom)
 	checkTime(ps, p+".valid_to", r.ValidTo)
 	if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
-		ps.add(p+".valid_to", "must be after valid_from (at microsecond precision)")
+		ps.Add(p+".valid_to", "must be after valid_from (at microsecond precision)")
 	}
 }
 
@@ -209,29 +207,29 @@ func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[
 // item on UTF-8 character boundaries. It reports whether the citation names an evidence item.
 func checkCitation(ps *problems, cp string, c Citation, items []EvidenceInput) bool {
 	if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(items) {
-		ps.add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
+		ps.Add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
 		return false
 	}
 	content := items[c.EvidenceIndex].Content
 	bad := false
 	if c.Start < 0 {
-		ps.add(cp+".start", "must not be negative")
+		ps.Add(cp+".start", "must not be negative")
 		bad = true
 	}
 	if c.End > len(content) {
-		ps.add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
+		ps.Add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
 		bad = true
 	}
 	switch {
 	case bad:
 	case c.Start >= c.End:
-		ps.add(cp+".end", "must be greater than start")
+		ps.Add(cp+".end", "must be greater than start")
 	case !utf8.RuneStart(content[c.Start]):
-		ps.add(cp+".start", "must be on a UTF-8 character boundary")
+		ps.Add(cp+".start", "must be on a UTF-8 character boundary")
 	case c.End < len(content) && !utf8.RuneStart(content[c.End]):
-		ps.add(cp+".end", "must be on a UTF-8 character boundary")
+		ps.Add(cp+".end", "must be on a UTF-8 character boundary")
 	case !utf8.ValidString(content[c.Start:c.End]):
-		ps.add(cp, "cited text is not valid UTF-8")
+		ps.Add(cp, "cited text is not valid UTF-8")
 	}
 	return true
 }
@@ -243,14 +241,14 @@ func checkRememberCounts(req *RememberRequest, l Limits) error {
 	var ps problems
 	over := func(path string, n, max int, what string) {
 		if n > max {
-			ps.add(path, "has %d %s, more than the limit of %d", n, what, max)
+			ps.Add(path, "has %d %s, more than the limit of %d", n, what, max)
 		}
 	}
 	over("evidence", len(req.Evidence), l.MaxEvidence, "items")
 	over("proposal.entities", len(req.Proposal.Entities), l.MaxEntities, "items")
 	over("proposal.relationships", len(req.Proposal.Relationships), l.MaxRelationships, "items")
-	if ps.any() {
-		return ps.err()
+	if ps.Any() {
+		return ps.Err()
 	}
 	names := 0
 	for i, e := range req.Proposal.Entities {
@@ -264,7 +262,7 @@ func checkRememberCounts(req *RememberRequest, l Limits) error {
 	for i, r := range req.Proposal.Relationships {
 		over(fmt.Sprintf("proposal.relationships[%d].evidence", i), len(r.Evidence), l.MaxCitations, "citations")
 	}
-	return ps.err()
+	return ps.Err()
 }
 
 func sortedKeys(m map[string]string) []string {
@@ -283,7 +281,7 @@ func storedTime(t time.Time) time.Time { return t.UTC().Truncate(time.Microsecon
 func checkTime(ps *problems, path string, t *time.Time) {
 	if t != nil {
 		if y := t.UTC().Year(); y < 1 || y > 9999 {
-			ps.add(path, "must be within years 0001..9999 (UTC)")
+			ps.Add(path, "must be within years 0001..9999 (UTC)")
 		}
 	}
 }
@@ -332,69 +330,6 @@ func checkPrincipal(p Principal, scope identity.Scope) error {
 	return nil
 }
 
-// canonicalValue returns the canonical text of a literal, or why it is invalid.
-func canonicalValue(v ObjectValue) (string, error) {
-	if !v.Type.Valid() {
-		return "", fmt.Errorf("unknown value type %q", v.Type)
-	}
-	if !utf8.ValidString(v.Value) || strings.ContainsRune(v.Value, 0) {
-		return "", fmt.Errorf("value must be valid UTF-8 without NUL bytes")
-	}
-	if len(v.Value) > DefaultMaxTextBytes {
-		return "", fmt.Errorf("value is longer than %d bytes", DefaultMaxTextBytes)
-	}
-	s := strings.TrimSpace(v.Value)
-	switch v.Type {
-	case ValueString:
-		if s == "" {
-			return "", fmt.Errorf("string value is empty")
-		}
-		return s, nil
-	case ValueNumber:
-		f, err := strconv.ParseFloat(s, 64)
-		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
-			return "", fmt.Errorf("%q is not a finite number", s)
-		}
-		return strconv.FormatFloat(f, 'g', -1, 64), nil
-	case ValueBoolean:
-		b, err := strconv.ParseBool(s)
-		if err != nil {
-			return "", fmt.Errorf("%q is not a boolean", s)
-		}
-		return strconv.FormatBool(b), nil
-	case ValueDate:
-		t, err := time.Parse(time.DateOnly, s)
-		if err != nil {
-			return "", fmt.Errorf("%q is not a YYYY-MM-DD date", s)
-		}
-		if t.Year() < 1 {
-			return "", fmt.Errorf("%q is outside years 0001..9999", s)
-		}
-		return t.Format(time.DateOnly), nil
-	default:
-		t, err := time.Parse(time.RFC3339Nano, s)
-		if err != nil {
-			return "", fmt.Errorf("%q is not an RFC 3339 date-time", s)
-		}
-		if y := t.UTC().Year(); y < 1 || y > 9999 {
-			return "", fmt.Errorf("%q is outside years 0001..9999 in UTC", s)
-		}
-		return t.UTC().Format(time.RFC3339Nano), nil
-	}
-}
-
-// normalizedRelationship returns the defaults-applied polarity, modality and scope of r.
-func normalizedRelationship(r ProposedRelationship) (relationship.Polarity, relationship.Modality, string) {
-	pol, mod := r.Polarity, r.Modality
-	if pol == "" {
-		pol = relationship.PolarityPositive
-	}
-	if mod == "" {
-		mod = relationship.ModalityStatement
-	}
-	return pol, mod, relationship.NormalizeScope(r.Scope)
-}
-
 // traceLists are the names TraceRequest.After accepts besides a case's events.
 var traceLists = []string{TraceListEvidence, TraceListObservations, TraceListVerifications, TraceListTransitions,
 	TraceListIdentityResolutions, TraceListReviewItems, TraceListCrossReferences, TraceListConflicts}
@@ -406,47 +341,47 @@ func validateTrace(req *TraceRequest, l Limits) (int, store.TraceAfter, error) {
 	var after store.TraceAfter
 	checkText(&ps, "relationship_id", string(req.RelationshipID), true, l.MaxTextBytes)
 	if req.MaxDepth < 0 || req.MaxDepth > 4 {
-		ps.add("max_depth", "must be within 0..4")
+		ps.Add("max_depth", "must be within 0..4")
 	}
 	if req.MaxEdges < 0 || req.MaxEdges > 100 {
-		ps.add("max_edges", "must be within 0..100")
+		ps.Add("max_edges", "must be within 0..100")
 	}
 	limit := req.Limit
 	switch {
 	case limit == 0:
 		limit = min(DefaultTraceItems, l.MaxTraceItems)
 	case limit < 0 || limit > l.MaxTraceItems:
-		ps.add("limit", "must be within 1..%d (0 means %d)", l.MaxTraceItems, min(DefaultTraceItems, l.MaxTraceItems))
+		ps.Add("limit", "must be within 1..%d (0 means %d)", l.MaxTraceItems, min(DefaultTraceItems, l.MaxTraceItems))
 	}
 	// Eight lists and the events of each case of a page; more entries than that cannot all be used.
 	if n := len(req.After); n > len(traceLists)+l.MaxTraceItems {
-		ps.add("after", "has %d entries, more than the limit of %d", n, len(traceLists)+l.MaxTraceItems)
-		return 0, after, ps.err()
+		ps.Add("after", "has %d entries, more than the limit of %d", n, len(traceLists)+l.MaxTraceItems)
+		return 0, after, ps.Err()
 	}
 	for _, list := range sortedKeys(req.After) {
 		path := "after." + list
 		if !utf8.ValidString(list) || strings.ContainsRune(list, 0) || len(list) > l.MaxTextBytes+len("conflicts..events") {
-			ps.add("after", "%q is not a list name", list)
+			ps.Add("after", "%q is not a list name", list)
 			continue
 		}
 		conflictID, isEvents := strings.CutPrefix(list, TraceListConflicts+".")
 		conflictID, suffixed := strings.CutSuffix(conflictID, ".events")
 		isEvents = isEvents && suffixed && conflictID != "" && len(conflictID) <= l.MaxTextBytes
 		if !isEvents && !slices.Contains(traceLists, list) {
-			ps.add(path, "unknown list (want one of %s, or conflicts.<conflict_id>.events)", strings.Join(traceLists, ", "))
+			ps.Add(path, "unknown list (want one of %s, or conflicts.<conflict_id>.events)", strings.Join(traceLists, ", "))
 			continue
 		}
 		if list == TraceListVerifications && !req.IncludeVerification {
-			ps.add(path, "pages a list the request does not include (set include_verification)")
+			ps.Add(path, "pages a list the request does not include (set include_verification)")
 			continue
 		}
 		if list == TraceListTransitions && !req.IncludeTransitions {
-			ps.add(path, "pages a list the request does not include (set include_transitions)")
+			ps.Add(path, "pages a list the request does not include (set include_transitions)")
 			continue
 		}
 		c, err := decodeTraceCursor(list, req.After[list], l)
 		if err != nil {
-			ps.add(path, "%v", err)
+			ps.Add(path, "%v", err)
 			continue
 		}
 		key := &store.TraceKey{At: c.At, IDs: c.IDs}
@@ -474,7 +409,7 @@ func validateTrace(req *TraceRequest, l Limits) (int, store.TraceAfter, error) {
 			after.CaseEvents[conflict.ID(conflictID)] = c.Version
 		}
 	}
-	return limit, after, ps.err()
+	return limit, after, ps.Err()
 }
 
 // validateRecall checks a Recall request and returns its result limit.
@@ -482,15 +417,15 @@ func validateRecall(req *RecallRequest, l Limits) (int, error) {
 	var ps problems
 	checkText(&ps, "query", req.Query, false, 4*512)
 	if utf8.RuneCountInString(req.Query) > 512 {
-		ps.add("query", "is longer than 512 characters")
+		ps.Add("query", "is longer than 512 characters")
 	}
 	if strings.TrimSpace(req.Query) == "" && len(req.ExpandFromEntityIDs) == 0 {
-		ps.add("query", "a query or expand_from_entity_ids is required")
+		ps.Add("query", "a query or expand_from_entity_ids is required")
 	}
 	if n := len(req.ExpandFromEntityIDs); n > MaxExpandEntities {
 		// Refused on the count alone: no per-item work for an oversized list.
-		ps.add("expand_from_entity_ids", "has %d entities, more than the limit of %d", n, MaxExpandEntities)
-		return 0, ps.err()
+		ps.Add("expand_from_entity_ids", "has %d entities, more than the limit of %d", n, MaxExpandEntities)
+		return 0, ps.Err()
 	}
 	for i, id := range req.ExpandFromEntityIDs {
 		checkText(&ps, fmt.Sprintf("expand_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)
@@ -503,7 +438,7 @@ func validateRecall(req *RecallRequest, l Limits) (int, error) {
 	case limit == 0:
 		limit = DefaultRecallLimit
 	case limit < 1 || limit > MaxRecallLimit:
-		ps.add("limit", "must be within 1..%d", MaxRecallLimit)
+		ps.Add("limit", "must be within 1..%d", MaxRecallLimit)
 	}
-	return limit, ps.err()
+	return limit, ps.Err()
 }

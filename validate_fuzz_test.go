@@ -16,6 +16,9 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
@@ -124,20 +127,18 @@ func checkValidation(t *testing.T, req *RememberRequest, l Limits) {
 	}
 	// The pure steps after validation, in Remember's order, must cope with any accepted request.
 	normalizeTimes(req)
-	in := newIntake(req)
-	res := in.resolve(nil, nil)
-	var claims []evidence.Claim
+	in := placement.NewIntake(req)
+	// Every phrase names a registered predicate, so every statement becomes a claim.
+	var preds []relationship.Predicate
 	for _, r := range req.Proposal.Relationships {
-		if _, ok := res[r.SubjectRef]; !ok {
-			t.Fatalf("subject_ref %q did not resolve", r.SubjectRef)
-		}
-		claims = append(claims, in.claim(r))
+		preds = append(preds, relationship.Predicate{Key: relationship.NormalizePhrase(r.Predicate)})
 	}
+	claims := in.Claims(preds, nil, nil)
 	results, _ := evidence.SpanVerifier{}.Verify(context.Background(), evidence.VerifyRequest{Claims: claims})
 	if err := evidence.CheckResults(evidence.VerifyRequest{Claims: claims}, results); err != nil {
 		t.Fatalf("SpanVerifier answered out of contract: %v", err)
 	}
-	_ = requestHash(opRemember, req)
+	_ = requestHash(placement.Operation, req)
 }
 
 // validRequestViolations lists how an accepted request breaks the promises of validation (§5 step 1).
@@ -246,10 +247,10 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 			bad("%s: object_ref %q does not resolve", p, r.ObjectRef)
 		}
 		if r.ObjectValue != nil {
-			canon, err := canonicalValue(*r.ObjectValue)
+			canon, err := api.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes)
 			if err != nil {
 				bad("%s.object_value: %v", p, err)
-			} else if again, err := canonicalValue(ObjectValue{Type: r.ObjectValue.Type, Value: canon}); err != nil || again != canon {
+			} else if again, err := api.CanonicalValue(ObjectValue{Type: r.ObjectValue.Type, Value: canon}, DefaultMaxTextBytes); err != nil || again != canon {
 				bad("%s.object_value: canonical %q is not a fixed point: %q, %v", p, canon, again, err)
 			}
 		}
@@ -393,31 +394,31 @@ func TestValidateCanonicalValueIsAFixedPoint(t *testing.T) {
 		v    ObjectValue
 		want int
 	}{
-		{ObjectValue{ValueString, "  ops@example.com "}, accept},
-		{ObjectValue{ValueString, " \t "}, reject},
-		{ObjectValue{ValueNumber, "042.50"}, accept},
-		{ObjectValue{ValueNumber, "1e21"}, accept},
-		{ObjectValue{ValueNumber, "-0"}, accept},
-		{ObjectValue{ValueNumber, "0x1p-2"}, either},
-		{ObjectValue{ValueNumber, "1e400"}, reject},
-		{ObjectValue{ValueBoolean, "T"}, accept},
-		{ObjectValue{ValueDate, "0000-01-01"}, either},
-		{ObjectValue{ValueDate, "9999-12-31"}, accept},
-		{ObjectValue{ValueDateTime, "2026-05-01T09:00:00.500+02:00"}, accept},
-		{ObjectValue{ValueDateTime, "2026-05-01T09:00:00.123456789Z"}, accept},
+		{ObjectValue{Type: ValueString, Value: "  ops@example.com "}, accept},
+		{ObjectValue{Type: ValueString, Value: " \t "}, reject},
+		{ObjectValue{Type: ValueNumber, Value: "042.50"}, accept},
+		{ObjectValue{Type: ValueNumber, Value: "1e21"}, accept},
+		{ObjectValue{Type: ValueNumber, Value: "-0"}, accept},
+		{ObjectValue{Type: ValueNumber, Value: "0x1p-2"}, either},
+		{ObjectValue{Type: ValueNumber, Value: "1e400"}, reject},
+		{ObjectValue{Type: ValueBoolean, Value: "T"}, accept},
+		{ObjectValue{Type: ValueDate, Value: "0000-01-01"}, either},
+		{ObjectValue{Type: ValueDate, Value: "9999-12-31"}, accept},
+		{ObjectValue{Type: ValueDateTime, Value: "2026-05-01T09:00:00.500+02:00"}, accept},
+		{ObjectValue{Type: ValueDateTime, Value: "2026-05-01T09:00:00.123456789Z"}, accept},
 		// Their UTC instants fall in years 10000 and -1, which RFC 3339 cannot write.
-		{ObjectValue{ValueDateTime, "9999-12-31T23:00:00-02:00"}, reject},
-		{ObjectValue{ValueDateTime, "0000-01-01T00:30:00+01:00"}, reject},
+		{ObjectValue{Type: ValueDateTime, Value: "9999-12-31T23:00:00-02:00"}, reject},
+		{ObjectValue{Type: ValueDateTime, Value: "0000-01-01T00:30:00+01:00"}, reject},
 	} {
 		v := tc.v
-		canon, err := canonicalValue(v)
+		canon, err := api.CanonicalValue(v, DefaultMaxTextBytes)
 		switch {
 		case err != nil && tc.want == accept:
 			t.Errorf("%s %q: %v", v.Type, v.Value, err)
 		case err == nil && tc.want == reject:
 			t.Errorf("%s %q: accepted as %q", v.Type, v.Value, canon)
 		case err == nil:
-			again, err := canonicalValue(ObjectValue{Type: v.Type, Value: canon})
+			again, err := api.CanonicalValue(ObjectValue{Type: v.Type, Value: canon}, DefaultMaxTextBytes)
 			if err != nil || again != canon {
 				t.Errorf("%s %q: canonical %q is not a fixed point: %q, %v", v.Type, v.Value, canon, again, err)
 			}

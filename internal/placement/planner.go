@@ -1,10 +1,11 @@
-package densemem
+package placement
 
 import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -12,24 +13,43 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
-// planner turns one validated, verified request into the rows of its transaction and its placement.
+// Operation is the idempotency records' name of a Remember.
+const Operation = "remember"
+
+// Params is what a placement decides from besides the locked state: the call, its request and the
+// reads before the transaction.
+type Params struct {
+	Team    identity.TeamID
+	Profile identity.ProfileID
+	Request *api.RememberRequest
+	Intake  *Intake
+	// Now is the call's time: every row of the placement records it.
+	Now time.Time
+	// Policy is the team policy in force; Predicates the team's predicates.
+	Policy     store.Policy
+	Predicates []relationship.Predicate
+	// Verdicts are the verifier's results by proposal ID, and Verifier its name.
+	Verdicts map[string]evidence.Result
+	Verifier string
+	// Hash is the request's hash, recorded with its idempotency key.
+	Hash string
+	// NewID allocates a library ID with the given prefix at the given time.
+	NewID func(prefix string, at time.Time) string
+}
+
+// Planner turns one validated, verified request into the rows of its transaction and its placement.
 // It is rebuilt for every transaction attempt and decides only from what that attempt read.
-type planner struct {
-	c        *Client
-	p        Principal
-	req      *RememberRequest
-	in       *intake
-	now      time.Time
-	policy   store.Policy
-	verdicts map[string]evidence.Result
-	hash     string
-	preds    []relationship.Predicate
-	verifier string
+type Planner struct {
+	Params
+	in *Intake
+	// the request's entities and relationships
+	req *api.RememberRequest
 
 	res        map[string]resolution
 	candidates []identity.Entity
@@ -44,16 +64,19 @@ type planner struct {
 	objectNames map[relationship.ID]string
 }
 
-// resolve resolves the mentions from the entities read under the name locks and allocates the IDs of
+// New returns the planner of one transaction attempt.
+func New(p Params) *Planner { return &Planner{Params: p, in: p.Intake, req: p.Request} }
+
+// Resolve resolves the mentions from the entities read under the name locks and allocates the IDs of
 // the entities this call creates.
-func (pl *planner) resolve(candidates, known []identity.Entity) {
+func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 	pl.candidates = append(append([]identity.Entity{}, candidates...), known...)
 	pl.res = pl.in.resolve(candidates, known)
 	real := map[identity.EntityID]identity.EntityID{}
 	for _, ref := range pl.in.order {
 		r := pl.res[ref]
 		if r.Decision == identity.DecisionCreated {
-			real[r.entity.ID] = identity.EntityID(pl.c.newID("ent", pl.now))
+			real[r.entity.ID] = identity.EntityID(pl.newID("ent"))
 		}
 	}
 	for ref, r := range pl.res {
@@ -64,13 +87,14 @@ func (pl *planner) resolve(candidates, known []identity.Entity) {
 	}
 }
 
-// keys returns the conflict keys of every statement that may become a relationship; with
-// newSubjects false it leaves out the keys whose subject this call creates.
-func (pl *planner) keys(newSubjects bool) []conflict.Key {
+// Keys returns the conflict keys of every statement that may become a relationship, except those
+// whose subject this call creates: no other transaction can see the new entity before commit, and
+// its name lock already serialises its creators.
+func (pl *Planner) Keys() []conflict.Key {
 	var out []conflict.Key
 	for _, r := range pl.req.Proposal.Relationships {
 		k, ok := pl.key(r)
-		if !ok || slices.Contains(out, k) || (!newSubjects && pl.res[r.SubjectRef].Decision == identity.DecisionCreated) {
+		if !ok || slices.Contains(out, k) || pl.res[r.SubjectRef].Decision == identity.DecisionCreated {
 			continue
 		}
 		out = append(out, k)
@@ -78,24 +102,24 @@ func (pl *planner) keys(newSubjects bool) []conflict.Key {
 	return out
 }
 
-func (pl *planner) key(r ProposedRelationship) (conflict.Key, bool) {
-	_, mod, scope := normalizedRelationship(r)
-	pred, ok := relationship.MatchPredicate(r.Predicate, pl.preds)
+func (pl *Planner) key(r api.ProposedRelationship) (conflict.Key, bool) {
+	_, mod, scope := api.Normalize(r)
+	pred, ok := relationship.MatchPredicate(r.Predicate, pl.Predicates)
 	subj := pl.res[r.SubjectRef]
 	if !ok || mod != relationship.ModalityStatement || subj.Decision == identity.DecisionAmbiguous ||
 		(r.ObjectRef != "" && pl.res[r.ObjectRef].Decision == identity.DecisionAmbiguous) {
 		return conflict.Key{}, false
 	}
-	return conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}, true
+	return conflict.Key{Team: pl.Team, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope}, true
 }
 
-// plan builds the write set and the placement from the locked state of the keys.
-func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error) {
-	pl.ingestID = pl.c.newID("ing", pl.now)
+// Plan builds the write set and the placement from the locked state of the keys.
+func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, error) {
+	pl.ingestID = pl.newID("ing")
 	pl.values = map[string]bool{}
-	pl.l = &ledger.Ledger{Team: pl.p.TeamID, Actor: ledger.ProfileActor(pl.p.ProfileID), IngestID: pl.ingestID,
-		IdempotencyKey: pl.req.IdempotencyKey, Now: pl.now, Policy: pl.policy, NewID: pl.newID}
-	pl.l.Load(kl, pl.preds)
+	pl.l = &ledger.Ledger{Team: pl.Team, Actor: ledger.ProfileActor(pl.Profile), IngestID: pl.ingestID,
+		IdempotencyKey: pl.req.IdempotencyKey, Now: pl.Now, Policy: pl.Policy, NewID: pl.newID}
+	pl.l.Load(kl, pl.Predicates)
 	pl.objectNames = map[relationship.ID]string{}
 	for id, n := range kl.ObjectNames {
 		pl.objectNames[id] = n
@@ -103,8 +127,8 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	if err := pl.checkReferences(); err != nil {
 		return store.WriteSet{}, nil, err
 	}
-	out := &Placement{IngestID: pl.ingestID, Fragments: []FragmentOutcome{}, Entities: []EntityOutcome{},
-		RelationshipOutcomes: []RelationshipOutcome{}}
+	out := &api.Placement{IngestID: pl.ingestID, Fragments: []api.FragmentOutcome{}, Entities: []api.EntityOutcome{},
+		RelationshipOutcomes: []api.RelationshipOutcome{}}
 	pl.writeFragments(out)
 	pl.writeEntities(out)
 	for i, r := range pl.req.Proposal.Relationships {
@@ -115,19 +139,19 @@ func (pl *planner) plan(kl store.KeysLocked) (store.WriteSet, *Placement, error)
 	if err != nil {
 		return store.WriteSet{}, nil, err
 	}
-	pl.l.WS.Idempotency = &store.IdempotencyRow{Team: pl.p.TeamID, Profile: pl.p.ProfileID, Key: pl.req.IdempotencyKey,
-		Operation: opRemember, RequestHash: pl.hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.now}
+	pl.l.WS.Idempotency = &store.IdempotencyRow{Team: pl.Team, Profile: pl.Profile, Key: pl.req.IdempotencyKey,
+		Operation: Operation, RequestHash: pl.Hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.Now}
 	return pl.l.WS, out, nil
 }
 
 // newID allocates an ID at the call's time.
-func (pl *planner) newID(prefix string) string { return pl.c.newID(prefix, pl.now) }
+func (pl *Planner) newID(prefix string) string { return pl.NewID(prefix, pl.Now) }
 
 // checkReferences fails the call, before anything is planned, when a conflict response is stale or
 // not material to its case, or when corrects_relationship_id names a relationship outside the
 // proposal's conflict key.
-func (pl *planner) checkReferences() error {
-	var ps problems
+func (pl *Planner) checkReferences() error {
+	var ps api.Problems
 	for i, r := range pl.req.Proposal.Relationships {
 		path := fmt.Sprintf("proposal.relationships[%d]", i)
 		k, ok := pl.key(r)
@@ -135,13 +159,13 @@ func (pl *planner) checkReferences() error {
 			c := pl.l.Case(conflict.ID(cr.ConflictID))
 			switch {
 			case c == nil:
-				ps.add(path+".conflict_response.conflict_id", "%s is not a conflict case of the caller's team", cr.ConflictID)
+				ps.Add(path+".conflict_response.conflict_id", "%s is not a conflict case of the caller's team", cr.ConflictID)
 			case !c.Status.Live() || c.Version != cr.ExpectedVersion:
 				return fmt.Errorf("%w: case %s is %s at version %d, the response expected version %d",
-					ErrStaleConflictVersion, c.ID, c.Status, c.Version, cr.ExpectedVersion)
+					store.ErrStaleConflictVersion, c.ID, c.Status, c.Version, cr.ExpectedVersion)
 			case !ok || k != c.Key:
 				return fmt.Errorf("%w: proposal %q is not about the case's subject, predicate and scope",
-					ErrNotMaterialToConflict, r.ProposalID)
+					store.ErrNotMaterialToConflict, r.ProposalID)
 			}
 		}
 		if id := r.CorrectsRelationshipID; id != "" {
@@ -150,24 +174,24 @@ func (pl *planner) checkReferences() error {
 				found = pl.l.Key(k).Find(id) != nil
 			}
 			if !found {
-				ps.add(path+".corrects_relationship_id", "%s is not a relationship of the proposal's subject, predicate and scope", id)
+				ps.Add(path+".corrects_relationship_id", "%s is not a relationship of the proposal's subject, predicate and scope", id)
 			}
 		}
 	}
-	return ps.err()
+	return ps.Err()
 }
 
 // maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
 // resulting case on the outcomes of the key's relationships.
-func (pl *planner) maintainCases(out *Placement) {
-	refs := map[relationship.ID]*ConflictRef{}
+func (pl *Planner) maintainCases(out *api.Placement) {
+	refs := map[relationship.ID]*api.ConflictRef{}
 	for _, ks := range pl.l.Touched() {
 		ref := pl.l.Maintain(ks)
 		if ref == nil {
 			continue
 		}
 		for _, r := range ks.Rels {
-			refs[r.ID] = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+			refs[r.ID] = &api.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
 	}
 	for i := range out.RelationshipOutcomes {
@@ -179,37 +203,37 @@ func (pl *planner) maintainCases(out *Placement) {
 
 // crossReferences records the links from rel, a relationship of the caller that just became active,
 // to the other owners' active relationships of its key, and returns them as outcomes.
-func (pl *planner) crossReferences(rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
-	verID string) []CrossReferenceOutcome {
-	var out []CrossReferenceOutcome
+func (pl *Planner) crossReferences(rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
+	verID string) []api.CrossReferenceOutcome {
+	var out []api.CrossReferenceOutcome
 	for _, x := range pl.l.CrossReferences(rel, confirmed, corrects, verID) {
-		out = append(out, CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
+		out = append(out, api.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
 	}
 	return out
 }
 
-func (pl *planner) writeFragments(out *Placement) {
+func (pl *Planner) writeFragments(out *api.Placement) {
 	for i, ev := range pl.req.Evidence {
 		auth := ev.Authority
 		if auth == "" {
 			auth = evidence.AuthorityStandard
 		}
 		hash := evidence.ContentHash(ev.Content)
-		f := store.FragmentRow{Team: pl.p.TeamID, ID: evidence.FragmentID(pl.c.newID("frg", pl.now)), IngestID: pl.ingestID,
-			EvidenceIndex: i, Author: pl.p.ProfileID, SourceType: ev.SourceType, Authority: auth,
+		f := store.FragmentRow{Team: pl.Team, ID: evidence.FragmentID(pl.newID("frg")), IngestID: pl.ingestID,
+			EvidenceIndex: i, Author: pl.Profile, SourceType: ev.SourceType, Authority: auth,
 			SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
-			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: pl.now}
+			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: pl.Now}
 		pl.fragments = append(pl.fragments, f)
 		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
-		out.Fragments = append(out.Fragments, FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
+		out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
 	}
 }
 
-func (pl *planner) writeEntities(out *Placement) {
+func (pl *Planner) writeEntities(out *api.Placement) {
 	created := map[identity.EntityID]bool{}
 	for _, ref := range pl.in.order {
 		r := pl.res[ref]
-		eo := EntityOutcome{Ref: ref, Decision: r.Decision, EntityID: r.EntityID, CandidatesTruncated: r.Truncated}
+		eo := api.EntityOutcome{Ref: ref, Decision: r.Decision, EntityID: r.EntityID, CandidatesTruncated: r.Truncated}
 		for _, id := range r.Candidates {
 			eo.Candidates = append(eo.Candidates, pl.candidate(id))
 		}
@@ -218,48 +242,48 @@ func (pl *planner) writeEntities(out *Placement) {
 			continue
 		}
 		created[r.EntityID] = true
-		pl.l.WS.Entities = append(pl.l.WS.Entities, store.EntityRow{Team: pl.p.TeamID, ID: r.EntityID, Kind: r.entity.Kind,
-			Context: r.entity.Context, CreatedBy: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
+		pl.l.WS.Entities = append(pl.l.WS.Entities, store.EntityRow{Team: pl.Team, ID: r.EntityID, Kind: r.entity.Kind,
+			Context: r.entity.Context, CreatedBy: pl.Profile, IngestID: pl.ingestID, CreatedAt: pl.Now})
 		for _, n := range r.entity.Names {
-			pl.l.WS.EntityNames = append(pl.l.WS.EntityNames, store.EntityNameRow{Team: pl.p.TeamID, EntityID: r.EntityID,
-				Name: n.Name, Normalized: n.Normalized, Skeleton: identity.Skeleton(n.Normalized), Kind: n.Kind, CreatedAt: pl.now})
+			pl.l.WS.EntityNames = append(pl.l.WS.EntityNames, store.EntityNameRow{Team: pl.Team, EntityID: r.EntityID,
+				Name: n.Name, Normalized: n.Normalized, Skeleton: identity.Skeleton(n.Normalized), Kind: n.Kind, CreatedAt: pl.Now})
 		}
 	}
 }
 
-func (pl *planner) candidate(id identity.EntityID) EntityCandidate {
+func (pl *Planner) candidate(id identity.EntityID) api.EntityCandidate {
 	for _, e := range pl.candidates {
 		if e.ID == id {
-			return EntityCandidate{EntityID: id, Name: e.CanonicalName(), EntityKind: e.Kind, IdentityContext: e.Context}
+			return api.EntityCandidate{EntityID: id, Name: e.CanonicalName(), EntityKind: e.Kind, IdentityContext: e.Context}
 		}
 	}
-	return EntityCandidate{EntityID: id}
+	return api.EntityCandidate{EntityID: id}
 }
 
 // place records the observation of proposal relationship i and decides what it does.
-func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
-	pol, mod, scope := normalizedRelationship(r)
-	obsID := pl.c.newID("obs", pl.now)
-	out := RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1), ObservationID: obsID}
-	pred, predOK := relationship.MatchPredicate(r.Predicate, pl.preds)
+func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutcome {
+	pol, mod, scope := api.Normalize(r)
+	obsID := pl.newID("obs")
+	out := api.RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1), ObservationID: obsID}
+	pred, predOK := relationship.MatchPredicate(r.Predicate, pl.Predicates)
 	subj := pl.res[r.SubjectRef]
 	var obj resolution
 	objName, objKind := "", ""
 	var valueJSON json.RawMessage
 	var value string
 	if r.ObjectValue != nil {
-		value, _ = canonicalValue(*r.ObjectValue)
+		value, _ = api.CanonicalValue(*r.ObjectValue, math.MaxInt) // validated: within the text limit
 		objName = value
-		valueJSON, _ = json.Marshal(ObjectValue{Type: r.ObjectValue.Type, Value: value})
+		valueJSON, _ = json.Marshal(api.ObjectValue{Type: r.ObjectValue.Type, Value: value})
 	} else {
 		obj = pl.res[r.ObjectRef]
 		objName, objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
 	}
 	cites, _ := json.Marshal(r.Evidence)
-	o := store.ObservationRow{Team: pl.p.TeamID, ID: obsID, IngestID: pl.ingestID, Profile: pl.p.ProfileID,
+	o := store.ObservationRow{Team: pl.Team, ID: obsID, IngestID: pl.ingestID, Profile: pl.Profile,
 		ProposalID: r.ProposalID, SubjectRef: r.SubjectRef, SubjectName: pl.in.mentions[r.SubjectRef].Name,
 		PredicatePhrase: r.Predicate, ObjectRef: r.ObjectRef, ObjectName: objName, ObjectValue: valueJSON,
-		Polarity: pol, Modality: mod, Scope: scope, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Citations: cites, CreatedAt: pl.now}
+		Polarity: pol, Modality: mod, Scope: scope, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Citations: cites, CreatedAt: pl.Now}
 	if predOK {
 		o.PredicateKey, o.PredicateVersion = pred.Key, pred.Version
 	}
@@ -268,19 +292,19 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	if r.ObjectRef != "" {
 		pl.resolutionEvent(obsID, r.ObjectRef)
 	}
-	verdict, verified := pl.verdicts[r.ProposalID]
+	verdict, verified := pl.Verdicts[r.ProposalID]
 	verID := ""
-	granted := verified && verdict.Grants(pl.policy.AutoWriteThreshold)
+	granted := verified && verdict.Grants(pl.Policy.AutoWriteThreshold)
 	if verified {
-		verID = pl.c.newID("ver", pl.now)
-		pl.l.WS.Verifications = append(pl.l.WS.Verifications, store.VerificationRow{Team: pl.p.TeamID, ID: verID,
-			ObservationID: obsID, Verifier: pl.verifier, Verdict: verdict.Verdict, Confidence: verdict.Confidence,
-			Rationale: verdict.Rationale, ConfirmedValidFrom: verdict.ConfirmedValidFrom, SupportGranted: granted, CreatedAt: pl.now})
+		verID = pl.newID("ver")
+		pl.l.WS.Verifications = append(pl.l.WS.Verifications, store.VerificationRow{Team: pl.Team, ID: verID,
+			ObservationID: obsID, Verifier: pl.Verifier, Verdict: verdict.Verdict, Confidence: verdict.Confidence,
+			Rationale: verdict.Rationale, ConfirmedValidFrom: verdict.ConfirmedValidFrom, SupportGranted: granted, CreatedAt: pl.Now})
 	}
 
 	switch {
 	case mod != relationship.ModalityStatement:
-		out.Category = CategoryNotAsserted
+		out.Category = api.CategoryNotAsserted
 		out.Reason = fmt.Sprintf("modality %q is kept as an observation only", mod)
 		return out
 	case subj.Decision == identity.DecisionAmbiguous || obj.Decision == identity.DecisionAmbiguous:
@@ -296,7 +320,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 		}
 		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q does not accept %s", pred.Key, what))
 	case verified && verdict.Verdict == evidence.VerdictContradicted:
-		out.Category, out.Status = CategoryRejected, relationship.StatusRejected
+		out.Category, out.Status = api.CategoryRejected, relationship.StatusRejected
 		out.Reason = "the verifier found the cited evidence contradicts the claim: " + verdict.Rationale
 		return out
 	}
@@ -305,8 +329,8 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	if r.ObjectValue != nil {
 		object = relationship.Object{ValueID: pl.value(r.ObjectValue.Type, value)}
 	}
-	ks := pl.l.Key(conflict.Key{Team: pl.p.TeamID, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope})
-	rel := relationship.Relationship{ID: relationship.ID(pl.c.newID("rel", pl.now)), Owner: pl.p.ProfileID,
+	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope})
+	rel := relationship.Relationship{ID: relationship.ID(pl.newID("rel")), Owner: pl.Profile,
 		Subject: subj.EntityID, PredicateKey: pred.Key, PredicateVersion: pred.Version, Object: object, Polarity: pol,
 		Scope: scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
 	pl.objectNames[rel.ID] = objName
@@ -314,15 +338,15 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	if !granted {
 		rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
 		pl.l.Create(&rel, obsID, ledger.ReasonEvidenceInsufficient)
-		out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, CategoryPendingEvidence, rel.Status, rel.Tier
+		out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
 		out.Reason = "the evidence does not yet support the claim"
 		if verified {
 			out.Reason += fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", verdict.Verdict, verdict.Confidence, verdict.Rationale)
 		}
 		out.Review = pl.review(out.PlacementItemID, "pending_evidence", obsID, rel.ID, nil,
 			"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-			[]ReviewChoice{{"add_evidence", "remember new evidence that states the relationship"},
-				{"reject", "reject the pending relationship"}}, nil, nil)
+			[]api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+				{Action: "reject", Description: "reject the pending relationship"}}, nil, nil)
 		return out
 	}
 
@@ -330,7 +354,7 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	prop := relationship.Proposed{Object: object, Polarity: pol, Validity: rel.Validity,
 		ValidFromConfirmed: evidence.ConfirmsValidFrom(verdict.ConfirmedValidFrom, r.ValidFrom), Corrects: r.CorrectsRelationshipID}
 	ks.Touched = true
-	d := relationship.Decide(pred, prop, ks.Owned(pl.p.ProfileID))
+	d := relationship.Decide(pred, prop, ks.Owned(pl.Profile))
 	newSupports := pl.supportLinks(r, obsID, verID)
 	if d.Action == relationship.ActionSupport {
 		return pl.supportExisting(out, obsID, ks.Find(d.Target), d, prop, newSupports, r.CorrectsRelationshipID, verID)
@@ -343,13 +367,13 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 	case relationship.ActionCreate:
 		rel.Status = relationship.StatusActive
 		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
-		out.Category, out.Reason = CategoryAccepted, "accepted as a current relationship"
+		out.Category, out.Reason = api.CategoryAccepted, "accepted as a current relationship"
 		out.CrossReferences = pl.crossReferences(&rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
 	case relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive
 		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
 		pl.supersede(ks, &rel, d.Priors)
-		out.Category, out.Related = CategorySupersededPrior, d.Priors
+		out.Category, out.Related = api.CategorySupersededPrior, d.Priors
 		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
 		if !prop.ValidFromConfirmed {
 			out.Reason = "explicit correction of your prior relationship; the prior is superseded"
@@ -367,15 +391,15 @@ func (pl *planner) place(i int, r ProposedRelationship) RelationshipOutcome {
 // supportExisting adds the new support to target, an identical relationship of the caller's: an
 // active one may gain a tier; a pending one is re-planned (Decide's Promote) and becomes current,
 // supersedes the caller's prior, or is held.
-func (pl *planner) supportExisting(out RelationshipOutcome, obsID string, target *relationship.Relationship,
+func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, target *relationship.Relationship,
 	d relationship.Decision, prop relationship.Proposed, links []store.SupportLinkRow, corrects relationship.ID,
-	verID string) RelationshipOutcome {
+	verID string) api.RelationshipOutcome {
 	pl.l.Support(target.ID, links)
 	tier := relationship.TierFor(pl.l.Supports(target.ID))
 	out.RelationshipID = target.ID
 	switch {
 	case target.Status == relationship.StatusActive:
-		out.Category, out.Reason = CategorySupported, "an identical relationship of yours gained support"
+		out.Category, out.Reason = api.CategorySupported, "an identical relationship of yours gained support"
 		if tier != target.Tier {
 			pl.l.Change(target, target.Status, tier, ledger.ReasonSupportAdded)
 		}
@@ -384,11 +408,11 @@ func (pl *planner) supportExisting(out RelationshipOutcome, obsID string, target
 		pl.hold(&out, obsID, target, d.Priors)
 	default:
 		pl.l.Change(target, relationship.StatusActive, tier, ledger.ReasonEvidenceAccepted)
-		out.Category, out.Reason = CategorySupported, "your pending relationship gained support and is now current"
+		out.Category, out.Reason = api.CategorySupported, "your pending relationship gained support and is now current"
 		if d.Promote == relationship.ActionSupersede {
-			pl.supersede(pl.l.Key(conflict.Key{Team: pl.p.TeamID, Subject: target.Subject, PredicateKey: target.PredicateKey,
+			pl.supersede(pl.l.Key(conflict.Key{Team: pl.Team, Subject: target.Subject, PredicateKey: target.PredicateKey,
 				Scope: target.Scope}), target, d.Priors)
-			out.Category, out.Related = CategorySupersededPrior, d.Priors
+			out.Category, out.Related = api.CategorySupersededPrior, d.Priors
 			out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
 		}
 		// The new evidence confirms the pending relationship's own valid_from only when it names it.
@@ -401,8 +425,8 @@ func (pl *planner) supportExisting(out RelationshipOutcome, obsID string, target
 }
 
 // hold fills the outcome of a relationship held as needs_review against the owner's current priors.
-func (pl *planner) hold(out *RelationshipOutcome, obsID string, rel *relationship.Relationship, priors []relationship.ID) {
-	out.Category, out.Related = CategoryNeedsReview, priors
+func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relationship.Relationship, priors []relationship.ID) {
+	out.Category, out.Related = api.CategoryNeedsReview, priors
 	out.Reason = "conflicts with your current relationship and the evidence does not establish replacement " +
 		"(no verifier-confirmed valid_from later than the prior's)"
 	related := make([]string, len(priors))
@@ -421,16 +445,16 @@ func (pl *planner) hold(out *RelationshipOutcome, obsID string, rel *relationshi
 	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related,
 		fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
 			subject, rel.PredicateKey, scope, strings.Join(current, " and "), pl.objectNames[rel.ID], validity(rel.Validity)),
-		[]ReviewChoice{
-			{"supersede_prior", "the new relationship replaces the prior one from its valid_from"},
-			{"keep_prior_reject_new", "keep the prior relationship and reject the new one"},
-			{"both_valid", "both are valid, with a different scope or time"},
+		[]api.ReviewChoice{
+			{Action: "supersede_prior", Description: "the new relationship replaces the prior one from its valid_from"},
+			{Action: "keep_prior_reject_new", Description: "keep the prior relationship and reject the new one"},
+			{Action: "both_valid", Description: "both are valid, with a different scope or time"},
 		}, nil, nil)
 }
 
-func (pl *planner) identityReview(out RelationshipOutcome, obsID string, r ProposedRelationship, subj, obj resolution) RelationshipOutcome {
-	out.Category = CategoryIdentityReview
-	var cands []EntityCandidate
+func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r api.ProposedRelationship, subj, obj resolution) api.RelationshipOutcome {
+	out.Category = api.CategoryIdentityReview
+	var cands []api.EntityCandidate
 	var names []string
 	for _, x := range []struct {
 		ref string
@@ -450,71 +474,71 @@ func (pl *planner) identityReview(out RelationshipOutcome, obsID string, r Propo
 	}
 	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil,
 		fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
-		[]ReviewChoice{{"select_entity", "select one of the server-supplied candidates"},
-			{"confirm_new_entity", "confirm a new entity, with evidence that distinguishes it"}}, cands, nil)
+		[]api.ReviewChoice{{Action: "select_entity", Description: "select one of the server-supplied candidates"},
+			{Action: "confirm_new_entity", Description: "confirm a new entity, with evidence that distinguishes it"}}, cands, nil)
 	return out
 }
 
-func (pl *planner) predicateReview(out RelationshipOutcome, obsID, reason string) RelationshipOutcome {
-	out.Category, out.Reason = CategoryPredicateReview, reason
-	opts := make([]PredicateOption, 0, len(pl.preds))
-	for _, p := range pl.preds {
-		opts = append(opts, PredicateOption{Key: p.Key, Description: p.Description})
+func (pl *Planner) predicateReview(out api.RelationshipOutcome, obsID, reason string) api.RelationshipOutcome {
+	out.Category, out.Reason = api.CategoryPredicateReview, reason
+	opts := make([]api.PredicateOption, 0, len(pl.Predicates))
+	for _, p := range pl.Predicates {
+		opts = append(opts, api.PredicateOption{Key: p.Key, Description: p.Description})
 	}
 	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil,
 		"Which registered predicate does this observation mean?",
-		[]ReviewChoice{{"select_predicate", "select one of the registered predicates"},
-			{"reject_mapping", "reject the observation's mapping"},
-			{"propose_vocabulary_change", "route a new predicate through the vocabulary workflow"}}, nil, opts)
+		[]api.ReviewChoice{{Action: "select_predicate", Description: "select one of the registered predicates"},
+			{Action: "reject_mapping", Description: "reject the observation's mapping"},
+			{Action: "propose_vocabulary_change", Description: "route a new predicate through the vocabulary workflow"}}, nil, opts)
 	return out
 }
 
-func (pl *planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, question string,
-	choices []ReviewChoice, cands []EntityCandidate, opts []PredicateOption) *ReviewPrompt {
-	rp := &ReviewPrompt{ReviewID: pl.c.newID("rev", pl.now), Kind: kind, Question: question, Choices: choices,
+func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, question string,
+	choices []api.ReviewChoice, cands []api.EntityCandidate, opts []api.PredicateOption) *api.ReviewPrompt {
+	rp := &api.ReviewPrompt{ReviewID: pl.newID("rev"), Kind: kind, Question: question, Choices: choices,
 		EntityCandidates: cands, PredicateOptions: opts}
 	body, _ := json.Marshal(rp)
-	pl.l.WS.ReviewItems = append(pl.l.WS.ReviewItems, store.ReviewItemRow{Team: pl.p.TeamID, ID: rp.ReviewID,
-		IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind, Profile: pl.p.ProfileID, ObservationID: obsID,
-		RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.now})
+	pl.l.WS.ReviewItems = append(pl.l.WS.ReviewItems, store.ReviewItemRow{Team: pl.Team, ID: rp.ReviewID,
+		IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind, Profile: pl.Profile, ObservationID: obsID,
+		RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.Now})
 	return rp
 }
 
-func (pl *planner) resolutionEvent(obsID, ref string) {
+func (pl *Planner) resolutionEvent(obsID, ref string) {
 	r, m := pl.res[ref], pl.in.mentions[ref]
-	pl.l.WS.Resolutions = append(pl.l.WS.Resolutions, store.ResolutionRow{Team: pl.p.TeamID, ID: pl.c.newID("res", pl.now),
+	pl.l.WS.Resolutions = append(pl.l.WS.Resolutions, store.ResolutionRow{Team: pl.Team, ID: pl.newID("res"),
 		ObservationID: obsID, MentionRef: ref, MentionName: m.Name, EntityKind: m.Kind, EntityID: r.EntityID,
-		Decision: r.Decision, Candidates: r.Candidates, Profile: pl.p.ProfileID, IngestID: pl.ingestID, CreatedAt: pl.now})
+		Decision: r.Decision, Candidates: r.Candidates, Profile: pl.Profile, IngestID: pl.ingestID, CreatedAt: pl.Now})
 }
 
 // value returns the content-addressed ID of a literal value and queues its row once.
-func (pl *planner) value(t ValueType, text string) string {
-	sum := sha256.Sum256([]byte(string(pl.p.TeamID) + "\x00" + string(t) + "\x00" + text))
+func (pl *Planner) value(t api.ValueType, text string) string {
+	sum := sha256.Sum256([]byte(string(pl.Team) + "\x00" + string(t) + "\x00" + text))
 	id := "val_" + hex.EncodeToString(sum[:13])
 	if !pl.values[id] {
 		pl.values[id] = true
-		pl.l.WS.Values = append(pl.l.WS.Values, store.ValueRow{Team: pl.p.TeamID, ID: id, Type: string(t), Text: text, CreatedAt: pl.now})
+		pl.l.WS.Values = append(pl.l.WS.Values, store.ValueRow{Team: pl.Team, ID: id, Type: string(t), Text: text, CreatedAt: pl.Now})
 	}
 	return id
 }
 
 // supportLinks builds one support link per citation of an accepted proposal (relationship ID unset).
-func (pl *planner) supportLinks(r ProposedRelationship, obsID, verID string) []store.SupportLinkRow {
+func (pl *Planner) supportLinks(r api.ProposedRelationship, obsID, verID string) []store.SupportLinkRow {
 	out := make([]store.SupportLinkRow, 0, len(r.Evidence))
 	for _, c := range r.Evidence {
 		f := pl.fragments[c.EvidenceIndex]
-		out = append(out, store.SupportLinkRow{Team: pl.p.TeamID, ID: pl.c.newID("sup", pl.now), FragmentID: f.ID,
+		out = append(out, store.SupportLinkRow{Team: pl.Team, ID: pl.newID("sup"), FragmentID: f.ID,
 			ObservationID: obsID, VerificationID: verID, Start: c.Start, End: c.End, SourceGroup: f.SourceGroup,
-			ContentHash: f.ContentHash, Authority: f.Authority, Author: f.Author, Profile: pl.p.ProfileID,
-			IngestID: pl.ingestID, CreatedAt: pl.now})
+			ContentHash: f.ContentHash, Authority: f.Authority, Author: f.Author, Profile: pl.Profile,
+			IngestID: pl.ingestID, CreatedAt: pl.Now})
 	}
 	return out
 }
 
 // supersede closes the caller's incompatible priors at next's valid_from (an explicit correction
 // without one closes them now).
-func (pl *planner) supersede(ks *ledger.KeyState, next *relationship.Relationship, priors []relationship.ID) {
-	end := pl.now
+func (pl *Planner) supersede(ks *ledger.KeyState, next *relationship.Relationship, priors []relationship.ID) {
+	end := pl.Now
 	if next.Validity.From != nil {
 		end = *next.Validity.From
 	}
@@ -524,7 +548,7 @@ func (pl *planner) supersede(ks *ledger.KeyState, next *relationship.Relationshi
 }
 
 // subjectName returns the name a mention of this call gave the entity.
-func (pl *planner) subjectName(id identity.EntityID) string {
+func (pl *Planner) subjectName(id identity.EntityID) string {
 	for _, ref := range pl.in.order {
 		if pl.res[ref].EntityID == id {
 			return pl.in.mentions[ref].Name

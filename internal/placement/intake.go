@@ -1,0 +1,183 @@
+package placement
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// Intake is a validated Remember request reshaped for identity and predicate resolution: its
+// mentions, the names it may write (to look up and to lock) and the entities it names by ID.
+type Intake struct {
+	req      *api.RememberRequest
+	mentions map[string]identity.Mention // by ref
+	order    []string                    // refs in request order
+	// Names are the lookups of every name the call may write for a new entity: its name and aliases.
+	Names []store.NameLookup
+	// Known are the entities the request names by known_entity_id.
+	Known []identity.EntityID
+}
+
+// NewIntake reshapes a validated request.
+func NewIntake(req *api.RememberRequest) *Intake {
+	in := &Intake{req: req, mentions: map[string]identity.Mention{}}
+	seen := map[store.NameLookup]bool{}
+	for _, e := range req.Proposal.Entities {
+		m := identity.Mention{Ref: e.Ref, Name: strings.TrimSpace(e.Name), Kind: e.EntityKind, Aliases: e.Aliases,
+			Context: identity.NormalizeContext(e.IdentityContext), KnownID: e.KnownEntityID}
+		in.mentions[e.Ref] = m
+		in.order = append(in.order, e.Ref)
+		if m.KnownID != "" {
+			in.Known = append(in.Known, m.KnownID)
+			continue
+		}
+		// Every name the call may write for a new entity is locked: its name and its aliases.
+		for _, name := range append([]string{m.Name}, m.Aliases...) {
+			key := identity.NormalizeName(name)
+			n := store.NameLookup{Kind: m.Kind, Normalized: key, Skeleton: identity.Skeleton(key)}
+			if !seen[n] {
+				seen[n] = true
+				in.Names = append(in.Names, n)
+			}
+		}
+	}
+	return in
+}
+
+// Responses returns the conflict cases the request responds to.
+func (in *Intake) Responses() []conflict.ID {
+	var out []conflict.ID
+	for _, r := range in.req.Proposal.Relationships {
+		if r.ConflictResponse != nil && !slices.Contains(out, conflict.ID(r.ConflictResponse.ConflictID)) {
+			out = append(out, conflict.ID(r.ConflictResponse.ConflictID))
+		}
+	}
+	return out
+}
+
+// CheckKnown fails the call when a known_entity_id is not an entity of the caller's team of that kind.
+func (in *Intake) CheckKnown(known []identity.Entity) error {
+	var ps api.Problems
+	byID := map[identity.EntityID]identity.Entity{}
+	for _, e := range known {
+		byID[e.ID] = e
+	}
+	for i, e := range in.req.Proposal.Entities {
+		if e.KnownEntityID == "" {
+			continue
+		}
+		path := fmt.Sprintf("proposal.entities[%d].known_entity_id", i)
+		switch k, ok := byID[e.KnownEntityID]; {
+		case !ok:
+			ps.Add(path, "%s is not an entity of the caller's team", e.KnownEntityID)
+		case k.Kind != e.EntityKind:
+			ps.Add(path, "%s is a %s, not a %s", e.KnownEntityID, k.Kind, e.EntityKind)
+		}
+	}
+	return ps.Err()
+}
+
+// resolution is one mention's resolution within a call.
+type resolution struct {
+	identity.Resolution
+	entity identity.Entity // the resolved entity (reused, known or to be created)
+}
+
+// resolve resolves every mention in request order. A mention that creates an entity makes that
+// entity a candidate for later mentions of the same call, so one call never creates twins.
+func (in *Intake) resolve(candidates, known []identity.Entity) map[string]resolution {
+	out := map[string]resolution{}
+	byID := map[identity.EntityID]identity.Entity{}
+	for _, e := range known {
+		byID[e.ID] = e
+	}
+	pool := append([]identity.Entity{}, candidates...)
+	for _, ref := range in.order {
+		m := in.mentions[ref]
+		if m.KnownID != "" {
+			out[ref] = resolution{Resolution: identity.Resolution{Decision: identity.DecisionKnown, EntityID: m.KnownID}, entity: byID[m.KnownID]}
+			continue
+		}
+		r := identity.Resolve(m, pool)
+		res := resolution{Resolution: r}
+		switch r.Decision {
+		case identity.DecisionReused:
+			for _, e := range pool {
+				if e.ID == r.EntityID {
+					res.entity = e
+				}
+			}
+		case identity.DecisionCreated:
+			// A placeholder ID marks the entity until the planner allocates the real one.
+			res.entity = newEntity(identity.EntityID("new:"+ref), m)
+			pool = append(pool, res.entity)
+		}
+		out[ref] = res
+	}
+	return out
+}
+
+// newEntity is the entity a mention creates: its name as canonical name and each alias whose key
+// differs from every earlier name's key.
+func newEntity(id identity.EntityID, m identity.Mention) identity.Entity {
+	e := identity.Entity{ID: id, Kind: m.Kind, Context: m.Context,
+		Names: []identity.Name{{Name: m.Name, Normalized: identity.NormalizeName(m.Name), Kind: identity.NameCanonical}}}
+	for _, a := range m.Aliases {
+		key := identity.NormalizeName(a)
+		if !slices.ContainsFunc(e.Names, func(n identity.Name) bool { return n.Normalized == key }) {
+			e.Names = append(e.Names, identity.Name{Name: strings.TrimSpace(a), Normalized: key, Kind: identity.NameAlias})
+		}
+	}
+	return e
+}
+
+// Claims builds the verifier claims of every statement whose entities resolve among the candidates
+// and known entities read before the transaction and whose predicate matched. The verdict concerns
+// the proposal's text, so it stays valid if the transaction later maps a name to another entity.
+func (in *Intake) Claims(preds []relationship.Predicate, candidates, known []identity.Entity) []evidence.Claim {
+	res := in.resolve(candidates, known)
+	var out []evidence.Claim
+	for _, r := range in.req.Proposal.Relationships {
+		_, mod, _ := api.Normalize(r)
+		if mod != relationship.ModalityStatement {
+			continue
+		}
+		if _, ok := relationship.MatchPredicate(r.Predicate, preds); !ok {
+			continue
+		}
+		if res[r.SubjectRef].Decision == identity.DecisionAmbiguous ||
+			(r.ObjectRef != "" && res[r.ObjectRef].Decision == identity.DecisionAmbiguous) {
+			continue
+		}
+		out = append(out, in.claim(r))
+	}
+	return out
+}
+
+func (in *Intake) claim(r api.ProposedRelationship) evidence.Claim {
+	pol, _, _ := api.Normalize(r)
+	cl := evidence.Claim{ProposalID: r.ProposalID, PredicatePhrase: r.Predicate, Negated: pol == relationship.PolarityNegative,
+		ValidFrom: r.ValidFrom, SubjectNames: mentionNames(in.mentions[r.SubjectRef])}
+	if r.ObjectValue != nil {
+		cl.ObjectValue = strings.TrimSpace(r.ObjectValue.Value)
+	} else {
+		cl.ObjectNames = mentionNames(in.mentions[r.ObjectRef])
+	}
+	for _, cit := range r.Evidence {
+		content := in.req.Evidence[cit.EvidenceIndex].Content
+		cl.Cited = append(cl.Cited, evidence.CitedText{EvidenceIndex: cit.EvidenceIndex, Start: cit.Start, End: cit.End,
+			Text: content[cit.Start:cit.End]})
+	}
+	return cl
+}
+
+func mentionNames(m identity.Mention) []string {
+	return append([]string{m.Name}, m.Aliases...)
+}
