@@ -156,54 +156,25 @@ ORDER BY m.conflict_id, m.relationship_id`
 // and the keys' live cases (and the named ones).
 func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
 	var out store.KeysLocked
-	subjects, preds, scopes := make([]string, len(p.Keys)), make([]string, len(p.Keys)), make([]string, len(p.Keys))
-	for i, k := range p.Keys {
-		subjects[i], preds[i], scopes[i] = string(k.Subject), k.PredicateKey, k.Scope
-	}
-	caseIDs := make([]string, len(p.Cases))
-	for i, id := range p.Cases {
-		caseIDs[i] = string(id)
-	}
+	// 1. The keys and the named cases as the statements' array arguments.
+	k := newKeyArrays(p)
 	b, err := t.batch(p.Team)
 	if err != nil {
 		return out, err
 	}
+	// 2. The conflict-key locks.
 	var locks lockSet
 	locks.class("conflict-key", p.Team, keyLockIDs(p.Keys), p.MaxLocks)
 	if len(locks.ids) > 0 {
 		b.Queue(lockManySQL, locks.ids, locks.shared)
 	}
+	// 3. The keys' relationships, locked, and their supports; the predicates when asked for.
 	out.ObjectNames = map[relationship.ID]string{}
-	b.Queue(keyRelationshipsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r relationship.Relationship
-			var objEntity, objValue *string
-			var pol, status, tier, objName string
-			if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
-				&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
-				return err
-			}
-			if objEntity != nil {
-				r.Object.EntityID = identity.EntityID(*objEntity)
-			}
-			if objValue != nil {
-				r.Object.ValueID = *objValue
-			}
-			r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
-			out.Relationships = append(out.Relationships, r)
-			out.ObjectNames[r.ID] = objName
-		}
-		return rows.Err()
+	b.Queue(keyRelationshipsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+		return readKeyRelationships(rows, &out)
 	})
-	b.Queue(keySupportsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		sups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportRow, error) {
-			var s store.SupportRow
-			var auth string
-			err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
-			s.Authority = evidence.Authority(auth)
-			return s, err
-		})
-		out.Supports = sups
+	b.Queue(keySupportsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
+		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})
 	if p.Predicates {
@@ -213,59 +184,131 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 			return err
 		})
 	}
-	byID := map[conflict.ID]int{}
-	b.Queue(keyCasesSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			c := store.CaseRow{Team: p.Team, Positions: map[conflict.PositionKey]conflict.PositionID{}}
-			var kind, status string
-			if err := rows.Scan(&c.ID, &kind, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version,
-				&c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt, &c.PolicyVersion, &c.OpenedBy, &c.ResolvedAt, &c.EffectiveAt,
-				&c.TimeBasis, &c.Preferred, &c.ClaimToken); err != nil {
-				return err
-			}
-			c.Key.Team, c.Kind, c.Status = p.Team, conflict.Kind(kind), conflict.Status(status)
-			byID[c.ID] = len(out.Cases)
-			out.Cases = append(out.Cases, c)
-		}
-		return rows.Err()
-	})
-	positions := map[conflict.PositionID]conflict.PositionKey{}
-	b.Queue(keyCasePositionsSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var caseID conflict.ID
-			var id conflict.PositionID
-			var entity, value, pol string
-			if err := rows.Scan(&caseID, &id, &entity, &value, &pol); err != nil {
-				return err
-			}
-			k := conflict.PositionKey{Object: relationship.Object{EntityID: identity.EntityID(entity), ValueID: value},
-				Polarity: relationship.Polarity(pol)}
-			positions[id] = k
-			if i, ok := byID[caseID]; ok {
-				out.Cases[i].Positions[k] = id
-			}
-		}
-		return rows.Err()
-	})
-	b.Queue(keyCaseMembersSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var caseID conflict.ID
-			var pos conflict.PositionID
-			var m conflict.MemberRef
-			if err := rows.Scan(&caseID, &pos, &m.Relationship, &m.Version, &m.Owner); err != nil {
-				return err
-			}
-			m.Position = positions[pos]
-			if i, ok := byID[caseID]; ok {
-				out.Cases[i].Members = append(out.Cases[i].Members, m)
-			}
-		}
-		return rows.Err()
-	})
+	// 4. The keys' live cases and the named ones, locked, with their positions and current members.
+	c := &keyCaseReader{out: &out, team: p.Team, byID: map[conflict.ID]int{},
+		positions: map[conflict.PositionID]conflict.PositionKey{}}
+	b.Queue(keyCasesSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readCases)
+	b.Queue(keyCasePositionsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readPositions)
+	b.Queue(keyCaseMembersSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readMembers)
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.KeysLocked{}, translate(err)
 	}
 	return out, nil
+}
+
+// keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,
+// $3, $4), and the named cases' IDs.
+type keyArrays struct {
+	subjects, preds, scopes, caseIDs []string
+}
+
+// newKeyArrays returns p's keys and cases as KeysLock's statements take them.
+func newKeyArrays(p store.KeysLockParams) keyArrays {
+	k := keyArrays{subjects: make([]string, len(p.Keys)), preds: make([]string, len(p.Keys)),
+		scopes: make([]string, len(p.Keys)), caseIDs: make([]string, len(p.Cases))}
+	for i, key := range p.Keys {
+		k.subjects[i], k.preds[i], k.scopes[i] = string(key.Subject), key.PredicateKey, key.Scope
+	}
+	for i, id := range p.Cases {
+		k.caseIDs[i] = string(id)
+	}
+	return k
+}
+
+// readKeyRelationships reads the rows of keyRelationshipsSQL into out's relationships and their
+// object names.
+func readKeyRelationships(rows pgx.Rows, out *store.KeysLocked) error {
+	for rows.Next() {
+		var r relationship.Relationship
+		var objEntity, objValue *string
+		var pol, status, tier, objName string
+		if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
+			&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
+			return err
+		}
+		if objEntity != nil {
+			r.Object.EntityID = identity.EntityID(*objEntity)
+		}
+		if objValue != nil {
+			r.Object.ValueID = *objValue
+		}
+		r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
+		out.Relationships = append(out.Relationships, r)
+		out.ObjectNames[r.ID] = objName
+	}
+	return rows.Err()
+}
+
+// scanKeySupport scans a row of keySupportsSQL.
+func scanKeySupport(row pgx.CollectableRow) (store.SupportRow, error) {
+	var s store.SupportRow
+	var auth string
+	err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
+	s.Authority = evidence.Authority(auth)
+	return s, err
+}
+
+// keyCaseReader reads KeysLock's cases, then their positions and members into them: the three
+// reads run in this order in one batch, each after the one before.
+type keyCaseReader struct {
+	out  *store.KeysLocked
+	team identity.TeamID
+	// byID indexes out.Cases by case ID; positions holds the key of every position read.
+	byID      map[conflict.ID]int
+	positions map[conflict.PositionID]conflict.PositionKey
+}
+
+// readCases reads the rows of keyCasesSQL into out.Cases.
+func (c *keyCaseReader) readCases(rows pgx.Rows) error {
+	for rows.Next() {
+		cr := store.CaseRow{Team: c.team, Positions: map[conflict.PositionKey]conflict.PositionID{}}
+		var kind, status string
+		if err := rows.Scan(&cr.ID, &kind, &cr.Key.Subject, &cr.Key.PredicateKey, &cr.Key.Scope, &status, &cr.Version,
+			&cr.OpenedAt, &cr.ReviewDueAt, &cr.NextReviewAt, &cr.PolicyVersion, &cr.OpenedBy, &cr.ResolvedAt, &cr.EffectiveAt,
+			&cr.TimeBasis, &cr.Preferred, &cr.ClaimToken); err != nil {
+			return err
+		}
+		cr.Key.Team, cr.Kind, cr.Status = c.team, conflict.Kind(kind), conflict.Status(status)
+		c.byID[cr.ID] = len(c.out.Cases)
+		c.out.Cases = append(c.out.Cases, cr)
+	}
+	return rows.Err()
+}
+
+// readPositions reads the rows of keyCasePositionsSQL into their cases' positions.
+func (c *keyCaseReader) readPositions(rows pgx.Rows) error {
+	for rows.Next() {
+		var caseID conflict.ID
+		var id conflict.PositionID
+		var entity, value, pol string
+		if err := rows.Scan(&caseID, &id, &entity, &value, &pol); err != nil {
+			return err
+		}
+		k := conflict.PositionKey{Object: relationship.Object{EntityID: identity.EntityID(entity), ValueID: value},
+			Polarity: relationship.Polarity(pol)}
+		c.positions[id] = k
+		if i, ok := c.byID[caseID]; ok {
+			c.out.Cases[i].Positions[k] = id
+		}
+	}
+	return rows.Err()
+}
+
+// readMembers reads the rows of keyCaseMembersSQL into their cases' current members.
+func (c *keyCaseReader) readMembers(rows pgx.Rows) error {
+	for rows.Next() {
+		var caseID conflict.ID
+		var pos conflict.PositionID
+		var m conflict.MemberRef
+		if err := rows.Scan(&caseID, &pos, &m.Relationship, &m.Version, &m.Owner); err != nil {
+			return err
+		}
+		m.Position = c.positions[pos]
+		if i, ok := c.byID[caseID]; ok {
+			c.out.Cases[i].Members = append(c.out.Cases[i].Members, m)
+		}
+	}
+	return rows.Err()
 }
 
 // The write set's statements, one per row, sent as one batch.
