@@ -408,15 +408,43 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if err != nil {
 		return err
 	}
-	// step queues a failpoint check that runs once the rows of one table have been written.
-	armed := failpoint.Armed(ctx)
-	step := func(name string, n int) {
-		if armed && n > 0 {
-			b.Queue("-- name: Failpoint\nSELECT 1").Exec(func(pgconn.CommandTag) error {
-				return failpoint.Check(ctx, "writeset.after:"+name)
-			})
-		}
+	w := writeBatch{ctx: ctx, b: b, armed: failpoint.Armed(ctx)}
+	// 1. Entities, their names and literal values.
+	if err := w.queueEntities(&ws); err != nil {
+		return err
 	}
+	// 2. Evidence: fragments, observations, verifications and resolutions.
+	w.queueEvidence(&ws)
+	// 3. Relationships: new ones, updates, supports, transitions and cross-references.
+	w.queueRelationships(&ws)
+	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
+	w.queueCases(&ws)
+	// 5. Review items, search refreshes and the idempotency record.
+	w.queueRecords(&ws)
+	// 6. COMMIT, when it travels with the write batch, and the round trip.
+	return t.sendWrites(ctx, b, w.armed)
+}
+
+// writeBatch is WriteSetApply's batch: the rows' statements in dependency order, with a failpoint
+// check after each table when failpoints are armed on ctx.
+type writeBatch struct {
+	ctx   context.Context
+	b     *pgx.Batch
+	armed bool
+}
+
+// step queues a failpoint check that runs once the rows of one table have been written.
+func (w writeBatch) step(name string, n int) {
+	if w.armed && n > 0 {
+		w.b.Queue("-- name: Failpoint\nSELECT 1").Exec(func(pgconn.CommandTag) error {
+			return failpoint.Check(w.ctx, "writeset.after:"+name)
+		})
+	}
+}
+
+// queueEntities queues the new entities, their names and the literal values.
+func (w writeBatch) queueEntities(ws *store.WriteSet) error {
+	b := w.b
 	for _, e := range ws.Entities {
 		ctxJSON, err := json.Marshal(nonNilMap(e.Context))
 		if err != nil {
@@ -424,18 +452,24 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		}
 		b.Queue(entityInsertSQL, e.Team, e.ID, e.Kind, ctxJSON, e.CreatedBy, e.IngestID, e.CreatedAt)
 	}
-	step("entities", len(ws.Entities))
+	w.step("entities", len(ws.Entities))
 	for _, n := range ws.EntityNames {
 		b.Queue(entityNameInsertSQL, n.Team, n.EntityID, n.Name, n.Normalized, n.Skeleton, n.Kind, n.CreatedAt)
 	}
 	for _, v := range ws.Values {
 		b.Queue(valueInsertSQL, v.Team, v.ID, v.Type, v.Text, v.CreatedAt)
 	}
+	return nil
+}
+
+// queueEvidence queues the fragments, observations, verification events and resolution events.
+func (w writeBatch) queueEvidence(ws *store.WriteSet) {
+	b := w.b
 	for _, f := range ws.Fragments {
 		b.Queue(fragmentInsertSQL, f.Team, f.ID, f.IngestID, f.EvidenceIndex, f.Author, f.SourceType, f.Authority,
 			f.SourceGroup, f.SourceKey, f.Revision, f.ContentHash, f.Content, f.CreatedAt)
 	}
-	step("fragments", len(ws.Fragments))
+	w.step("fragments", len(ws.Fragments))
 	for _, o := range ws.Observations {
 		var value any
 		if o.ObjectValue != nil {
@@ -445,7 +479,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 			o.PredicatePhrase, o.PredicateKey, o.PredicateVersion, o.ObjectRef, o.ObjectName, value, o.Polarity,
 			o.Modality, o.Scope, o.ValidFrom, o.ValidTo, []byte(o.Citations), o.CreatedAt)
 	}
-	step("observations", len(ws.Observations))
+	w.step("observations", len(ws.Observations))
 	for _, v := range ws.Verifications {
 		b.Queue(verificationInsertSQL, v.Team, v.ID, v.ObservationID, v.Verifier, v.Verdict, v.Confidence, v.Rationale,
 			v.ConfirmedValidFrom, v.SupportGranted, v.CreatedAt)
@@ -454,33 +488,45 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(resolutionInsertSQL, r.Team, r.ID, r.ObservationID, r.MentionRef, r.MentionName, r.EntityKind,
 			r.EntityID, r.Decision, entityStrings(r.Candidates), r.Profile, r.IngestID, r.CreatedAt)
 	}
+}
+
+// queueRelationships queues the new relationships, the updates of existing ones, the support links,
+// the transitions and the cross-references.
+func (w writeBatch) queueRelationships(ws *store.WriteSet) {
+	b := w.b
 	for _, r := range ws.Relationships {
 		rel := r.Relationship
 		b.Queue(relationshipInsertSQL, r.Team, rel.ID, rel.Owner, rel.Subject, rel.PredicateKey, rel.PredicateVersion,
 			rel.Object.EntityID, rel.Object.ValueID, rel.Polarity, rel.Scope, rel.Validity.From, rel.Validity.To,
 			rel.Status, rel.Tier, rel.Version, r.ObservationID, r.IngestID, r.CreatedAt)
 	}
-	step("relationships", len(ws.Relationships))
+	w.step("relationships", len(ws.Relationships))
 	for _, u := range ws.Updates {
 		b.Queue(relationshipUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Tier, u.ValidTo, u.UpdatedAt)
 	}
-	step("updates", len(ws.Updates))
+	w.step("updates", len(ws.Updates))
 	for _, s := range ws.Supports {
 		b.Queue(supportInsertSQL, s.Team, s.ID, s.RelationshipID, s.FragmentID, s.ObservationID, s.VerificationID,
 			s.Start, s.End, s.SourceGroup, s.ContentHash, s.Authority, s.Author, s.Profile, s.IngestID, s.CreatedAt)
 	}
-	step("supports", len(ws.Supports))
+	w.step("supports", len(ws.Supports))
 	for _, tr := range ws.Transitions {
 		b.Queue(transitionInsertSQL, tr.Team, tr.ID, tr.RelationshipID, tr.FromStatus, tr.ToStatus, tr.FromTier,
 			tr.ToTier, tr.FromValidTo, tr.ToValidTo, tr.FromVersion, tr.ToVersion, tr.Reason, tr.ActorKind,
 			tr.ActorProfile, tr.Related, tr.IngestID, tr.IdempotencyKey, tr.CreatedAt)
 	}
-	step("transitions", len(ws.Transitions))
+	w.step("transitions", len(ws.Transitions))
 	for _, x := range ws.CrossRefs {
 		b.Queue(crossRefInsertSQL, x.Team, x.ID, x.Kind, x.From, x.FromVersion, x.To, x.ToVersion, x.Author,
 			x.VerificationID, x.IngestID, x.CreatedAt)
 	}
-	step("cross_references", len(ws.CrossRefs))
+	w.step("cross_references", len(ws.CrossRefs))
+}
+
+// queueCases queues the new cases and positions, the case updates and reviews, the membership
+// changes and the case events.
+func (w writeBatch) queueCases(ws *store.WriteSet) {
+	b := w.b
 	for _, c := range ws.CaseInserts {
 		b.Queue(caseInsertSQL, c.Team, c.ID, c.Kind, c.Key.Subject, c.Key.PredicateKey, c.Key.Scope, c.Status, c.Version,
 			c.OpenedAt, c.ReviewDueAt, c.NextReviewAt, c.PolicyVersion, c.OpenedBy)
@@ -505,7 +551,12 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(caseEventInsertSQL, e.Team, e.ID, e.CaseID, e.CaseVersion, e.PriorStatus, e.ResultingStatus, e.ActorKind,
 			e.ActorProfile, e.Reason, e.PolicyVersion, e.TimeBasis, []byte(e.Referenced), []byte(e.Positions), e.IngestID, e.CreatedAt)
 	}
-	step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
+	w.step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
+}
+
+// queueRecords queues the review items, the search refreshes and the idempotency record.
+func (w writeBatch) queueRecords(ws *store.WriteSet) {
+	b := w.b
 	for _, r := range ws.ReviewItems {
 		related := r.Related
 		if related == nil {
@@ -521,12 +572,17 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(idempotencyInsertSQL, ir.Team, ir.Profile, ir.Key, ir.Operation, ir.RequestHash, ir.IngestID,
 			[]byte(ir.Result), ir.CreatedAt)
 	}
-	step("idempotency", 1)
+	w.step("idempotency", 1)
+}
+
+// sendWrites sends the write batch b, with COMMIT behind it when the transaction folds COMMIT in,
+// and settles a COMMIT's outcome (commitOutcome). The transaction is over once COMMIT succeeded.
+func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, armed bool) error {
 	commit := t.foldCommit
 	if commit {
 		b.Queue("COMMIT")
 	}
-	err = t.s.sendOn(ctx, t.conn, b)
+	err := t.s.sendOn(ctx, t.conn, b)
 	if commit {
 		err = t.commitOutcome(ctx, armed, err)
 	}
