@@ -72,73 +72,20 @@ type Decision struct {
 // unique qualifying position the case is kept open before its deadline and overdue at or after it.
 func Decide(in PolicyInput) Decision {
 	d := Decision{Winner: -1, PolicyVersion: in.PolicyVersion}
+	// 1. Positions that do not disagree are dismissed.
 	if !Disagreement(in.Positions) {
 		d.Outcome, d.Reason = OutcomeDismiss, ReasonNoDisagreement
 		return d
 	}
-	total := 0
-	for _, p := range in.Positions {
-		total += p.Groups
-	}
-	postTTL := !in.Now.Before(in.ReviewDueAt)
-	// Every floor checks a group count of at least 2 first, so total is never 0 where share is used.
-	share := func(p Position) float64 { return float64(p.Groups) / float64(total) }
-	strong := func(p Position) bool { return p.Groups >= 4 && share(p) > 0.75 }
-	authorities := 0
-	for _, p := range in.Positions {
-		if p.Authority {
-			authorities++
-		}
-	}
-
-	type candidate struct {
-		index    int
-		reason   Reason
-		override bool // qualified only through the timed strong override
-	}
-	var qualified []candidate
-	// timeBlocked: a strong position facing authority had no single evidence time to override with.
-	timeBlocked := false
-	for i, p := range in.Positions {
-		opposed := false
-		for j, q := range in.Positions {
-			if j != i && q.Authority {
-				opposed = true
-			}
-		}
-		var reason Reason
-		switch {
-		case postTTL && p.Authority && authorities == 1:
-			reason = ReasonPostTTLAuthority
-		case !postTTL && strong(p):
-			reason = ReasonPreTTLFloor
-		case postTTL && p.Groups >= 2 && share(p) > 0.5:
-			reason = ReasonPostTTLMajority
-		default:
-			continue
-		}
-		if opposed && reason != ReasonPostTTLAuthority {
-			// Authoritative opposition blocks replacement, except by the timed strong override.
-			if !strong(p) {
-				continue
-			}
-			if _, timed := evidenceTime(in, i); !timed {
-				timeBlocked = true
-				continue
-			}
-			if !overrides(in, p, i) {
-				continue
-			}
-			qualified = append(qualified, candidate{i, ReasonStrongOverride, true})
-			continue
-		}
-		qualified = append(qualified, candidate{i, reason, false})
-	}
-	// A timed strong override has beaten every opposing authority: the authority no longer qualifies
+	// 2. Every position that meets a floor qualifies, unless authority opposes it.
+	f := newFloors(in)
+	qualified, timeBlocked := f.qualify()
+	// 3. A timed strong override has beaten every opposing authority: the authority no longer qualifies
 	// as the unique authoritative position (reaching the deadline only lowers the majority floor).
 	if slices.ContainsFunc(qualified, func(c candidate) bool { return c.override }) {
 		qualified = slices.DeleteFunc(qualified, func(c candidate) bool { return c.reason == ReasonPostTTLAuthority })
 	}
+	// 4. Without a unique qualifying position the case stays pending.
 	switch len(qualified) {
 	case 1:
 	case 0:
@@ -147,12 +94,121 @@ func Decide(in PolicyInput) Decision {
 			// Evidence time is required to override authority; recorded_fallback never does.
 			d.Reason = ReasonEvidenceTimeRequired
 		}
-		return pending(d, postTTL)
+		return pending(d, f.postTTL)
 	default:
 		d.Reason = ReasonSeveralQualify
-		return pending(d, postTTL)
+		return pending(d, f.postTTL)
 	}
-	w := qualified[0]
+	// 5. The unique qualifying position wins, from its cutoff.
+	return resolve(d, in, qualified[0])
+}
+
+// candidate is a position that qualifies to win a case.
+type candidate struct {
+	index    int
+	reason   Reason
+	override bool // qualified only through the timed strong override
+}
+
+// floors holds what the policy's floors are measured against: the case's positions, their total
+// group count, the number of authoritative positions, and whether the review deadline has passed.
+type floors struct {
+	in          PolicyInput
+	total       int
+	authorities int
+	postTTL     bool
+}
+
+// newFloors measures in's positions for the floors.
+func newFloors(in PolicyInput) floors {
+	f := floors{in: in, postTTL: !in.Now.Before(in.ReviewDueAt)}
+	for _, p := range in.Positions {
+		f.total += p.Groups
+		if p.Authority {
+			f.authorities++
+		}
+	}
+	return f
+}
+
+// share is p's share of the case's groups. Every floor checks a group count of at least 2 first, so
+// total is never 0 where share is used.
+func (f floors) share(p Position) float64 { return float64(p.Groups) / float64(f.total) }
+
+// strong reports whether p meets the strong floor: at least 4 groups and more than 3/4 of them.
+func (f floors) strong(p Position) bool { return p.Groups >= 4 && f.share(p) > 0.75 }
+
+// qualify returns the positions that qualify, in order. timeBlocked reports whether a strong
+// position facing authority had no single evidence time to override with.
+func (f floors) qualify() (qualified []candidate, timeBlocked bool) {
+	for i, p := range f.in.Positions {
+		c, ok, blocked := f.judge(i, p)
+		if blocked {
+			timeBlocked = true
+		}
+		if ok {
+			qualified = append(qualified, c)
+		}
+	}
+	return qualified, timeBlocked
+}
+
+// judge decides whether position p (index i) qualifies, and why. blocked reports a strong position
+// that authority opposes and that has no single evidence time.
+func (f floors) judge(i int, p Position) (c candidate, ok, blocked bool) {
+	reason, ok := f.floor(p)
+	if !ok {
+		return candidate{}, false, false
+	}
+	if f.opposed(i) && reason != ReasonPostTTLAuthority {
+		// Authoritative opposition blocks replacement, except by the timed strong override.
+		return f.override(i, p)
+	}
+	return candidate{i, reason, false}, true, false
+}
+
+// floor returns the floor p meets, if any: the unique authority after the deadline, the strong floor
+// before it, the majority floor after it.
+func (f floors) floor(p Position) (Reason, bool) {
+	switch {
+	case f.postTTL && p.Authority && f.authorities == 1:
+		return ReasonPostTTLAuthority, true
+	case !f.postTTL && f.strong(p):
+		return ReasonPreTTLFloor, true
+	case f.postTTL && p.Groups >= 2 && f.share(p) > 0.5:
+		return ReasonPostTTLMajority, true
+	}
+	return "", false
+}
+
+// opposed reports whether another position than i is authoritative.
+func (f floors) opposed(i int) bool {
+	opposed := false
+	for j, q := range f.in.Positions {
+		if j != i && q.Authority {
+			opposed = true
+		}
+	}
+	return opposed
+}
+
+// override decides whether position p (index i), opposed by authority, qualifies through the timed
+// strong override. blocked reports a strong position without a single evidence time.
+func (f floors) override(i int, p Position) (c candidate, ok, blocked bool) {
+	if !f.strong(p) {
+		return candidate{}, false, false
+	}
+	if _, timed := evidenceTime(f.in, i); !timed {
+		return candidate{}, false, true
+	}
+	if !overrides(f.in, p, i) {
+		return candidate{}, false, false
+	}
+	return candidate{i, ReasonStrongOverride, true}, true, false
+}
+
+// resolve returns d resolved in favour of w, from its evidence time, else from the case's opening.
+func resolve(d Decision, in PolicyInput, w candidate) Decision {
 	t, ok := evidenceTime(in, w.index)
 	if ok {
 		d.Cutoff, d.Basis = t, BasisEvidenceTime

@@ -120,53 +120,129 @@ func rolesMigration(r Roles) *goose.Migration {
 
 func ident(s string) string { return pgx.Identifier{s}.Sanitize() }
 
+// rolesUp runs migration 9 in tx for roles r (with their defaults).
 func rolesUp(ctx context.Context, tx *sql.Tx, r Roles) error {
-	exec := func(format string, args ...any) error {
-		q := fmt.Sprintf(format, args...)
-		if _, err := tx.ExecContext(ctx, q); err != nil {
-			return fmt.Errorf("%s: %w", firstLine(q), err)
-		}
-		return nil
-	}
-	var schema string
-	if err := tx.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+	// 1. Quote the schema and the roles.
+	m, err := newRolesRun(ctx, tx, r)
+	if err != nil {
 		return err
 	}
-	s, owner, runtime, reviewer := ident(schema), ident(r.Owner), ident(r.Runtime), ident(r.Reviewer)
-
+	// 2. The roles exist, and the migrating role may hand objects to the owner.
 	if err := ensureRoles(ctx, tx, r); err != nil {
 		return err
 	}
-	// The migrating role must be able to hand objects to the owner: a member of it, or a superuser.
-	if err := exec(`DO $$ BEGIN
-		IF NOT pg_has_role(current_user, %s, 'MEMBER') THEN
-			EXECUTE format('GRANT %%I TO %%I', %s, current_user);
-		END IF; END $$`, literal(r.Owner), literal(r.Owner)); err != nil {
+	if err := m.joinOwner(); err != nil {
 		return err
 	}
+	// 3. The reviewer fence becomes a privilege boundary; the session-setting triggers go.
+	if err := m.fence(); err != nil {
+		return err
+	}
+	// 4. The owner owns the schema and everything in it.
+	owned, err := m.takeOwnership()
+	if err != nil {
+		return err
+	}
+	// 5. The privileges of the schema, its functions, sequences, version table and graph view.
+	if err := m.grantSchema(owned); err != nil {
+		return err
+	}
+	// 6. The privileges and row-level security of every table.
+	return m.grantTables(owned)
+}
 
-	// The reviewer fence becomes a privilege boundary; the session-setting triggers go.
+// rolesRun is one run of migration 9: its transaction and the quoted names it grants to.
+type rolesRun struct {
+	ctx context.Context
+	tx  *sql.Tx
+	r   Roles
+	// schema, owner, runtime and reviewer are the migration's schema and the roles, quoted.
+	schema, owner, runtime, reviewer string
+}
+
+// ownedObject is one object of the schema the owner takes: its kind (TABLE, VIEW, FUNCTION) and its
+// name (a FUNCTION's as regprocedure text, ready to use; a relation's bare).
+type ownedObject [2]string
+
+// newRolesRun reads the current schema and quotes it and the roles.
+func newRolesRun(ctx context.Context, tx *sql.Tx, r Roles) (*rolesRun, error) {
+	var schema string
+	if err := tx.QueryRowContext(ctx, "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, err
+	}
+	return &rolesRun{ctx: ctx, tx: tx, r: r, schema: ident(schema), owner: ident(r.Owner), runtime: ident(r.Runtime),
+		reviewer: ident(r.Reviewer)}, nil
+}
+
+// exec runs the statement fmt.Sprintf(format, args...); an error names the statement's first line.
+func (m *rolesRun) exec(format string, args ...any) error {
+	q := fmt.Sprintf(format, args...)
+	if _, err := m.tx.ExecContext(m.ctx, q); err != nil {
+		return fmt.Errorf("%s: %w", firstLine(q), err)
+	}
+	return nil
+}
+
+// execAll runs statements in order, as exec does, and stops at the first that fails.
+func (m *rolesRun) execAll(qs ...string) error {
+	for _, q := range qs {
+		if err := m.exec("%s", q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// joinOwner makes the migrating role able to hand objects to the owner: a member of it, or a
+// superuser.
+func (m *rolesRun) joinOwner() error {
+	return m.exec(`DO $$ BEGIN
+		IF NOT pg_has_role(current_user, %s, 'MEMBER') THEN
+			EXECUTE format('GRANT %%I TO %%I', %s, current_user);
+		END IF; END $$`, literal(m.r.Owner), literal(m.r.Owner))
+}
+
+// fence drops the session-setting triggers of the reviewer fence and their function, and creates the
+// privilege-based fence (fenceSQL).
+func (m *rolesRun) fence() error {
 	for _, t := range []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
 		"support_links", "relationship_cross_references", "entities", "entity_names", "entity_resolution_events",
 		"literal_values", "idempotency_records", "review_items", "predicate_definitions", "profiles", "team_policies"} {
-		if err := exec("DROP TRIGGER IF EXISTS %s ON %s", ident(t+"_not_reviewer"), ident(t)); err != nil {
+		if err := m.exec("DROP TRIGGER IF EXISTS %s ON %s", ident(t+"_not_reviewer"), ident(t)); err != nil {
 			return err
 		}
 	}
-	if err := exec("DROP FUNCTION IF EXISTS densemem_refuse_reviewer()"); err != nil {
+	if err := m.exec("DROP FUNCTION IF EXISTS densemem_refuse_reviewer()"); err != nil {
 		return err
 	}
-	for _, q := range fenceSQL {
-		if err := exec("%s", q); err != nil {
-			return err
-		}
-	}
+	return m.execAll(fenceSQL...)
+}
 
-	// Ownership of the schema and of everything in it.
-	if err := exec("ALTER SCHEMA %s OWNER TO %s", s, owner); err != nil {
-		return err
+// takeOwnership hands the schema and every object in it to the owner, and returns the objects.
+func (m *rolesRun) takeOwnership() ([]ownedObject, error) {
+	if err := m.exec("ALTER SCHEMA %s OWNER TO %s", m.schema, m.owner); err != nil {
+		return nil, err
 	}
-	rows, err := tx.QueryContext(ctx, `
+	owned, err := m.schemaObjects()
+	if err != nil {
+		return nil, err
+	}
+	for _, o := range owned {
+		name := o[1]
+		if o[0] != "FUNCTION" {
+			name = ident(name)
+		}
+		if err := m.exec("ALTER %s %s OWNER TO %s", o[0], name, m.owner); err != nil {
+			return nil, err
+		}
+	}
+	return owned, nil
+}
+
+// schemaObjects lists the tables, views and functions of the schema (not an extension's functions),
+// by kind and name.
+func (m *rolesRun) schemaObjects() ([]ownedObject, error) {
+	rows, err := m.tx.QueryContext(m.ctx, `
 		SELECT CASE c.relkind WHEN 'v' THEN 'VIEW' WHEN 'S' THEN 'SEQUENCE' ELSE 'TABLE' END, c.relname::text
 		FROM pg_class c WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'v', 'p')
 		UNION ALL
@@ -174,92 +250,92 @@ func rolesUp(ctx context.Context, tx *sql.Tx, r Roles) error {
 		  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.objid = p.oid AND d.deptype = 'e')
 		ORDER BY 1, 2`)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var owned [][2]string
+	var owned []ownedObject
 	for rows.Next() {
 		var kind, name string
 		if err := rows.Scan(&kind, &name); err != nil {
 			rows.Close()
-			return err
+			return nil, err
 		}
-		owned = append(owned, [2]string{kind, name})
+		owned = append(owned, ownedObject{kind, name})
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
-		return err
+		return nil, err
 	}
-	for _, o := range owned {
-		name := o[1]
-		if o[0] != "FUNCTION" {
-			name = ident(name)
-		}
-		if err := exec("ALTER %s %s OWNER TO %s", o[0], name, owner); err != nil {
-			return err
-		}
-	}
+	return owned, nil
+}
 
-	// Privileges.
-	if err := exec("REVOKE ALL ON SCHEMA %s FROM PUBLIC", s); err != nil {
-		return err
-	}
-	if err := exec("GRANT USAGE ON SCHEMA %s TO %s, %s", s, runtime, reviewer); err != nil {
+// grantSchema revokes PUBLIC's privileges on the schema and its functions, and grants the runtime
+// and reviewer roles the schema, the functions they call, the version table, the sequences and the
+// graph view.
+func (m *rolesRun) grantSchema(owned []ownedObject) error {
+	s, runtime, reviewer := m.schema, m.runtime, m.reviewer
+	if err := m.execAll(
+		fmt.Sprintf("REVOKE ALL ON SCHEMA %s FROM PUBLIC", s),
+		fmt.Sprintf("GRANT USAGE ON SCHEMA %s TO %s, %s", s, runtime, reviewer)); err != nil {
 		return err
 	}
 	for _, o := range owned {
 		if o[0] == "FUNCTION" {
-			if err := exec("REVOKE ALL ON FUNCTION %s FROM PUBLIC", o[1]); err != nil {
+			if err := m.exec("REVOKE ALL ON FUNCTION %s FROM PUBLIC", o[1]); err != nil {
 				return err
 			}
 		}
 	}
-	if err := exec(`GRANT EXECUTE ON FUNCTION densemem_expect_rows(bigint, bigint, text), densemem_may_review(),
+	return m.execAll(
+		fmt.Sprintf(`GRANT EXECUTE ON FUNCTION densemem_expect_rows(bigint, bigint, text), densemem_may_review(),
 		densemem_search_hits(text, text, timestamptz, bigint),
-		densemem_review_items_naming(text, text, timestamptz, text, bigint) TO %s, %s`, runtime, reviewer); err != nil {
-		return err
-	}
-	if err := exec("GRANT EXECUTE ON FUNCTION densemem_teams_with_due_cases(timestamptz) TO %s", reviewer); err != nil {
-		return err
-	}
-	// Trigger functions run whatever the caller's privileges (triggers do not check EXECUTE).
-	if err := exec("GRANT SELECT ON %s TO %s, %s", ident(versionTable), runtime, reviewer); err != nil {
-		return err
-	}
-	if err := exec("GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s, %s", s, runtime, reviewer); err != nil {
-		return err
-	}
-	if err := exec("GRANT SELECT ON semantic_edges TO %s, %s", runtime, reviewer); err != nil {
-		return err
-	}
+		densemem_review_items_naming(text, text, timestamptz, text, bigint) TO %s, %s`, runtime, reviewer),
+		fmt.Sprintf("GRANT EXECUTE ON FUNCTION densemem_teams_with_due_cases(timestamptz) TO %s", reviewer),
+		// Trigger functions run whatever the caller's privileges (triggers do not check EXECUTE).
+		fmt.Sprintf("GRANT SELECT ON %s TO %s, %s", ident(versionTable), runtime, reviewer),
+		fmt.Sprintf("GRANT USAGE ON ALL SEQUENCES IN SCHEMA %s TO %s, %s", s, runtime, reviewer),
+		fmt.Sprintf("GRANT SELECT ON semantic_edges TO %s, %s", runtime, reviewer))
+}
+
+// grantTables sets every table's privileges and row-level security from tablePrivileges, then
+// fails when a table of the schema is not listed there.
+func (m *rolesRun) grantTables(owned []ownedObject) error {
 	listed := map[string]bool{}
 	for _, p := range tablePrivileges {
 		listed[p.table] = true
-		if err := exec("REVOKE ALL ON %s FROM PUBLIC, %s, %s", ident(p.table), runtime, reviewer); err != nil {
+		if err := m.grantTable(p.table, p.runtime, p.reviewer); err != nil {
 			return err
-		}
-		if err := exec("GRANT %s ON %s TO %s", p.runtime, ident(p.table), runtime); err != nil {
-			return err
-		}
-		if err := exec("GRANT %s ON %s TO %s", p.reviewer, ident(p.table), reviewer); err != nil {
-			return err
-		}
-		// Row-level security: the transaction's team only, for everyone but the owner.
-		for _, q := range []string{
-			"ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY",
-			"ALTER TABLE %[1]s FORCE ROW LEVEL SECURITY",
-			"DROP POLICY IF EXISTS team_isolation ON %[1]s",
-			"DROP POLICY IF EXISTS owner_all ON %[1]s",
-			"CREATE POLICY team_isolation ON %[1]s TO %[2]s, %[3]s USING (team_id = current_setting('densemem.team', true)) WITH CHECK (team_id = current_setting('densemem.team', true))",
-			"CREATE POLICY owner_all ON %[1]s TO %[4]s USING (true) WITH CHECK (true)",
-		} {
-			if err := exec(q, ident(p.table), runtime, reviewer, owner); err != nil {
-				return err
-			}
 		}
 	}
 	for _, o := range owned {
 		if o[0] == "TABLE" && !listed[o[1]] && o[1] != versionTable {
 			return fmt.Errorf("table %s has no privileges in tablePrivileges", o[1])
+		}
+	}
+	return nil
+}
+
+// grantTable grants table's privileges (runtime's and reviewer's, as tablePrivileges lists them)
+// after revoking everyone else's, and limits the runtime and reviewer roles to the transaction's
+// team by row-level security.
+func (m *rolesRun) grantTable(table, runtimePrivs, reviewerPrivs string) error {
+	t := ident(table)
+	if err := m.execAll(
+		fmt.Sprintf("REVOKE ALL ON %s FROM PUBLIC, %s, %s", t, m.runtime, m.reviewer),
+		fmt.Sprintf("GRANT %s ON %s TO %s", runtimePrivs, t, m.runtime),
+		fmt.Sprintf("GRANT %s ON %s TO %s", reviewerPrivs, t, m.reviewer)); err != nil {
+		return err
+	}
+	// Row-level security: the transaction's team only, for everyone but the owner.
+	for _, q := range []string{
+		"ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY",
+		"ALTER TABLE %[1]s FORCE ROW LEVEL SECURITY",
+		"DROP POLICY IF EXISTS team_isolation ON %[1]s",
+		"DROP POLICY IF EXISTS owner_all ON %[1]s",
+		"CREATE POLICY team_isolation ON %[1]s TO %[2]s, %[3]s USING (team_id = current_setting('densemem.team', true)) WITH CHECK (team_id = current_setting('densemem.team', true))",
+		"CREATE POLICY owner_all ON %[1]s TO %[4]s USING (true) WITH CHECK (true)",
+	} {
+		if err := m.exec(q, t, m.runtime, m.reviewer, m.owner); err != nil {
+			return err
 		}
 	}
 	return nil

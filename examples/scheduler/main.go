@@ -515,6 +515,31 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 	t := k.team
 	h.clock.Set(k.at)
 	runDate := localDate(k.at, t.loc)
+	// 1. Announce the tick.
+	h.announce(k, runDate, inc, again)
+	// 2. Every instance calls at once.
+	results := h.callAll(t, inc)
+	// 3. Add up the reports; an instance that failed unexpectedly, or ran although down, stops the run.
+	sum, failed, err := h.tally(k, inc, results)
+	if err != nil {
+		return err
+	}
+	// 4. At most one instance reserved the run date.
+	if sum.Reserved > 1 {
+		return fmt.Errorf("scheduler: %d instances reserved run date %s of %s", sum.Reserved, day(runDate), t.spec.name)
+	}
+	if sum.Reserved == 1 {
+		t.reserved = append(t.reserved, runDate)
+	}
+	// 5. Print the tick's totals.
+	h.printTotals(sum, failed)
+	return nil
+}
+
+// announce prints the tick's header line: the team, its local time and run date, and why the tick
+// is special, if it is.
+func (h *host) announce(k *tick, runDate time.Time, inc incident, again bool) {
+	t := k.team
 	h.printf("%-11s %s, run date %s", t.spec.name, h.local(t, k.at), day(runDate))
 	switch {
 	case again:
@@ -523,7 +548,11 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 		h.printf(", %s", inc.why)
 	}
 	h.printf("\n")
+}
 
+// callAll has every instance call RunNightlyReview for team t at once and returns their results in
+// the order of h.instances. The instances inc takes down call with a cancelled context.
+func (h *host) callAll(t *team, inc incident) []result {
 	down, stop := context.WithCancel(h.ctx)
 	stop()
 	results := make([]result, len(h.instances))
@@ -540,7 +569,12 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 		})
 	}
 	wg.Wait()
+	return results
+}
 
+// tally logs the instances that failed and adds up the reports of the others. It returns an error
+// when an instance failed that the incident did not take down, or one the incident took down ran.
+func (h *host) tally(k *tick, inc incident, results []result) (densemem.NightlyReviewReport, []string, error) {
 	var sum densemem.NightlyReviewReport
 	var failed []string
 	for i, r := range results {
@@ -548,32 +582,36 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 		if r.err != nil {
 			// A real host logs and moves on: whatever this instance did not do stays due, and the
 			// other instances or the next tick do it.
-			h.log.Error("nightly review failed; the next tick retries", "instance", id, "team", t.spec.name,
+			h.log.Error("nightly review failed; the next tick retries", "instance", id, "team", k.team.spec.name,
 				"tick", k.at, "error", r.err)
 			failed = append(failed, id)
 			if !slices.Contains(inc.down, id) {
-				return fmt.Errorf("scheduler: %s failed at %s: %w", id, k.at, r.err)
+				return sum, failed, fmt.Errorf("scheduler: %s failed at %s: %w", id, k.at, r.err)
 			}
 			continue
 		}
 		if slices.Contains(inc.down, id) {
-			return fmt.Errorf("scheduler: %s ran although it was down", id)
+			return sum, failed, fmt.Errorf("scheduler: %s ran although it was down", id)
 		}
-		sum.Reserved += r.rep.Reserved
-		sum.Claimed += r.rep.Claimed
-		sum.Resolved += r.rep.Resolved
-		sum.Overdue += r.rep.Overdue
-		sum.Dismissed += r.rep.Dismissed
-		sum.KeptOpen += r.rep.KeptOpen
-		sum.Failed += r.rep.Failed
-		sum.Escalated += r.rep.Escalated
+		addReport(&sum, r.rep)
 	}
-	if sum.Reserved > 1 {
-		return fmt.Errorf("scheduler: %d instances reserved run date %s of %s", sum.Reserved, day(runDate), t.spec.name)
-	}
-	if sum.Reserved == 1 {
-		t.reserved = append(t.reserved, runDate)
-	}
+	return sum, failed, nil
+}
+
+// addReport adds the counts of rep to sum.
+func addReport(sum, rep *densemem.NightlyReviewReport) {
+	sum.Reserved += rep.Reserved
+	sum.Claimed += rep.Claimed
+	sum.Resolved += rep.Resolved
+	sum.Overdue += rep.Overdue
+	sum.Dismissed += rep.Dismissed
+	sum.KeptOpen += rep.KeptOpen
+	sum.Failed += rep.Failed
+	sum.Escalated += rep.Escalated
+}
+
+// printTotals prints how many instances ran, who reserved the run date, and what the claims did.
+func (h *host) printTotals(sum densemem.NightlyReviewReport, failed []string) {
 	ok := len(h.instances) - len(failed)
 	h.printf("  %d of %d instance(s) ran", ok, len(h.instances))
 	if len(failed) > 0 {
@@ -582,7 +620,7 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 	switch {
 	case ok == 0:
 		h.printf("; nothing reserved, nothing claimed: the due cases stay due\n")
-		return nil
+		return
 	case sum.Reserved == 1:
 		h.printf("; one reserved the run date, %d helped\n", ok-1)
 	default:
@@ -590,7 +628,6 @@ func (h *host) fire(k *tick, inc incident, again bool) error {
 	}
 	h.printf("  claimed %d: resolved %d, overdue %d, dismissed %d, kept open %d, failed %d, escalated %d\n",
 		sum.Claimed, sum.Resolved, sum.Overdue, sum.Dismissed, sum.KeptOpen, sum.Failed, sum.Escalated)
-	return nil
 }
 
 // reservations prints the run dates reserved per team: one per team and run date, whichever

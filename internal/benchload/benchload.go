@@ -487,135 +487,206 @@ type table struct {
 	row     func(i int) ([]any, error)
 }
 
+// tables returns the COPY of every loaded table, parents first.
 func (l *loader) tables() []table {
-	p, rels := l.p, l.rels
-	// entityRows maps entity row i to (rel index, subject?): every rel's object, and the subject of
-	// the rels that create theirs.
-	type entityRow struct {
-		rel     int
-		subject bool
+	ents := l.entityRows()
+	return []table{
+		l.entitiesTable(ents),
+		l.entityNamesTable(ents),
+		l.fragmentsTable(),
+		l.fragmentContentsTable(),
+		l.observationsTable(),
+		l.verificationsTable(),
+		l.resolutionsTable(),
+		l.relationshipsTable(),
+		l.supportsTable(),
+		l.transitionsTable(),
 	}
+}
+
+// entityRow is one entity row: the subject (subject true) or the object of rel l.rels[rel].
+type entityRow struct {
+	rel     int
+	subject bool
+}
+
+// entityRows maps entity row i to (rel index, subject?): every rel's object, and the subject of the
+// rels that create theirs.
+func (l *loader) entityRows() []entityRow {
 	var ents []entityRow
-	for i := range rels {
-		if rels[i].newSubject {
+	for i := range l.rels {
+		if l.rels[i].newSubject {
 			ents = append(ents, entityRow{i, true})
 		}
 		ents = append(ents, entityRow{i, false})
 	}
-	entity := func(e entityRow) (id, name, kind string, r *rel) {
-		r = &rels[e.rel]
-		if e.subject {
-			return l.subjectID(r), r.subjName, r.subjKind, r
-		}
-		return l.objectID(r), r.objName, r.objKind, r
+	return ents
+}
+
+// entity returns the ID, name and kind of entity row e, and the rel it comes from.
+func (l *loader) entity(e entityRow) (id, name, kind string, r *rel) {
+	r = &l.rels[e.rel]
+	if e.subject {
+		return l.subjectID(r), r.subjName, r.subjKind, r
 	}
+	return l.objectID(r), r.objName, r.objKind, r
+}
+
+// entitiesTable copies one entity per entity row.
+func (l *loader) entitiesTable(ents []entityRow) table {
+	p := l.p
 	empty := []byte("{}")
+	return table{"entities", []string{"team_id", "entity_id", "entity_kind", "identity_context", "created_by", "ingest_id", "created_at"},
+		len(ents), func(i int) ([]any, error) {
+			id, _, kind, r := l.entity(ents[i])
+			return []any{p.Team, id, kind, empty, p.Owner, l.id("ing", r), r.at}, nil
+		}}
+}
+
+// entityNamesTable copies the canonical name of each entity row.
+func (l *loader) entityNamesTable(ents []entityRow) table {
+	p := l.p
+	return table{"entity_names", []string{"team_id", "entity_id", "name", "normalized_name", "skeleton", "name_kind", "created_at"},
+		len(ents), func(i int) ([]any, error) {
+			id, name, _, r := l.entity(ents[i])
+			key := identity.NormalizeName(name)
+			return []any{p.Team, id, name, key, identity.Skeleton(key), "canonical", r.at}, nil
+		}}
+}
+
+// fragmentsTable copies one evidence fragment per rel.
+func (l *loader) fragmentsTable() table {
+	p, rels := l.p, l.rels
+	return table{"evidence_fragments", []string{"team_id", "fragment_id", "ingest_id", "evidence_index", "author_profile_id",
+		"source_type", "authority", "source_group", "source_key", "source_revision", "content_sha256", "content_length", "created_at"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			return []any{p.Team, l.id("frg", r), l.id("ing", r), 0, p.Owner, "manual", "standard", evidence.GroupLabel("", "", r.hash),
+				"", "", r.hash, len(r.content), r.at}, nil
+		}}
+}
+
+// fragmentContentsTable copies the content of each rel's fragment.
+func (l *loader) fragmentContentsTable() table {
+	p, rels := l.p, l.rels
+	return table{"fragment_contents", []string{"team_id", "fragment_id", "content"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			return []any{p.Team, l.id("frg", r), r.content}, nil
+		}}
+}
+
+// observationsTable copies one observation per rel, citing its sentence.
+func (l *loader) observationsTable() table {
+	p, rels := l.p, l.rels
+	return table{"observations", []string{"team_id", "observation_id", "ingest_id", "profile_id", "proposal_id", "subject_ref",
+		"subject_name", "predicate_phrase", "predicate_key", "predicate_version", "object_ref", "object_name", "object_value",
+		"polarity", "modality", "scope", "valid_from", "valid_to", "citations", "created_at"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			key, ver := l.predicate(r)
+			citations := fmt.Appendf(nil, `[{"evidence_index": 0, "start": 0, "end": %d}]`, r.spanEnd)
+			return []any{p.Team, l.id("obs", r), l.id("ing", r), p.Owner, "p1", "s", r.subjName, key, key, ver, "o",
+				r.objName, nil, "+", "statement", "", r.validFrom, nil, citations, r.at}, nil
+		}}
+}
+
+// verificationsTable copies one entailed verification per rel's observation.
+func (l *loader) verificationsTable() table {
+	p, rels := l.p, l.rels
+	return table{"verification_events", []string{"team_id", "verification_id", "observation_id", "verifier", "verdict", "confidence",
+		"rationale", "confirmed_valid_from", "support_granted", "created_at"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			rationale := "cited text names subject and object with matching polarity"
+			if r.validFrom != nil {
+				rationale += "; valid_from stated in cited text"
+			}
+			return []any{p.Team, l.id("ver", r), l.id("obs", r), "span_verifier", "entailed", 1.0, rationale, r.validFrom,
+				true, r.at}, nil
+		}}
+}
+
+// resolutionsTable copies two resolution events per rel, its subject's and its object's, unless
+// SkipResolutions says none.
+func (l *loader) resolutionsTable() table {
+	p, rels := l.p, l.rels
 	resolutions := 2 * len(rels)
 	if p.SkipResolutions {
 		resolutions = 0
 	}
-	// The transition rows: one creation per rel, then one supersession per superseded rel.
+	return table{"entity_resolution_events", []string{"team_id", "resolution_id", "observation_id", "mention_ref", "mention_name",
+		"entity_kind", "entity_id", "decision", "candidate_ids", "profile_id", "ingest_id", "created_at"},
+		resolutions, func(i int) ([]any, error) {
+			r := &rels[i/2]
+			ref, name, kind, id, decision := "s", r.subjName, r.subjKind, l.subjectID(r), "created"
+			if i%2 == 1 {
+				ref, name, kind, id = "o", r.objName, r.objKind, l.objectID(r)
+			} else if !r.newSubject {
+				decision = "reused"
+			}
+			return []any{p.Team, newID("res", r.at, 2*r.n+uint64(i%2)), l.id("obs", r), ref, name, kind, id, decision,
+				[]string{}, p.Owner, l.id("ing", r), r.at}, nil
+		}}
+}
+
+// relationshipsTable copies one relationship per rel, superseded at version 2 when a later rel
+// supersedes it.
+func (l *loader) relationshipsTable() table {
+	p, rels := l.p, l.rels
+	return table{"relationships", []string{"team_id", "relationship_id", "owner_profile_id", "subject_entity_id", "predicate_key",
+		"predicate_version", "object_entity_id", "object_value_id", "polarity", "scope", "valid_from", "valid_to", "status",
+		"tier", "version", "observation_id", "ingest_id", "created_at", "updated_at"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			key, ver := l.predicate(r)
+			status, version, updated := "active", 1, r.at
+			if r.supersededBy >= 0 {
+				status, version, updated = "superseded", 2, rels[r.supersededBy].at
+			}
+			return []any{p.Team, l.id("rel", r), p.Owner, l.subjectID(r), key, ver, l.objectID(r), nil, "+", "",
+				r.validFrom, r.validTo, status, "validated_claim", version, l.id("obs", r), l.id("ing", r), r.at, updated}, nil
+		}}
+}
+
+// supportsTable copies the support link of each rel's relationship.
+func (l *loader) supportsTable() table {
+	p, rels := l.p, l.rels
+	return table{"support_links", []string{"team_id", "support_id", "relationship_id", "fragment_id", "observation_id",
+		"verification_id", "span_start", "span_end", "source_group", "content_sha256", "authority", "author_profile_id",
+		"profile_id", "ingest_id", "created_at"},
+		len(rels), func(i int) ([]any, error) {
+			r := &rels[i]
+			return []any{p.Team, l.id("sup", r), l.id("rel", r), l.id("frg", r), l.id("obs", r), l.id("ver", r), 0,
+				r.spanEnd, evidence.GroupLabel("", "", r.hash), r.hash, "standard", p.Owner, p.Owner, l.id("ing", r), r.at}, nil
+		}}
+}
+
+// transitionsTable copies the transition rows: one creation per rel, then one supersession per
+// superseded rel.
+func (l *loader) transitionsTable() table {
+	p, rels := l.p, l.rels
 	var superseded []int
 	for i := range rels {
 		if rels[i].supersededBy >= 0 {
 			superseded = append(superseded, i)
 		}
 	}
-	return []table{
-		{"entities", []string{"team_id", "entity_id", "entity_kind", "identity_context", "created_by", "ingest_id", "created_at"},
-			len(ents), func(i int) ([]any, error) {
-				id, _, kind, r := entity(ents[i])
-				return []any{p.Team, id, kind, empty, p.Owner, l.id("ing", r), r.at}, nil
-			}},
-		{"entity_names", []string{"team_id", "entity_id", "name", "normalized_name", "skeleton", "name_kind", "created_at"},
-			len(ents), func(i int) ([]any, error) {
-				id, name, _, r := entity(ents[i])
-				key := identity.NormalizeName(name)
-				return []any{p.Team, id, name, key, identity.Skeleton(key), "canonical", r.at}, nil
-			}},
-		{"evidence_fragments", []string{"team_id", "fragment_id", "ingest_id", "evidence_index", "author_profile_id",
-			"source_type", "authority", "source_group", "source_key", "source_revision", "content_sha256", "content_length", "created_at"},
-			len(rels), func(i int) ([]any, error) {
+	return table{"relationship_transitions", []string{"team_id", "transition_id", "relationship_id", "from_status", "to_status",
+		"from_tier", "to_tier", "from_valid_to", "to_valid_to", "from_version", "to_version", "reason", "actor_kind",
+		"actor_profile_id", "related_relationship_id", "ingest_id", "idempotency_key", "created_at"},
+		len(rels) + len(superseded), func(i int) ([]any, error) {
+			if i < len(rels) {
 				r := &rels[i]
-				return []any{p.Team, l.id("frg", r), l.id("ing", r), 0, p.Owner, "manual", "standard", evidence.GroupLabel("", "", r.hash),
-					"", "", r.hash, len(r.content), r.at}, nil
-			}},
-		{"fragment_contents", []string{"team_id", "fragment_id", "content"},
-			len(rels), func(i int) ([]any, error) {
-				r := &rels[i]
-				return []any{p.Team, l.id("frg", r), r.content}, nil
-			}},
-		{"observations", []string{"team_id", "observation_id", "ingest_id", "profile_id", "proposal_id", "subject_ref",
-			"subject_name", "predicate_phrase", "predicate_key", "predicate_version", "object_ref", "object_name", "object_value",
-			"polarity", "modality", "scope", "valid_from", "valid_to", "citations", "created_at"},
-			len(rels), func(i int) ([]any, error) {
-				r := &rels[i]
-				key, ver := l.predicate(r)
-				citations := fmt.Appendf(nil, `[{"evidence_index": 0, "start": 0, "end": %d}]`, r.spanEnd)
-				return []any{p.Team, l.id("obs", r), l.id("ing", r), p.Owner, "p1", "s", r.subjName, key, key, ver, "o",
-					r.objName, nil, "+", "statement", "", r.validFrom, nil, citations, r.at}, nil
-			}},
-		{"verification_events", []string{"team_id", "verification_id", "observation_id", "verifier", "verdict", "confidence",
-			"rationale", "confirmed_valid_from", "support_granted", "created_at"},
-			len(rels), func(i int) ([]any, error) {
-				r := &rels[i]
-				rationale := "cited text names subject and object with matching polarity"
-				if r.validFrom != nil {
-					rationale += "; valid_from stated in cited text"
-				}
-				return []any{p.Team, l.id("ver", r), l.id("obs", r), "span_verifier", "entailed", 1.0, rationale, r.validFrom,
-					true, r.at}, nil
-			}},
-		{"entity_resolution_events", []string{"team_id", "resolution_id", "observation_id", "mention_ref", "mention_name",
-			"entity_kind", "entity_id", "decision", "candidate_ids", "profile_id", "ingest_id", "created_at"},
-			resolutions, func(i int) ([]any, error) {
-				r := &rels[i/2]
-				ref, name, kind, id, decision := "s", r.subjName, r.subjKind, l.subjectID(r), "created"
-				if i%2 == 1 {
-					ref, name, kind, id = "o", r.objName, r.objKind, l.objectID(r)
-				} else if !r.newSubject {
-					decision = "reused"
-				}
-				return []any{p.Team, newID("res", r.at, 2*r.n+uint64(i%2)), l.id("obs", r), ref, name, kind, id, decision,
-					[]string{}, p.Owner, l.id("ing", r), r.at}, nil
-			}},
-		{"relationships", []string{"team_id", "relationship_id", "owner_profile_id", "subject_entity_id", "predicate_key",
-			"predicate_version", "object_entity_id", "object_value_id", "polarity", "scope", "valid_from", "valid_to", "status",
-			"tier", "version", "observation_id", "ingest_id", "created_at", "updated_at"},
-			len(rels), func(i int) ([]any, error) {
-				r := &rels[i]
-				key, ver := l.predicate(r)
-				status, version, updated := "active", 1, r.at
-				if r.supersededBy >= 0 {
-					status, version, updated = "superseded", 2, rels[r.supersededBy].at
-				}
-				return []any{p.Team, l.id("rel", r), p.Owner, l.subjectID(r), key, ver, l.objectID(r), nil, "+", "",
-					r.validFrom, r.validTo, status, "validated_claim", version, l.id("obs", r), l.id("ing", r), r.at, updated}, nil
-			}},
-		{"support_links", []string{"team_id", "support_id", "relationship_id", "fragment_id", "observation_id",
-			"verification_id", "span_start", "span_end", "source_group", "content_sha256", "authority", "author_profile_id",
-			"profile_id", "ingest_id", "created_at"},
-			len(rels), func(i int) ([]any, error) {
-				r := &rels[i]
-				return []any{p.Team, l.id("sup", r), l.id("rel", r), l.id("frg", r), l.id("obs", r), l.id("ver", r), 0,
-					r.spanEnd, evidence.GroupLabel("", "", r.hash), r.hash, "standard", p.Owner, p.Owner, l.id("ing", r), r.at}, nil
-			}},
-		{"relationship_transitions", []string{"team_id", "transition_id", "relationship_id", "from_status", "to_status",
-			"from_tier", "to_tier", "from_valid_to", "to_valid_to", "from_version", "to_version", "reason", "actor_kind",
-			"actor_profile_id", "related_relationship_id", "ingest_id", "idempotency_key", "created_at"},
-			len(rels) + len(superseded), func(i int) ([]any, error) {
-				if i < len(rels) {
-					r := &rels[i]
-					return []any{p.Team, newID("trn", r.at, 2*r.n), l.id("rel", r), nil, "active", nil, "validated_claim",
-						nil, nil, nil, 1, "accepted", "profile", p.Owner, nil, l.id("ing", r), idempotencyKey(r), r.at}, nil
-				}
-				r := &rels[superseded[i-len(rels)]]
-				by := &rels[r.supersededBy]
-				return []any{p.Team, newID("trn", by.at, 2*by.n+1), l.id("rel", r), "active", "superseded", "validated_claim",
-					"validated_claim", nil, r.validTo, 1, 2, "superseded", "profile", p.Owner, l.id("rel", by),
-					l.id("ing", by), idempotencyKey(by), by.at}, nil
-			}},
-	}
+				return []any{p.Team, newID("trn", r.at, 2*r.n), l.id("rel", r), nil, "active", nil, "validated_claim",
+					nil, nil, nil, 1, "accepted", "profile", p.Owner, nil, l.id("ing", r), idempotencyKey(r), r.at}, nil
+			}
+			r := &rels[superseded[i-len(rels)]]
+			by := &rels[r.supersededBy]
+			return []any{p.Team, newID("trn", by.at, 2*by.n+1), l.id("rel", r), "active", "superseded", "validated_claim",
+				"validated_claim", nil, r.validTo, 1, 2, "superseded", "profile", p.Owner, l.id("rel", by),
+				l.id("ing", by), idempotencyKey(by), by.at}, nil
+		}}
 }
 
 func idempotencyKey(r *rel) string { return fmt.Sprintf("benchload-%d", r.n) }

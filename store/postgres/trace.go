@@ -355,173 +355,18 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 			p.Limit, p.CaseSupports)
 	}
 	var out store.TraceData
-	var views []store.RelationshipView
+	r := newTraceReads(p, &out)
+	// 1. Open the transaction, then read the relationship and a page of each of its lists and cases.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
 	b.Queue(settingsSQL, s.statementTimeout(ctx), p.Team)
 	b.Queue(traceNoParallelSQL)
-	sql, args, err := relationshipViewQuery(p.Team).Where(sq.Eq{"r.relationship_id": p.RelationshipID}).ToSql()
-	if err != nil {
+	if err := r.queueRelationship(b); err != nil {
 		return out, err
 	}
-	b.Queue("-- name: TraceRelationship\n"+sql, args...).Query(func(rows pgx.Rows) error {
-		var err error
-		views, err = pgx.CollectRows(rows, scanRelationshipView)
-		return err
-	})
-	queueKeyed(b, p, traceSupportsSQL, p.After.Supports, 3, &out.Supports, &out.Next.Supports,
-		func(row pgx.CollectableRow) (store.TraceSupport, store.TraceKey, error) {
-			var s store.TraceSupport
-			var auth, st string
-			err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
-				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &st, &s.Content,
-				&s.ContentOmitted)
-			s.Team, s.Authority, s.SourceType = p.Team, evidence.Authority(auth), evidence.SourceType(st)
-			s.Key = store.TraceKey{At: s.CreatedAt, IDs: []string{s.ObservationID, s.VerificationID, s.ID}}
-			return s, s.Key, err
-		}, p.IncludeContent, int64(p.ContentBudget))
-	b.Queue(traceSupportKeysSQL, p.Team, p.RelationshipID).Query(func(rows pgx.Rows) error {
-		var err error
-		out.SupportKeys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (evidence.Support, error) {
-			s := evidence.Support{Effective: true}
-			return s, row.Scan(&s.Group, &s.ContentHash)
-		})
-		return err
-	})
-	queueKeyed(b, p, traceObservationsSQL, p.After.Observations, 1, &out.Observations, &out.Next.Observations,
-		func(row pgx.CollectableRow) (store.ObservationRow, store.TraceKey, error) {
-			var o store.ObservationRow
-			var value, cites []byte
-			var pol, mod string
-			var key store.TraceKey
-			err := row.Scan(&o.ID, &o.IngestID, &o.Profile, &o.ProposalID, &o.SubjectRef, &o.SubjectName,
-				&o.PredicatePhrase, &o.PredicateKey, &o.PredicateVersion, &o.ObjectRef, &o.ObjectName, &value, &pol,
-				&mod, &o.Scope, &o.ValidFrom, &o.ValidTo, &cites, &o.CreatedAt, &key.At)
-			o.Team, o.Polarity, o.Modality = p.Team, relationship.Polarity(pol), relationship.Modality(mod)
-			if value != nil {
-				o.ObjectValue = json.RawMessage(value)
-			}
-			o.Citations = json.RawMessage(cites)
-			key.IDs = []string{o.ID}
-			return o, key, err
-		})
-	if p.IncludeVerifications {
-		queueKeyed(b, p, traceVerificationsSQL, p.After.Verifications, 2, &out.Verifications, &out.Next.Verifications,
-			func(row pgx.CollectableRow) (store.VerificationRow, store.TraceKey, error) {
-				var v store.VerificationRow
-				var verdict string
-				var key store.TraceKey
-				err := row.Scan(&v.ID, &v.ObservationID, &v.Verifier, &verdict, &v.Confidence, &v.Rationale,
-					&v.ConfirmedValidFrom, &v.SupportGranted, &v.CreatedAt, &key.At)
-				v.Team, v.Verdict = p.Team, evidence.Verdict(verdict)
-				key.IDs = []string{v.ObservationID, v.ID}
-				return v, key, err
-			})
-	}
-	if p.IncludeTransitions {
-		b.Queue(traceTransitionsSQL, p.Team, p.RelationshipID, p.After.Transitions, p.Limit+1).Query(func(rows pgx.Rows) error {
-			got, err := pgx.CollectRows(rows, scanTransition)
-			if len(got) > p.Limit {
-				got, out.Next.Transitions = got[:p.Limit], got[p.Limit-1].ToVersion
-			}
-			out.Transitions = got
-			return err
-		})
-	}
-	queueKeyed(b, p, traceResolutionsSQL, p.After.Resolutions, 1, &out.Resolutions, &out.Next.Resolutions,
-		func(row pgx.CollectableRow) (store.ResolutionRow, store.TraceKey, error) {
-			var r store.ResolutionRow
-			var decision string
-			var cands []string
-			err := row.Scan(&r.ID, &r.ObservationID, &r.MentionRef, &r.MentionName, &r.EntityKind, &r.EntityID,
-				&decision, &cands, &r.Profile, &r.IngestID, &r.CreatedAt)
-			r.Team, r.Decision = p.Team, identity.Decision(decision)
-			for _, c := range cands {
-				r.Candidates = append(r.Candidates, identity.EntityID(c))
-			}
-			return r, store.TraceKey{At: r.CreatedAt, IDs: []string{r.ID}}, err
-		})
-	queueKeyed(b, p, traceReviewItemsSQL, p.After.ReviewItems, 1, &out.ReviewItems, &out.Next.ReviewItems,
-		func(row pgx.CollectableRow) (store.ReviewItemView, store.TraceKey, error) {
-			v, err := scanReviewItemView(row, p.Team)
-			return v, store.TraceKey{At: v.CreatedAt, IDs: []string{v.ID}}, err
-		})
-	queueKeyed(b, p, traceCrossRefsSQL, p.After.CrossReferences, 1, &out.CrossReferences, &out.Next.CrossReferences,
-		func(row pgx.CollectableRow) (store.CrossReferenceRow, store.TraceKey, error) {
-			var x store.CrossReferenceRow
-			err := row.Scan(&x.ID, &x.Kind, &x.From, &x.FromVersion, &x.To, &x.ToVersion, &x.Author, &x.VerificationID,
-				&x.IngestID, &x.CreatedAt)
-			x.Team = p.Team
-			return x, store.TraceKey{At: x.CreatedAt, IDs: []string{x.ID}}, err
-		})
-	var cases []store.RecallCase
-	queueKeyed(b, p, traceCasesSQL, p.After.Cases, 1, &cases, &out.Next.Cases,
-		func(row pgx.CollectableRow) (store.RecallCase, store.TraceKey, error) {
-			c, err := scanRecallCase(row, p.Team)
-			return c, store.TraceKey{At: c.OpenedAt, IDs: []string{string(c.ID)}}, err
-		})
-	names := map[conflict.ID]map[conflict.PositionID]store.ObjectName{}
-	b.Queue(traceCaseObjectsSQL, append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1)...).
-		Query(func(rows pgx.Rows) error {
-			var id conflict.ID
-			var pos conflict.PositionID
-			var n store.ObjectName
-			_, err := pgx.ForEachRow(rows, []any{&id, &pos, &n.Name, &n.Kind}, func() error {
-				if names[id] == nil {
-					names[id] = map[conflict.PositionID]store.ObjectName{}
-				}
-				names[id][pos] = n
-				return nil
-			})
-			return err
-		})
-	supports := map[conflict.ID]map[relationship.ID][]evidence.Support{}
-	supportRows := map[conflict.ID]int{}
-	type supportKey struct {
-		id   conflict.ID
-		rel  relationship.ID
-		pair evidence.Support
-	}
-	seen := map[supportKey]bool{}
-	supportArgs := append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1, p.CaseSupports+1)
-	b.Queue(traceCaseSupportsSQL, supportArgs...).Query(func(rows pgx.Rows) error {
-		var id conflict.ID
-		var rel relationship.ID
-		var sup evidence.Support
-		_, err := pgx.ForEachRow(rows, []any{&id, &rel, &sup.Group, &sup.ContentHash}, func() error {
-			supportRows[id]++
-			if supports[id] == nil {
-				supports[id] = map[relationship.ID][]evidence.Support{}
-			}
-			sup.Effective = true
-			if k := (supportKey{id, rel, sup}); !seen[k] {
-				seen[k] = true
-				supports[id][rel] = append(supports[id][rel], sup)
-			}
-			return nil
-		})
-		return err
-	})
-	afterIDs, afterVersions := []string{}, []int32{}
-	for id, v := range p.After.CaseEvents {
-		afterIDs, afterVersions = append(afterIDs, string(id)), append(afterVersions, int32(v))
-	}
-	var events []store.CaseEventRow
-	eventArgs := append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1, afterIDs, afterVersions)
-	b.Queue(traceCaseEventsSQL, eventArgs...).Query(func(rows pgx.Rows) error {
-		var err error
-		events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseEventRow, error) {
-			var e store.CaseEventRow
-			var prior, resulting string
-			var ref, pos []byte
-			err := row.Scan(&e.ID, &e.CaseID, &e.CaseVersion, &prior, &resulting, &e.ActorKind, &e.ActorProfile, &e.Reason,
-				&e.PolicyVersion, &e.TimeBasis, &ref, &pos, &e.IngestID, &e.CreatedAt)
-			e.Team, e.PriorStatus, e.ResultingStatus = p.Team, conflict.Status(prior), conflict.Status(resulting)
-			e.Referenced, e.Positions = json.RawMessage(ref), json.RawMessage(pos)
-			return e, err
-		})
-		return err
-	})
+	r.queueLists(b)
+	r.queueCases(b)
+	// 2. The first hop of neighbours travels with them; COMMIT too, unless the walk goes further.
 	walk := p.MaxDepth > 0 && p.MaxEdges > 0
 	var hop []store.RelationshipView
 	if walk {
@@ -534,26 +379,292 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 	if !walk || p.MaxDepth == 1 {
 		b.Queue("COMMIT")
 	}
-	err = s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
+	// 3. Send the batch, then walk the further hops on the same connection.
+	err := s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
 		if err := s.sendOn(ctx, conn, b); err != nil {
 			return err
 		}
-		if len(views) != 1 {
+		if len(r.views) != 1 {
 			return fmt.Errorf("%w: relationship %s", store.ErrNotFound, p.RelationshipID)
 		}
 		if walk {
-			return s.walkNeighbours(ctx, conn, p, &out, views[0].Relationship, hop)
+			return s.walkNeighbours(ctx, conn, p, &out, r.views[0].Relationship, hop)
 		}
 		return nil
 	})
 	if err != nil {
 		return store.TraceData{}, translate(err)
 	}
-	out.Relationship = views[0]
-	for _, c := range cases {
-		tc := store.TraceCase{Case: c, Objects: names[c.ID], MemberSupports: supports[c.ID],
-			SupportsTruncated: supportRows[c.ID] > p.CaseSupports}
-		for _, e := range events {
+	// 4. Assemble the relationship and its cases.
+	out.Relationship = r.views[0]
+	out.Cases = r.traceCases()
+	return out, nil
+}
+
+// traceReads are the reads of TraceLoad's batch: the lists go straight into out, the relationship
+// and the cases' parts are kept here until traceCases assembles them.
+type traceReads struct {
+	p   store.TraceLoadParams
+	out *store.TraceData
+	// views is the traced relationship (one row when it exists).
+	views []store.RelationshipView
+	// cases is the page of cases; names, supports and events are their parts.
+	cases []store.RecallCase
+	// names names each case's positions' objects.
+	names map[conflict.ID]map[conflict.PositionID]store.ObjectName
+	// supports holds each case's members' distinct supports; supportRows counts the rows read per
+	// case (a case that reached CaseSupports+1 is cut); seen marks the rows kept.
+	supports    map[conflict.ID]map[relationship.ID][]evidence.Support
+	supportRows map[conflict.ID]int
+	seen        map[traceCaseSupport]bool
+	events      []store.CaseEventRow
+}
+
+// traceCaseSupport is one (case, member, support) read by traceCaseSupportsSQL.
+type traceCaseSupport struct {
+	id   conflict.ID
+	rel  relationship.ID
+	pair evidence.Support
+}
+
+// newTraceReads returns the reads of a TraceLoad for p, into out.
+func newTraceReads(p store.TraceLoadParams, out *store.TraceData) *traceReads {
+	return &traceReads{p: p, out: out,
+		names:       map[conflict.ID]map[conflict.PositionID]store.ObjectName{},
+		supports:    map[conflict.ID]map[relationship.ID][]evidence.Support{},
+		supportRows: map[conflict.ID]int{},
+		seen:        map[traceCaseSupport]bool{},
+	}
+}
+
+// queueRelationship queues the read of the traced relationship with names.
+func (r *traceReads) queueRelationship(b *pgx.Batch) error {
+	sql, args, err := relationshipViewQuery(r.p.Team).Where(sq.Eq{"r.relationship_id": r.p.RelationshipID}).ToSql()
+	if err != nil {
+		return err
+	}
+	b.Queue("-- name: TraceRelationship\n"+sql, args...).Query(func(rows pgx.Rows) error {
+		var err error
+		r.views, err = pgx.CollectRows(rows, scanRelationshipView)
+		return err
+	})
+	return nil
+}
+
+// queueLists queues a page of each of the relationship's lists: supports (and the keys of all of
+// them), observations, verifications and transitions when asked for, resolutions, review items and
+// cross-references.
+func (r *traceReads) queueLists(b *pgx.Batch) {
+	p, out := r.p, r.out
+	queueKeyed(b, p, traceSupportsSQL, p.After.Supports, 3, &out.Supports, &out.Next.Supports, r.scanSupport,
+		p.IncludeContent, int64(p.ContentBudget))
+	b.Queue(traceSupportKeysSQL, p.Team, p.RelationshipID).Query(r.readSupportKeys)
+	queueKeyed(b, p, traceObservationsSQL, p.After.Observations, 1, &out.Observations, &out.Next.Observations,
+		r.scanObservation)
+	if p.IncludeVerifications {
+		queueKeyed(b, p, traceVerificationsSQL, p.After.Verifications, 2, &out.Verifications, &out.Next.Verifications,
+			r.scanVerification)
+	}
+	if p.IncludeTransitions {
+		b.Queue(traceTransitionsSQL, p.Team, p.RelationshipID, p.After.Transitions, p.Limit+1).Query(r.readTransitions)
+	}
+	queueKeyed(b, p, traceResolutionsSQL, p.After.Resolutions, 1, &out.Resolutions, &out.Next.Resolutions,
+		r.scanResolution)
+	queueKeyed(b, p, traceReviewItemsSQL, p.After.ReviewItems, 1, &out.ReviewItems, &out.Next.ReviewItems,
+		r.scanReviewItem)
+	queueKeyed(b, p, traceCrossRefsSQL, p.After.CrossReferences, 1, &out.CrossReferences, &out.Next.CrossReferences,
+		r.scanCrossReference)
+}
+
+// scanSupport scans a row of traceSupportsSQL, with its key.
+func (r *traceReads) scanSupport(row pgx.CollectableRow) (store.TraceSupport, store.TraceKey, error) {
+	var s store.TraceSupport
+	var auth, st string
+	err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
+		&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &st, &s.Content,
+		&s.ContentOmitted)
+	s.Team, s.Authority, s.SourceType = r.p.Team, evidence.Authority(auth), evidence.SourceType(st)
+	s.Key = store.TraceKey{At: s.CreatedAt, IDs: []string{s.ObservationID, s.VerificationID, s.ID}}
+	return s, s.Key, err
+}
+
+// readSupportKeys reads the rows of traceSupportKeysSQL, every pair effective.
+func (r *traceReads) readSupportKeys(rows pgx.Rows) error {
+	var err error
+	r.out.SupportKeys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (evidence.Support, error) {
+		s := evidence.Support{Effective: true}
+		return s, row.Scan(&s.Group, &s.ContentHash)
+	})
+	return err
+}
+
+// scanObservation scans a row of traceObservationsSQL, with its key.
+func (r *traceReads) scanObservation(row pgx.CollectableRow) (store.ObservationRow, store.TraceKey, error) {
+	var o store.ObservationRow
+	var value, cites []byte
+	var pol, mod string
+	var key store.TraceKey
+	err := row.Scan(&o.ID, &o.IngestID, &o.Profile, &o.ProposalID, &o.SubjectRef, &o.SubjectName,
+		&o.PredicatePhrase, &o.PredicateKey, &o.PredicateVersion, &o.ObjectRef, &o.ObjectName, &value, &pol,
+		&mod, &o.Scope, &o.ValidFrom, &o.ValidTo, &cites, &o.CreatedAt, &key.At)
+	o.Team, o.Polarity, o.Modality = r.p.Team, relationship.Polarity(pol), relationship.Modality(mod)
+	if value != nil {
+		o.ObjectValue = json.RawMessage(value)
+	}
+	o.Citations = json.RawMessage(cites)
+	key.IDs = []string{o.ID}
+	return o, key, err
+}
+
+// scanVerification scans a row of traceVerificationsSQL, with its key.
+func (r *traceReads) scanVerification(row pgx.CollectableRow) (store.VerificationRow, store.TraceKey, error) {
+	var v store.VerificationRow
+	var verdict string
+	var key store.TraceKey
+	err := row.Scan(&v.ID, &v.ObservationID, &v.Verifier, &verdict, &v.Confidence, &v.Rationale,
+		&v.ConfirmedValidFrom, &v.SupportGranted, &v.CreatedAt, &key.At)
+	v.Team, v.Verdict = r.p.Team, evidence.Verdict(verdict)
+	key.IDs = []string{v.ObservationID, v.ID}
+	return v, key, err
+}
+
+// readTransitions reads the rows of traceTransitionsSQL: at most Limit of them, and where the list
+// goes on when there were more.
+func (r *traceReads) readTransitions(rows pgx.Rows) error {
+	p, out := r.p, r.out
+	got, err := pgx.CollectRows(rows, scanTransition)
+	if len(got) > p.Limit {
+		got, out.Next.Transitions = got[:p.Limit], got[p.Limit-1].ToVersion
+	}
+	out.Transitions = got
+	return err
+}
+
+// scanResolution scans a row of traceResolutionsSQL, with its key.
+func (r *traceReads) scanResolution(row pgx.CollectableRow) (store.ResolutionRow, store.TraceKey, error) {
+	var res store.ResolutionRow
+	var decision string
+	var cands []string
+	err := row.Scan(&res.ID, &res.ObservationID, &res.MentionRef, &res.MentionName, &res.EntityKind, &res.EntityID,
+		&decision, &cands, &res.Profile, &res.IngestID, &res.CreatedAt)
+	res.Team, res.Decision = r.p.Team, identity.Decision(decision)
+	for _, c := range cands {
+		res.Candidates = append(res.Candidates, identity.EntityID(c))
+	}
+	return res, store.TraceKey{At: res.CreatedAt, IDs: []string{res.ID}}, err
+}
+
+// scanReviewItem scans a row of traceReviewItemsSQL, with its key.
+func (r *traceReads) scanReviewItem(row pgx.CollectableRow) (store.ReviewItemView, store.TraceKey, error) {
+	v, err := scanReviewItemView(row, r.p.Team)
+	return v, store.TraceKey{At: v.CreatedAt, IDs: []string{v.ID}}, err
+}
+
+// scanCrossReference scans a row of traceCrossRefsSQL, with its key.
+func (r *traceReads) scanCrossReference(row pgx.CollectableRow) (store.CrossReferenceRow, store.TraceKey, error) {
+	var x store.CrossReferenceRow
+	err := row.Scan(&x.ID, &x.Kind, &x.From, &x.FromVersion, &x.To, &x.ToVersion, &x.Author, &x.VerificationID,
+		&x.IngestID, &x.CreatedAt)
+	x.Team = r.p.Team
+	return x, store.TraceKey{At: x.CreatedAt, IDs: []string{x.ID}}, err
+}
+
+// queueCases queues the page of cases, then for the same page the names of their positions'
+// objects, their members' supports and their events.
+func (r *traceReads) queueCases(b *pgx.Batch) {
+	p := r.p
+	queueKeyed(b, p, traceCasesSQL, p.After.Cases, 1, &r.cases, &r.out.Next.Cases, r.scanCase)
+	b.Queue(traceCaseObjectsSQL, r.casePageArgs()...).Query(r.readCaseObjects)
+	b.Queue(traceCaseSupportsSQL, r.casePageArgs(p.CaseSupports+1)...).Query(r.readCaseSupports)
+	afterIDs, afterVersions := caseEventsAfter(p)
+	b.Queue(traceCaseEventsSQL, r.casePageArgs(afterIDs, afterVersions)...).Query(r.readCaseEvents)
+}
+
+// casePageArgs returns the arguments of a read of the page of cases (traceCasePage's $1 to $5),
+// followed by extra.
+func (r *traceReads) casePageArgs(extra ...any) []any {
+	p := r.p
+	args := append(append([]any{p.Team, p.RelationshipID}, keyArgs(p.After.Cases, 1)...), p.Limit+1)
+	return append(args, extra...)
+}
+
+// caseEventsAfter returns the cases of p.After.CaseEvents and the version after which each one's
+// events start, as the parallel arrays $6 and $7 of traceCaseEventsSQL (empty, not NULL, for none).
+func caseEventsAfter(p store.TraceLoadParams) ([]string, []int32) {
+	afterIDs, afterVersions := []string{}, []int32{}
+	for id, v := range p.After.CaseEvents {
+		afterIDs, afterVersions = append(afterIDs, string(id)), append(afterVersions, int32(v))
+	}
+	return afterIDs, afterVersions
+}
+
+// scanCase scans a row of traceCasesSQL, with its key.
+func (r *traceReads) scanCase(row pgx.CollectableRow) (store.RecallCase, store.TraceKey, error) {
+	c, err := scanRecallCase(row, r.p.Team)
+	return c, store.TraceKey{At: c.OpenedAt, IDs: []string{string(c.ID)}}, err
+}
+
+// readCaseObjects reads the rows of traceCaseObjectsSQL into names.
+func (r *traceReads) readCaseObjects(rows pgx.Rows) error {
+	var id conflict.ID
+	var pos conflict.PositionID
+	var n store.ObjectName
+	_, err := pgx.ForEachRow(rows, []any{&id, &pos, &n.Name, &n.Kind}, func() error {
+		if r.names[id] == nil {
+			r.names[id] = map[conflict.PositionID]store.ObjectName{}
+		}
+		r.names[id][pos] = n
+		return nil
+	})
+	return err
+}
+
+// readCaseSupports reads the rows of traceCaseSupportsSQL: it counts each case's rows and keeps
+// each member's distinct supports, marked effective.
+func (r *traceReads) readCaseSupports(rows pgx.Rows) error {
+	var id conflict.ID
+	var rel relationship.ID
+	var sup evidence.Support
+	_, err := pgx.ForEachRow(rows, []any{&id, &rel, &sup.Group, &sup.ContentHash}, func() error {
+		r.supportRows[id]++
+		if r.supports[id] == nil {
+			r.supports[id] = map[relationship.ID][]evidence.Support{}
+		}
+		sup.Effective = true
+		if k := (traceCaseSupport{id, rel, sup}); !r.seen[k] {
+			r.seen[k] = true
+			r.supports[id][rel] = append(r.supports[id][rel], sup)
+		}
+		return nil
+	})
+	return err
+}
+
+// readCaseEvents reads the rows of traceCaseEventsSQL into events.
+func (r *traceReads) readCaseEvents(rows pgx.Rows) error {
+	var err error
+	r.events, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseEventRow, error) {
+		var e store.CaseEventRow
+		var prior, resulting string
+		var ref, pos []byte
+		err := row.Scan(&e.ID, &e.CaseID, &e.CaseVersion, &prior, &resulting, &e.ActorKind, &e.ActorProfile, &e.Reason,
+			&e.PolicyVersion, &e.TimeBasis, &ref, &pos, &e.IngestID, &e.CreatedAt)
+		e.Team, e.PriorStatus, e.ResultingStatus = r.p.Team, conflict.Status(prior), conflict.Status(resulting)
+		e.Referenced, e.Positions = json.RawMessage(ref), json.RawMessage(pos)
+		return e, err
+	})
+	return err
+}
+
+// traceCases assembles the page of cases: each with its objects' names, its members' supports and
+// at most Limit of its events (EventsNext says where they go on).
+func (r *traceReads) traceCases() []store.TraceCase {
+	p := r.p
+	var out []store.TraceCase
+	for _, c := range r.cases {
+		tc := store.TraceCase{Case: c, Objects: r.names[c.ID], MemberSupports: r.supports[c.ID],
+			SupportsTruncated: r.supportRows[c.ID] > p.CaseSupports}
+		for _, e := range r.events {
 			if e.CaseID == c.ID {
 				tc.Events = append(tc.Events, e)
 			}
@@ -561,9 +672,9 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 		if len(tc.Events) > p.Limit {
 			tc.Events, tc.EventsNext = tc.Events[:p.Limit], tc.Events[p.Limit-1].CaseVersion
 		}
-		out.Cases = append(out.Cases, tc)
+		out = append(out, tc)
 	}
-	return out, nil
+	return out
 }
 
 func scanTransition(row pgx.CollectableRow) (store.TransitionRow, error) {

@@ -156,54 +156,25 @@ ORDER BY m.conflict_id, m.relationship_id`
 // and the keys' live cases (and the named ones).
 func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
 	var out store.KeysLocked
-	subjects, preds, scopes := make([]string, len(p.Keys)), make([]string, len(p.Keys)), make([]string, len(p.Keys))
-	for i, k := range p.Keys {
-		subjects[i], preds[i], scopes[i] = string(k.Subject), k.PredicateKey, k.Scope
-	}
-	caseIDs := make([]string, len(p.Cases))
-	for i, id := range p.Cases {
-		caseIDs[i] = string(id)
-	}
+	// 1. The keys and the named cases as the statements' array arguments.
+	k := newKeyArrays(p)
 	b, err := t.batch(p.Team)
 	if err != nil {
 		return out, err
 	}
+	// 2. The conflict-key locks.
 	var locks lockSet
 	locks.class("conflict-key", p.Team, keyLockIDs(p.Keys), p.MaxLocks)
 	if len(locks.ids) > 0 {
 		b.Queue(lockManySQL, locks.ids, locks.shared)
 	}
+	// 3. The keys' relationships, locked, and their supports; the predicates when asked for.
 	out.ObjectNames = map[relationship.ID]string{}
-	b.Queue(keyRelationshipsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var r relationship.Relationship
-			var objEntity, objValue *string
-			var pol, status, tier, objName string
-			if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
-				&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
-				return err
-			}
-			if objEntity != nil {
-				r.Object.EntityID = identity.EntityID(*objEntity)
-			}
-			if objValue != nil {
-				r.Object.ValueID = *objValue
-			}
-			r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
-			out.Relationships = append(out.Relationships, r)
-			out.ObjectNames[r.ID] = objName
-		}
-		return rows.Err()
+	b.Queue(keyRelationshipsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+		return readKeyRelationships(rows, &out)
 	})
-	b.Queue(keySupportsSQL, p.Team, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		sups, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.SupportRow, error) {
-			var s store.SupportRow
-			var auth string
-			err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
-			s.Authority = evidence.Authority(auth)
-			return s, err
-		})
-		out.Supports = sups
+	b.Queue(keySupportsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
+		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})
 	if p.Predicates {
@@ -213,59 +184,131 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 			return err
 		})
 	}
-	byID := map[conflict.ID]int{}
-	b.Queue(keyCasesSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			c := store.CaseRow{Team: p.Team, Positions: map[conflict.PositionKey]conflict.PositionID{}}
-			var kind, status string
-			if err := rows.Scan(&c.ID, &kind, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &status, &c.Version,
-				&c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt, &c.PolicyVersion, &c.OpenedBy, &c.ResolvedAt, &c.EffectiveAt,
-				&c.TimeBasis, &c.Preferred, &c.ClaimToken); err != nil {
-				return err
-			}
-			c.Key.Team, c.Kind, c.Status = p.Team, conflict.Kind(kind), conflict.Status(status)
-			byID[c.ID] = len(out.Cases)
-			out.Cases = append(out.Cases, c)
-		}
-		return rows.Err()
-	})
-	positions := map[conflict.PositionID]conflict.PositionKey{}
-	b.Queue(keyCasePositionsSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var caseID conflict.ID
-			var id conflict.PositionID
-			var entity, value, pol string
-			if err := rows.Scan(&caseID, &id, &entity, &value, &pol); err != nil {
-				return err
-			}
-			k := conflict.PositionKey{Object: relationship.Object{EntityID: identity.EntityID(entity), ValueID: value},
-				Polarity: relationship.Polarity(pol)}
-			positions[id] = k
-			if i, ok := byID[caseID]; ok {
-				out.Cases[i].Positions[k] = id
-			}
-		}
-		return rows.Err()
-	})
-	b.Queue(keyCaseMembersSQL, p.Team, caseIDs, subjects, preds, scopes).Query(func(rows pgx.Rows) error {
-		for rows.Next() {
-			var caseID conflict.ID
-			var pos conflict.PositionID
-			var m conflict.MemberRef
-			if err := rows.Scan(&caseID, &pos, &m.Relationship, &m.Version, &m.Owner); err != nil {
-				return err
-			}
-			m.Position = positions[pos]
-			if i, ok := byID[caseID]; ok {
-				out.Cases[i].Members = append(out.Cases[i].Members, m)
-			}
-		}
-		return rows.Err()
-	})
+	// 4. The keys' live cases and the named ones, locked, with their positions and current members.
+	c := &keyCaseReader{out: &out, team: p.Team, byID: map[conflict.ID]int{},
+		positions: map[conflict.PositionID]conflict.PositionKey{}}
+	b.Queue(keyCasesSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readCases)
+	b.Queue(keyCasePositionsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readPositions)
+	b.Queue(keyCaseMembersSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readMembers)
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.KeysLocked{}, translate(err)
 	}
 	return out, nil
+}
+
+// keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,
+// $3, $4), and the named cases' IDs.
+type keyArrays struct {
+	subjects, preds, scopes, caseIDs []string
+}
+
+// newKeyArrays returns p's keys and cases as KeysLock's statements take them.
+func newKeyArrays(p store.KeysLockParams) keyArrays {
+	k := keyArrays{subjects: make([]string, len(p.Keys)), preds: make([]string, len(p.Keys)),
+		scopes: make([]string, len(p.Keys)), caseIDs: make([]string, len(p.Cases))}
+	for i, key := range p.Keys {
+		k.subjects[i], k.preds[i], k.scopes[i] = string(key.Subject), key.PredicateKey, key.Scope
+	}
+	for i, id := range p.Cases {
+		k.caseIDs[i] = string(id)
+	}
+	return k
+}
+
+// readKeyRelationships reads the rows of keyRelationshipsSQL into out's relationships and their
+// object names.
+func readKeyRelationships(rows pgx.Rows, out *store.KeysLocked) error {
+	for rows.Next() {
+		var r relationship.Relationship
+		var objEntity, objValue *string
+		var pol, status, tier, objName string
+		if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
+			&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
+			return err
+		}
+		if objEntity != nil {
+			r.Object.EntityID = identity.EntityID(*objEntity)
+		}
+		if objValue != nil {
+			r.Object.ValueID = *objValue
+		}
+		r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
+		out.Relationships = append(out.Relationships, r)
+		out.ObjectNames[r.ID] = objName
+	}
+	return rows.Err()
+}
+
+// scanKeySupport scans a row of keySupportsSQL.
+func scanKeySupport(row pgx.CollectableRow) (store.SupportRow, error) {
+	var s store.SupportRow
+	var auth string
+	err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
+	s.Authority = evidence.Authority(auth)
+	return s, err
+}
+
+// keyCaseReader reads KeysLock's cases, then their positions and members into them: the three
+// reads run in this order in one batch, each after the one before.
+type keyCaseReader struct {
+	out  *store.KeysLocked
+	team identity.TeamID
+	// byID indexes out.Cases by case ID; positions holds the key of every position read.
+	byID      map[conflict.ID]int
+	positions map[conflict.PositionID]conflict.PositionKey
+}
+
+// readCases reads the rows of keyCasesSQL into out.Cases.
+func (c *keyCaseReader) readCases(rows pgx.Rows) error {
+	for rows.Next() {
+		cr := store.CaseRow{Team: c.team, Positions: map[conflict.PositionKey]conflict.PositionID{}}
+		var kind, status string
+		if err := rows.Scan(&cr.ID, &kind, &cr.Key.Subject, &cr.Key.PredicateKey, &cr.Key.Scope, &status, &cr.Version,
+			&cr.OpenedAt, &cr.ReviewDueAt, &cr.NextReviewAt, &cr.PolicyVersion, &cr.OpenedBy, &cr.ResolvedAt, &cr.EffectiveAt,
+			&cr.TimeBasis, &cr.Preferred, &cr.ClaimToken); err != nil {
+			return err
+		}
+		cr.Key.Team, cr.Kind, cr.Status = c.team, conflict.Kind(kind), conflict.Status(status)
+		c.byID[cr.ID] = len(c.out.Cases)
+		c.out.Cases = append(c.out.Cases, cr)
+	}
+	return rows.Err()
+}
+
+// readPositions reads the rows of keyCasePositionsSQL into their cases' positions.
+func (c *keyCaseReader) readPositions(rows pgx.Rows) error {
+	for rows.Next() {
+		var caseID conflict.ID
+		var id conflict.PositionID
+		var entity, value, pol string
+		if err := rows.Scan(&caseID, &id, &entity, &value, &pol); err != nil {
+			return err
+		}
+		k := conflict.PositionKey{Object: relationship.Object{EntityID: identity.EntityID(entity), ValueID: value},
+			Polarity: relationship.Polarity(pol)}
+		c.positions[id] = k
+		if i, ok := c.byID[caseID]; ok {
+			c.out.Cases[i].Positions[k] = id
+		}
+	}
+	return rows.Err()
+}
+
+// readMembers reads the rows of keyCaseMembersSQL into their cases' current members.
+func (c *keyCaseReader) readMembers(rows pgx.Rows) error {
+	for rows.Next() {
+		var caseID conflict.ID
+		var pos conflict.PositionID
+		var m conflict.MemberRef
+		if err := rows.Scan(&caseID, &pos, &m.Relationship, &m.Version, &m.Owner); err != nil {
+			return err
+		}
+		m.Position = c.positions[pos]
+		if i, ok := c.byID[caseID]; ok {
+			c.out.Cases[i].Members = append(c.out.Cases[i].Members, m)
+		}
+	}
+	return rows.Err()
 }
 
 // The write set's statements, one per row, sent as one batch.
@@ -365,15 +408,43 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if err != nil {
 		return err
 	}
-	// step queues a failpoint check that runs once the rows of one table have been written.
-	armed := failpoint.Armed(ctx)
-	step := func(name string, n int) {
-		if armed && n > 0 {
-			b.Queue("-- name: Failpoint\nSELECT 1").Exec(func(pgconn.CommandTag) error {
-				return failpoint.Check(ctx, "writeset.after:"+name)
-			})
-		}
+	w := writeBatch{ctx: ctx, b: b, armed: failpoint.Armed(ctx)}
+	// 1. Entities, their names and literal values.
+	if err := w.queueEntities(&ws); err != nil {
+		return err
 	}
+	// 2. Evidence: fragments, observations, verifications and resolutions.
+	w.queueEvidence(&ws)
+	// 3. Relationships: new ones, updates, supports, transitions and cross-references.
+	w.queueRelationships(&ws)
+	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
+	w.queueCases(&ws)
+	// 5. Review items, search refreshes and the idempotency record.
+	w.queueRecords(&ws)
+	// 6. COMMIT, when it travels with the write batch, and the round trip.
+	return t.sendWrites(ctx, b, w.armed)
+}
+
+// writeBatch is WriteSetApply's batch: the rows' statements in dependency order, with a failpoint
+// check after each table when failpoints are armed on ctx.
+type writeBatch struct {
+	ctx   context.Context
+	b     *pgx.Batch
+	armed bool
+}
+
+// step queues a failpoint check that runs once the rows of one table have been written.
+func (w writeBatch) step(name string, n int) {
+	if w.armed && n > 0 {
+		w.b.Queue("-- name: Failpoint\nSELECT 1").Exec(func(pgconn.CommandTag) error {
+			return failpoint.Check(w.ctx, "writeset.after:"+name)
+		})
+	}
+}
+
+// queueEntities queues the new entities, their names and the literal values.
+func (w writeBatch) queueEntities(ws *store.WriteSet) error {
+	b := w.b
 	for _, e := range ws.Entities {
 		ctxJSON, err := json.Marshal(nonNilMap(e.Context))
 		if err != nil {
@@ -381,18 +452,24 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		}
 		b.Queue(entityInsertSQL, e.Team, e.ID, e.Kind, ctxJSON, e.CreatedBy, e.IngestID, e.CreatedAt)
 	}
-	step("entities", len(ws.Entities))
+	w.step("entities", len(ws.Entities))
 	for _, n := range ws.EntityNames {
 		b.Queue(entityNameInsertSQL, n.Team, n.EntityID, n.Name, n.Normalized, n.Skeleton, n.Kind, n.CreatedAt)
 	}
 	for _, v := range ws.Values {
 		b.Queue(valueInsertSQL, v.Team, v.ID, v.Type, v.Text, v.CreatedAt)
 	}
+	return nil
+}
+
+// queueEvidence queues the fragments, observations, verification events and resolution events.
+func (w writeBatch) queueEvidence(ws *store.WriteSet) {
+	b := w.b
 	for _, f := range ws.Fragments {
 		b.Queue(fragmentInsertSQL, f.Team, f.ID, f.IngestID, f.EvidenceIndex, f.Author, f.SourceType, f.Authority,
 			f.SourceGroup, f.SourceKey, f.Revision, f.ContentHash, f.Content, f.CreatedAt)
 	}
-	step("fragments", len(ws.Fragments))
+	w.step("fragments", len(ws.Fragments))
 	for _, o := range ws.Observations {
 		var value any
 		if o.ObjectValue != nil {
@@ -402,7 +479,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 			o.PredicatePhrase, o.PredicateKey, o.PredicateVersion, o.ObjectRef, o.ObjectName, value, o.Polarity,
 			o.Modality, o.Scope, o.ValidFrom, o.ValidTo, []byte(o.Citations), o.CreatedAt)
 	}
-	step("observations", len(ws.Observations))
+	w.step("observations", len(ws.Observations))
 	for _, v := range ws.Verifications {
 		b.Queue(verificationInsertSQL, v.Team, v.ID, v.ObservationID, v.Verifier, v.Verdict, v.Confidence, v.Rationale,
 			v.ConfirmedValidFrom, v.SupportGranted, v.CreatedAt)
@@ -411,33 +488,45 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(resolutionInsertSQL, r.Team, r.ID, r.ObservationID, r.MentionRef, r.MentionName, r.EntityKind,
 			r.EntityID, r.Decision, entityStrings(r.Candidates), r.Profile, r.IngestID, r.CreatedAt)
 	}
+}
+
+// queueRelationships queues the new relationships, the updates of existing ones, the support links,
+// the transitions and the cross-references.
+func (w writeBatch) queueRelationships(ws *store.WriteSet) {
+	b := w.b
 	for _, r := range ws.Relationships {
 		rel := r.Relationship
 		b.Queue(relationshipInsertSQL, r.Team, rel.ID, rel.Owner, rel.Subject, rel.PredicateKey, rel.PredicateVersion,
 			rel.Object.EntityID, rel.Object.ValueID, rel.Polarity, rel.Scope, rel.Validity.From, rel.Validity.To,
 			rel.Status, rel.Tier, rel.Version, r.ObservationID, r.IngestID, r.CreatedAt)
 	}
-	step("relationships", len(ws.Relationships))
+	w.step("relationships", len(ws.Relationships))
 	for _, u := range ws.Updates {
 		b.Queue(relationshipUpdateSQL, u.Team, u.ID, u.ExpectVersion, u.Status, u.Tier, u.ValidTo, u.UpdatedAt)
 	}
-	step("updates", len(ws.Updates))
+	w.step("updates", len(ws.Updates))
 	for _, s := range ws.Supports {
 		b.Queue(supportInsertSQL, s.Team, s.ID, s.RelationshipID, s.FragmentID, s.ObservationID, s.VerificationID,
 			s.Start, s.End, s.SourceGroup, s.ContentHash, s.Authority, s.Author, s.Profile, s.IngestID, s.CreatedAt)
 	}
-	step("supports", len(ws.Supports))
+	w.step("supports", len(ws.Supports))
 	for _, tr := range ws.Transitions {
 		b.Queue(transitionInsertSQL, tr.Team, tr.ID, tr.RelationshipID, tr.FromStatus, tr.ToStatus, tr.FromTier,
 			tr.ToTier, tr.FromValidTo, tr.ToValidTo, tr.FromVersion, tr.ToVersion, tr.Reason, tr.ActorKind,
 			tr.ActorProfile, tr.Related, tr.IngestID, tr.IdempotencyKey, tr.CreatedAt)
 	}
-	step("transitions", len(ws.Transitions))
+	w.step("transitions", len(ws.Transitions))
 	for _, x := range ws.CrossRefs {
 		b.Queue(crossRefInsertSQL, x.Team, x.ID, x.Kind, x.From, x.FromVersion, x.To, x.ToVersion, x.Author,
 			x.VerificationID, x.IngestID, x.CreatedAt)
 	}
-	step("cross_references", len(ws.CrossRefs))
+	w.step("cross_references", len(ws.CrossRefs))
+}
+
+// queueCases queues the new cases and positions, the case updates and reviews, the membership
+// changes and the case events.
+func (w writeBatch) queueCases(ws *store.WriteSet) {
+	b := w.b
 	for _, c := range ws.CaseInserts {
 		b.Queue(caseInsertSQL, c.Team, c.ID, c.Kind, c.Key.Subject, c.Key.PredicateKey, c.Key.Scope, c.Status, c.Version,
 			c.OpenedAt, c.ReviewDueAt, c.NextReviewAt, c.PolicyVersion, c.OpenedBy)
@@ -462,7 +551,12 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(caseEventInsertSQL, e.Team, e.ID, e.CaseID, e.CaseVersion, e.PriorStatus, e.ResultingStatus, e.ActorKind,
 			e.ActorProfile, e.Reason, e.PolicyVersion, e.TimeBasis, []byte(e.Referenced), []byte(e.Positions), e.IngestID, e.CreatedAt)
 	}
-	step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
+	w.step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
+}
+
+// queueRecords queues the review items, the search refreshes and the idempotency record.
+func (w writeBatch) queueRecords(ws *store.WriteSet) {
+	b := w.b
 	for _, r := range ws.ReviewItems {
 		related := r.Related
 		if related == nil {
@@ -478,12 +572,17 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 		b.Queue(idempotencyInsertSQL, ir.Team, ir.Profile, ir.Key, ir.Operation, ir.RequestHash, ir.IngestID,
 			[]byte(ir.Result), ir.CreatedAt)
 	}
-	step("idempotency", 1)
+	w.step("idempotency", 1)
+}
+
+// sendWrites sends the write batch b, with COMMIT behind it when the transaction folds COMMIT in,
+// and settles a COMMIT's outcome (commitOutcome). The transaction is over once COMMIT succeeded.
+func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, armed bool) error {
 	commit := t.foldCommit
 	if commit {
 		b.Queue("COMMIT")
 	}
-	err = t.s.sendOn(ctx, t.conn, b)
+	err := t.s.sendOn(ctx, t.conn, b)
 	if commit {
 		err = t.commitOutcome(ctx, armed, err)
 	}
