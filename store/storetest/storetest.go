@@ -31,8 +31,9 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Concurrency is the most transactions the concurrency subtests hold open at once; a store handed to
-// the suite must serve that many concurrent Tx calls (plus one) without waiting for a connection.
+// Concurrency is the most calls the concurrency subtests run at once (Tx calls held open together,
+// among them); a store handed to the suite must serve that many without one waiting for another's
+// connection, or those subtests wait until they time out.
 const Concurrency = 6
 
 // subtestTimeout bounds every subtest, so a lock that is never released fails the subtest instead of
@@ -78,7 +79,7 @@ type group struct {
 }
 
 // Run runs every contract subtest against stores made by h. Subtests are named
-// Group/Contract (TeamScoping/ReadsOfAnotherTeam, Locking/KeysLockSerialisesKey, ...), so one
+// Group/Contract (TeamScoping/ReadsOfAnotherTeam, Locking/KeysLockSerialisesChanges, ...), so one
 // family can be selected with -run.
 func Run(t *testing.T, h Harness) {
 	t.Helper()
