@@ -44,8 +44,10 @@ type CaseEscalateParams struct {
 	Token string
 }
 
-// CaseReviewUpdate is the reviewer's change of a case, fenced by its claim token and version. It
-// always clears the claim and sets the next review time.
+// CaseReviewUpdate is the reviewer's change of a case, fenced by its claim token and version: when
+// the case is no longer claimed by Token (another worker's claim, or a claim already released) or no
+// longer at ExpectVersion, WriteSetApply fails with ErrStaleVersion. It always clears the claim and
+// sets the next review time.
 type CaseReviewUpdate struct {
 	Team          identity.TeamID
 	ID            conflict.ID

@@ -6,6 +6,19 @@
 // steps need in one round trip, and inside Store.Tx each Tx method is one round trip that takes its
 // locks in the global order (idempotency key, entity names, conflict keys, relationship rows) and then
 // reads with fresh statements.
+//
+// # Other implementations
+//
+// Implementations outside this module are possible but not supported yet: store/postgres is the one
+// implementation the library is built, tested and supported with. The seam is honest, though:
+// store/storetest is a conformance suite that exercises the contracts documented here (team scoping,
+// sentinel errors, atomic write sets, append-only ledgers, idempotency records, locking, known_at
+// reconstruction, claims and leases, paging) through these interfaces alone, and store/postgres
+// passes it in CI. A second implementation must pass storetest.Run. Passing it is necessary, not
+// sufficient: the suite does not check the transport errors (timeouts, lost commits, an unreachable
+// server) nor the costs the library's bounds assume (one round trip per Tx call, reads bounded by
+// indexes). Before 1.0 this package is not a stable public contract: its methods, params and row
+// types change with the library in any minor version, and an outside implementation has to follow.
 package store
 
 import (
@@ -34,7 +47,8 @@ type Store interface {
 	// force, and returns it. ErrStaleVersion when another version is in force, ErrNotFound when the
 	// team does not exist.
 	PolicyAppend(ctx context.Context, p PolicyAppendParams) (Policy, error)
-	// PredicateAppend appends the next version of a predicate key and returns it.
+	// PredicateAppend appends the next version of a predicate key and returns it. ErrNotFound when
+	// the team does not exist.
 	PredicateAppend(ctx context.Context, p PredicateAppendParams) (relationship.Predicate, error)
 	// PredicateList returns the latest version of every predicate key of a team.
 	PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error)
@@ -97,7 +111,9 @@ type Store interface {
 }
 
 // Tx is one open transaction. Each method is one round trip; WriteSetApply is the last call of a
-// transaction that writes, and may carry its COMMIT.
+// transaction that writes, and may carry its COMMIT. A transaction belongs to one team: its first call
+// is IntakeLock or KeysLock, whose params name the team, and a later call or a written row of another
+// team fails (nothing of the transaction remains).
 type Tx interface {
 	// IntakeLock takes the idempotency lock and the entity-name locks (sorted), then re-reads the
 	// idempotency record, the caller's profile (held FOR SHARE) and the entities of the named names.
