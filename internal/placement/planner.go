@@ -260,129 +260,174 @@ func (pl *Planner) candidate(id identity.EntityID) api.EntityCandidate {
 	return api.EntityCandidate{EntityID: id}
 }
 
+// item is one proposal relationship while it is placed: its defaults applied, what its mentions and
+// predicate resolved to, and the observation and verification recorded for it.
+type item struct {
+	r         api.ProposedRelationship
+	pol       relationship.Polarity
+	mod       relationship.Modality
+	scope     string
+	pred      relationship.Predicate
+	predOK    bool
+	subj, obj resolution
+	// objName is the object's name or canonical literal, objKind its entity kind ("" for a literal),
+	// value the canonical literal.
+	objName, objKind, value string
+	obsID, verID            string
+	verdict                 evidence.Result
+	verified, granted       bool
+}
+
 // place records the observation of proposal relationship i and decides what it does.
 func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutcome {
-	pol, mod, scope := api.Normalize(r)
-	obsID := pl.newID("obs")
-	out := api.RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1), ObservationID: obsID}
-	pred, predOK := relationship.MatchPredicate(r.Predicate, pl.Predicates)
-	subj := pl.res[r.SubjectRef]
-	var obj resolution
-	objName, objKind := "", ""
-	var valueJSON json.RawMessage
-	var value string
+	// 1. Record the observation, its identity resolutions and its verification event.
+	it := pl.observe(r)
+	out := api.RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1),
+		ObservationID: it.obsID}
+	// 2. The gate: what stays an observation, needs review, or is rejected.
+	if gated, ok := pl.gate(it, out); ok {
+		return gated
+	}
+	// 3. The relationship it states: pending while the evidence grants no support.
+	object := relationship.Object{EntityID: it.obj.EntityID}
 	if r.ObjectValue != nil {
-		value, _ = api.CanonicalValue(*r.ObjectValue, math.MaxInt) // validated: within the text limit
-		objName = value
-		valueJSON, _ = json.Marshal(api.ObjectValue{Type: r.ObjectValue.Type, Value: value})
+		object = relationship.Object{ValueID: pl.value(r.ObjectValue.Type, it.value)}
+	}
+	rel := relationship.Relationship{ID: relationship.ID(pl.newID("rel")), Owner: pl.Profile,
+		Subject: it.subj.EntityID, PredicateKey: it.pred.Key, PredicateVersion: it.pred.Version, Object: object, Polarity: it.pol,
+		Scope: it.scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
+	pl.objectNames[rel.ID] = it.objName
+	if !it.granted {
+		return pl.pending(it, out, &rel)
+	}
+	// 4. Accepted: the current-state decision among the owner's relationships of the key.
+	return pl.accept(it, out, &rel)
+}
+
+// observe records the observation of r with the resolution of its mentions, and the verifier's
+// event when it verified r, and returns the item.
+func (pl *Planner) observe(r api.ProposedRelationship) item {
+	it := item{r: r, obsID: pl.newID("obs"), subj: pl.res[r.SubjectRef]}
+	it.pol, it.mod, it.scope = api.Normalize(r)
+	it.pred, it.predOK = relationship.MatchPredicate(r.Predicate, pl.Predicates)
+	var valueJSON json.RawMessage
+	if r.ObjectValue != nil {
+		it.value, _ = api.CanonicalValue(*r.ObjectValue, math.MaxInt) // validated: within the text limit
+		it.objName = it.value
+		valueJSON, _ = json.Marshal(api.ObjectValue{Type: r.ObjectValue.Type, Value: it.value})
 	} else {
-		obj = pl.res[r.ObjectRef]
-		objName, objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
+		it.obj = pl.res[r.ObjectRef]
+		it.objName, it.objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
 	}
 	cites, _ := json.Marshal(r.Evidence)
-	o := store.ObservationRow{Team: pl.Team, ID: obsID, IngestID: pl.ingestID, Profile: pl.Profile,
+	o := store.ObservationRow{Team: pl.Team, ID: it.obsID, IngestID: pl.ingestID, Profile: pl.Profile,
 		ProposalID: r.ProposalID, SubjectRef: r.SubjectRef, SubjectName: pl.in.mentions[r.SubjectRef].Name,
-		PredicatePhrase: r.Predicate, ObjectRef: r.ObjectRef, ObjectName: objName, ObjectValue: valueJSON,
-		Polarity: pol, Modality: mod, Scope: scope, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Citations: cites, CreatedAt: pl.Now}
-	if predOK {
-		o.PredicateKey, o.PredicateVersion = pred.Key, pred.Version
+		PredicatePhrase: r.Predicate, ObjectRef: r.ObjectRef, ObjectName: it.objName, ObjectValue: valueJSON,
+		Polarity: it.pol, Modality: it.mod, Scope: it.scope, ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, Citations: cites,
+		CreatedAt: pl.Now}
+	if it.predOK {
+		o.PredicateKey, o.PredicateVersion = it.pred.Key, it.pred.Version
 	}
 	pl.l.WS.Observations = append(pl.l.WS.Observations, o)
-	pl.resolutionEvent(obsID, r.SubjectRef)
+	pl.resolutionEvent(it.obsID, r.SubjectRef)
 	if r.ObjectRef != "" {
-		pl.resolutionEvent(obsID, r.ObjectRef)
+		pl.resolutionEvent(it.obsID, r.ObjectRef)
 	}
-	verdict, verified := pl.Verdicts[r.ProposalID]
-	verID := ""
-	granted := verified && verdict.Grants(pl.Policy.AutoWriteThreshold)
-	if verified {
-		verID = pl.newID("ver")
-		pl.l.WS.Verifications = append(pl.l.WS.Verifications, store.VerificationRow{Team: pl.Team, ID: verID,
-			ObservationID: obsID, Verifier: pl.Verifier, Verdict: verdict.Verdict, Confidence: verdict.Confidence,
-			Rationale: verdict.Rationale, ConfirmedValidFrom: verdict.ConfirmedValidFrom, SupportGranted: granted, CreatedAt: pl.Now})
+	it.verdict, it.verified = pl.Verdicts[r.ProposalID]
+	it.granted = it.verified && it.verdict.Grants(pl.Policy.AutoWriteThreshold)
+	if it.verified {
+		it.verID = pl.newID("ver")
+		pl.l.WS.Verifications = append(pl.l.WS.Verifications, store.VerificationRow{Team: pl.Team, ID: it.verID,
+			ObservationID: it.obsID, Verifier: pl.Verifier, Verdict: it.verdict.Verdict, Confidence: it.verdict.Confidence,
+			Rationale: it.verdict.Rationale, ConfirmedValidFrom: it.verdict.ConfirmedValidFrom, SupportGranted: it.granted,
+			CreatedAt: pl.Now})
 	}
+	return it
+}
 
+// gate decides the outcome of an item that becomes no relationship (ok true): a modality other than a
+// statement, an ambiguous mention, a predicate that is not registered or does not fit its subject or
+// object, or a claim the verifier found contradicted.
+func (pl *Planner) gate(it item, out api.RelationshipOutcome) (api.RelationshipOutcome, bool) {
 	switch {
-	case mod != relationship.ModalityStatement:
+	case it.mod != relationship.ModalityStatement:
 		out.Category = api.CategoryNotAsserted
-		out.Reason = fmt.Sprintf("modality %q is kept as an observation only", mod)
-		return out
-	case subj.Decision == identity.DecisionAmbiguous || obj.Decision == identity.DecisionAmbiguous:
-		return pl.identityReview(out, obsID, r, subj, obj)
-	case !predOK:
-		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q is not registered for this team", r.Predicate))
-	case !pred.AllowsSubject(subj.entity.Kind):
-		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q does not accept a %s subject", pred.Key, subj.entity.Kind))
-	case !pred.AllowsObject(objKind):
+		out.Reason = fmt.Sprintf("modality %q is kept as an observation only", it.mod)
+		return out, true
+	case it.subj.Decision == identity.DecisionAmbiguous || it.obj.Decision == identity.DecisionAmbiguous:
+		return pl.identityReview(out, it.obsID, it.r, it.subj, it.obj), true
+	case !it.predOK:
+		return pl.predicateReview(out, it.obsID, fmt.Sprintf("predicate %q is not registered for this team", it.r.Predicate)), true
+	case !it.pred.AllowsSubject(it.subj.entity.Kind):
+		return pl.predicateReview(out, it.obsID, fmt.Sprintf("predicate %q does not accept a %s subject", it.pred.Key,
+			it.subj.entity.Kind)), true
+	case !it.pred.AllowsObject(it.objKind):
 		what := "a literal value"
-		if objKind != "" {
-			what = "a " + objKind + " object"
+		if it.objKind != "" {
+			what = "a " + it.objKind + " object"
 		}
-		return pl.predicateReview(out, obsID, fmt.Sprintf("predicate %q does not accept %s", pred.Key, what))
-	case verified && verdict.Verdict == evidence.VerdictContradicted:
+		return pl.predicateReview(out, it.obsID, fmt.Sprintf("predicate %q does not accept %s", it.pred.Key, what)), true
+	case it.verified && it.verdict.Verdict == evidence.VerdictContradicted:
 		out.Category, out.Status = api.CategoryRejected, relationship.StatusRejected
-		out.Reason = "the verifier found the cited evidence contradicts the claim: " + verdict.Rationale
-		return out
+		out.Reason = "the verifier found the cited evidence contradicts the claim: " + it.verdict.Rationale
+		return out, true
 	}
+	return out, false
+}
 
-	object := relationship.Object{EntityID: obj.EntityID}
-	if r.ObjectValue != nil {
-		object = relationship.Object{ValueID: pl.value(r.ObjectValue.Type, value)}
+// pending records rel as pending evidence, with the review item that asks for evidence.
+func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationship.Relationship) api.RelationshipOutcome {
+	rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
+	pl.l.Create(rel, it.obsID, ledger.ReasonEvidenceInsufficient)
+	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
+	out.Reason = "the evidence does not yet support the claim"
+	if it.verified {
+		out.Reason += fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", it.verdict.Verdict, it.verdict.Confidence, it.verdict.Rationale)
 	}
-	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: subj.EntityID, PredicateKey: pred.Key, Scope: scope})
-	rel := relationship.Relationship{ID: relationship.ID(pl.newID("rel")), Owner: pl.Profile,
-		Subject: subj.EntityID, PredicateKey: pred.Key, PredicateVersion: pred.Version, Object: object, Polarity: pol,
-		Scope: scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
-	pl.objectNames[rel.ID] = objName
+	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil,
+		"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
+		[]api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+			{Action: "reject", Description: "reject the pending relationship"}}, nil, nil)
+	return out
+}
 
-	if !granted {
-		rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
-		pl.l.Create(&rel, obsID, ledger.ReasonEvidenceInsufficient)
-		out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
-		out.Reason = "the evidence does not yet support the claim"
-		if verified {
-			out.Reason += fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", verdict.Verdict, verdict.Confidence, verdict.Rationale)
-		}
-		out.Review = pl.review(out.PlacementItemID, "pending_evidence", obsID, rel.ID, nil,
-			"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-			[]api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
-				{Action: "reject", Description: "reject the pending relationship"}}, nil, nil)
-		return out
-	}
-
-	// Accepted: the current-state decision of the owner's relationships of this key.
-	prop := relationship.Proposed{Object: object, Polarity: pol, Validity: rel.Validity,
-		ValidFromConfirmed: evidence.ConfirmsValidFrom(verdict.ConfirmedValidFrom, r.ValidFrom), Corrects: r.CorrectsRelationshipID}
+// accept places rel, whose evidence grants support, by the current-state decision among the owner's
+// relationships of its key (relationship.Decide): it supports an identical one, becomes current,
+// supersedes the owner's incompatible priors, or is held for review against them.
+func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationship.Relationship) api.RelationshipOutcome {
+	r := it.r
+	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: it.subj.EntityID, PredicateKey: it.pred.Key, Scope: it.scope})
+	prop := relationship.Proposed{Object: rel.Object, Polarity: it.pol, Validity: rel.Validity,
+		ValidFromConfirmed: evidence.ConfirmsValidFrom(it.verdict.ConfirmedValidFrom, r.ValidFrom), Corrects: r.CorrectsRelationshipID}
 	ks.Touched = true
-	d := relationship.Decide(pred, prop, ks.Owned(pl.Profile))
-	newSupports := pl.supportLinks(r, obsID, verID)
+	d := relationship.Decide(it.pred, prop, ks.Owned(pl.Profile))
+	newSupports := pl.supportLinks(r, it.obsID, it.verID)
 	if d.Action == relationship.ActionSupport {
-		return pl.supportExisting(out, obsID, ks.Find(d.Target), d, prop, newSupports, r.CorrectsRelationshipID, verID)
+		return pl.supportExisting(out, it.obsID, ks.Find(d.Target), d, prop, newSupports, r.CorrectsRelationshipID, it.verID)
 	}
-
 	pl.l.Support(rel.ID, newSupports)
 	rel.Tier = relationship.TierFor(pl.l.Supports(rel.ID))
 	out.RelationshipID = rel.ID
 	switch d.Action {
 	case relationship.ActionCreate:
 		rel.Status = relationship.StatusActive
-		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
+		pl.l.Create(rel, it.obsID, ledger.ReasonAccepted)
 		out.Category, out.Reason = api.CategoryAccepted, "accepted as a current relationship"
-		out.CrossReferences = pl.crossReferences(&rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
+		out.CrossReferences = pl.crossReferences(rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, it.verID)
 	case relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive
-		pl.l.Create(&rel, obsID, ledger.ReasonAccepted)
-		pl.supersede(ks, &rel, d.Priors)
+		pl.l.Create(rel, it.obsID, ledger.ReasonAccepted)
+		pl.supersede(ks, rel, d.Priors)
 		out.Category, out.Related = api.CategorySupersededPrior, d.Priors
 		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
 		if !prop.ValidFromConfirmed {
 			out.Reason = "explicit correction of your prior relationship; the prior is superseded"
 		}
-		out.CrossReferences = pl.crossReferences(&rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, verID)
+		out.CrossReferences = pl.crossReferences(rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, it.verID)
 	case relationship.ActionHold:
 		rel.Status = relationship.StatusNeedsReview
-		pl.l.Create(&rel, obsID, ledger.ReasonHeldForReview)
-		pl.hold(&out, obsID, &rel, d.Priors)
+		pl.l.Create(rel, it.obsID, ledger.ReasonHeldForReview)
+		pl.hold(&out, it.obsID, rel, d.Priors)
 	}
 	out.Status, out.Tier = rel.Status, rel.Tier
 	return out
