@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
@@ -47,6 +48,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	if err != nil {
 		return nil, err
 	}
+	// 1. Validate the request.
 	var ps problems
 	checkText(&ps, "relationship_id", string(req.RelationshipID), true, c.cfg.Limits.MaxTextBytes)
 	checkText(&ps, "reason", req.Reason, false, 4096)
@@ -54,6 +56,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
+	// 2. Authorise a write; a retry with a used key replays its stored result.
 	pr, err := c.authorize(ctx, p, identity.ScopeWrite)
 	if err != nil {
 		return nil, err
@@ -64,6 +67,7 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	} else if rec != nil {
 		return replayForget(rec, hash)
 	}
+	// 3. Only the owner forgets a relationship.
 	rel, err := c.store.RelationshipGet(ctx, p.TeamID, req.RelationshipID)
 	if err != nil {
 		return nil, err
@@ -71,62 +75,68 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 	if rel.Owner != p.ProfileID {
 		return nil, fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, rel.ID, rel.Owner)
 	}
+	// 4. Retract it and repair its key's case in one transaction.
 	now := c.now()
-	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
 	var result *ForgetResult
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
-		if err != nil {
-			return err
-		}
-		if locked.Idempotency != nil {
-			result, err = replayForget(locked.Idempotency, hash)
-			return err
-		}
-		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-			return err
-		}
-		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
-		if err != nil {
-			return err
-		}
-		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
-			IdempotencyKey: req.IdempotencyKey, Now: now, Policy: pr.Policy,
-			NewID: func(prefix string) string { return c.newID(prefix, now) }}
-		l.Load(kl, kl.Predicates)
-		ks := l.Key(key)
-		cur := ks.Find(rel.ID)
-		if cur == nil {
-			return fmt.Errorf("%w: relationship %s", ErrNotFound, rel.ID)
-		}
-		res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
-		if cur.Status == relationship.StatusRetracted {
-			res.AlreadyRetracted = true
-		} else {
-			l.Retract(cur, req.Reason)
-			res.TransitionID, res.Version = l.LastTransitionID(), cur.Version
-			// §6.7: the retraction repairs the key's case in the same transaction.
-			if ref := l.Maintain(ks); ref != nil {
-				res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
-			}
-		}
-		ws, ingestID := &l.WS, l.IngestID
-		body, err := json.Marshal(res)
-		if err != nil {
-			return err
-		}
-		ws.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: req.IdempotencyKey,
-			Operation: opForget, RequestHash: hash, IngestID: ingestID, Result: body, CreatedAt: now}
-		if err := tx.WriteSetApply(ctx, *ws); err != nil {
-			return err
-		}
-		result = res
-		return nil
+		result, err = c.retract(ctx, tx, p, pr.Policy, req, hash, rel, now)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	return result, nil
+}
+
+// retract is Forget's transaction: under the idempotency key's and the conflict key's locks it
+// retracts rel (unless it already is), repairs the key's case (§6.7), and stores the result under the
+// idempotency key.
+func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, req ForgetRequest, hash string,
+	rel relationship.Relationship, now time.Time) (*ForgetResult, error) {
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
+	if err != nil {
+		return nil, err
+	}
+	if locked.Idempotency != nil {
+		return replayForget(locked.Idempotency, hash)
+	}
+	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		return nil, err
+	}
+	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
+	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
+		IdempotencyKey: req.IdempotencyKey, Now: now, Policy: policy,
+		NewID: func(prefix string) string { return c.newID(prefix, now) }}
+	l.Load(kl, kl.Predicates)
+	ks := l.Key(key)
+	cur := ks.Find(rel.ID)
+	if cur == nil {
+		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, rel.ID)
+	}
+	res := &ForgetResult{RelationshipID: cur.ID, Status: relationship.StatusRetracted, Version: cur.Version}
+	if cur.Status == relationship.StatusRetracted {
+		res.AlreadyRetracted = true
+	} else {
+		l.Retract(cur, req.Reason)
+		res.TransitionID, res.Version = l.LastTransitionID(), cur.Version
+		if ref := l.Maintain(ks); ref != nil {
+			res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+		}
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return nil, err
+	}
+	l.WS.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: req.IdempotencyKey,
+		Operation: opForget, RequestHash: hash, IngestID: l.IngestID, Result: body, CreatedAt: now}
+	if err := tx.WriteSetApply(ctx, l.WS); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func replayForget(rec *store.IdempotencyRecord, hash string) (*ForgetResult, error) {

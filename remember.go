@@ -65,50 +65,56 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 
 	// 7-9. Gate, plan and commit in one transaction; the plan is recomputed from what the
 	// transaction reads after its locks, so a retry starts from scratch.
-	now := c.now()
-	policy := prep.Principal.Policy
+	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &req, Intake: in, Now: c.now(),
+		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
+		Hash: hash, NewID: c.newID}
 	var out *Placement
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
-			IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
-		if err != nil {
-			return err
-		}
-		if locked.Idempotency != nil {
-			out, err = replay(locked.Idempotency, placement.Operation, hash)
-			return err
-		}
-		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-			return err
-		}
-		pl := placement.New(placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &req, Intake: in, Now: now,
-			Policy: policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(), Hash: hash,
-			NewID: c.newID})
-		pl.Resolve(locked.Candidates, locked.Known)
-		keys, cases := pl.Keys(), in.Responses()
-		var kl store.KeysLocked
-		if len(keys) > 0 || len(cases) > 0 {
-			if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-				MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
-				return err
-			}
-		}
-		ws, planned, err := pl.Plan(kl)
-		if err != nil {
-			return err
-		}
-		if err := tx.WriteSetApply(ctx, ws); err != nil {
-			return err
-		}
-		out = planned
-		return nil
+		out, err = c.place(ctx, tx, p, params)
+		return err
 	})
 	if err != nil {
 		return nil, err
 	}
 	c.cfg.Logger.DebugContext(ctx, "densemem: remember", "team", p.TeamID, "profile", p.ProfileID,
 		"ingest_id", out.IngestID, "replayed", out.Replayed, "relationships", len(out.RelationshipOutcomes))
+	return out, nil
+}
+
+// place is Remember's transaction: under the locks of the request's idempotency key and names it
+// re-resolves the mentions, locks the conflict keys (and cases) the request touches, plans the rows
+// from what it read, and writes them. A result stored meanwhile under the key is replayed.
+func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*Placement, error) {
+	req, in := params.Request, params.Intake
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
+		IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
+		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
+	if err != nil {
+		return nil, err
+	}
+	if locked.Idempotency != nil {
+		return replay(locked.Idempotency, placement.Operation, params.Hash)
+	}
+	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		return nil, err
+	}
+	pl := placement.New(params)
+	pl.Resolve(locked.Candidates, locked.Known)
+	keys, cases := pl.Keys(), in.Responses()
+	var kl store.KeysLocked
+	if len(keys) > 0 || len(cases) > 0 {
+		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
+			return nil, err
+		}
+	}
+	ws, out, err := pl.Plan(kl)
+	if err != nil {
+		return nil, err
+	}
+	if err := tx.WriteSetApply(ctx, ws); err != nil {
+		return nil, err
+	}
 	return out, nil
 }
 

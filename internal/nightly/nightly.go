@@ -96,7 +96,24 @@ func runDates(now time.Time, tz string) (runDate, next time.Time) {
 	return runDate, next
 }
 
+// teamRun is one worker's review of one team's due cases on one run date.
+type teamRun struct {
+	cfg   Config
+	req   review.Request
+	team  identity.TeamID
+	rep   *review.Report
+	pol   store.Policy
+	preds []relationship.Predicate
+	// now is the run's instant, runDate its date in the team's time zone and next the start of the
+	// following day there, when a case kept open is due again.
+	now, runDate, next time.Time
+	// token is the worker's claim on the cases it reviews.
+	token string
+}
+
+// runTeam is one worker's nightly review of one team, counted in rep.
 func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.TeamID, rep *review.Report) error {
+	// 1. The team's policy and predicates, and the run date in its time zone.
 	pol, err := cfg.Store.PolicyGet(ctx, team)
 	if err != nil {
 		return err
@@ -106,87 +123,109 @@ func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.
 		return err
 	}
 	now := cfg.Clock()
-	runDate, next := runDates(now, pol.TimeZone)
-	reserved, err := cfg.Store.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: runDate, Worker: req.WorkerID, Now: now})
+	r := &teamRun{cfg: cfg, req: req, team: team, rep: rep, pol: pol, preds: preds, now: now, token: cfg.NewID("clm", now)}
+	r.runDate, r.next = runDates(now, pol.TimeZone)
+	// 2. Reserve the team's run of the date; only the first worker counts it, every worker reviews.
+	reserved, err := cfg.Store.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: r.runDate,
+		Worker: req.WorkerID, Now: now})
 	if err != nil {
 		return err
 	}
 	if reserved {
 		rep.Reserved++
 	}
-	token := cfg.NewID("clm", now)
-	escalate := func() error {
-		n, err := cfg.Store.CaseEscalateExhausted(ctx, store.CaseEscalateParams{Team: team, Now: now, RunDate: runDate,
-			NextReview: next, MaxAttempts: cfg.MaxAttempts, Token: token})
-		rep.Escalated += n
+	// 3. Escalate the cases out of attempts, review the due ones in claimed batches, escalate again.
+	if err := r.escalate(ctx); err != nil {
 		return err
 	}
-	if err := escalate(); err != nil {
+	if err := r.reviewDue(ctx); err != nil {
 		return err
 	}
+	return r.escalate(ctx)
+}
+
+// escalate marks overdue, once per run date, the cases that used up their attempts.
+func (r *teamRun) escalate(ctx context.Context) error {
+	n, err := r.cfg.Store.CaseEscalateExhausted(ctx, store.CaseEscalateParams{Team: r.team, Now: r.now, RunDate: r.runDate,
+		NextReview: r.next, MaxAttempts: r.cfg.MaxAttempts, Token: r.token})
+	r.rep.Escalated += n
+	return err
+}
+
+// reviewDue claims due cases in batches, up to the request's MaxCases, and reviews each claimed case
+// in its own transaction until none is left.
+func (r *teamRun) reviewDue(ctx context.Context) error {
 	claimedTotal := 0
-	for req.MaxCases == 0 || claimedTotal < req.MaxCases {
-		batch := cfg.Batch
-		if req.MaxCases > 0 {
-			batch = min(batch, req.MaxCases-claimedTotal)
+	for r.req.MaxCases == 0 || claimedTotal < r.req.MaxCases {
+		batch := r.cfg.Batch
+		if r.req.MaxCases > 0 {
+			batch = min(batch, r.req.MaxCases-claimedTotal)
 		}
-		claimed, err := cfg.Store.CaseClaimDue(ctx, store.CaseClaimDueParams{Team: team, Now: now, RunDate: runDate,
-			Batch: batch, Lease: cfg.Lease, Token: token, MaxAttempts: cfg.MaxAttempts})
+		claimed, err := r.cfg.Store.CaseClaimDue(ctx, store.CaseClaimDueParams{Team: r.team, Now: r.now, RunDate: r.runDate,
+			Batch: batch, Lease: r.cfg.Lease, Token: r.token, MaxAttempts: r.cfg.MaxAttempts})
 		if err != nil {
 			return err
 		}
 		if len(claimed) == 0 {
-			break
+			return nil
 		}
 		claimedTotal += len(claimed)
-		rep.Claimed += len(claimed)
+		r.rep.Claimed += len(claimed)
 		// Test seam: a worker that dies right after claiming leaves its claims to expire.
 		if err := failpoint.Check(ctx, "review.after_claim"); err != nil {
 			return err
 		}
 		for _, c := range claimed {
-			outcome, err := reviewCase(ctx, cfg, pol, preds, c, token, now, next)
-			if errors.Is(err, errLost) {
-				// Another worker or a lifecycle change (a forget that dismissed the case) got there first.
-				rep.Lost++
-				continue
-			}
-			if errors.Is(err, store.ErrCommitUnknown) {
-				// The COMMIT left but its answer did not come back: the case is reviewed completely or not
-				// at all, and which is unknown here. Not settled by a read: the COMMIT may still be arriving.
-				rep.Unknown++
-				rep.UnknownCaseIDs = append(rep.UnknownCaseIDs, c.ID)
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case has an unknown outcome", "team", team,
-					"conflict_id", c.ID, "attempt", c.Attempts, "error", err)
-				continue
-			}
-			if err != nil {
-				rep.Failed++
-				if ctx.Err() != nil {
-					return ctx.Err()
-				}
-				// The claim is kept until its lease expires: the case stays due and unresolved, and a later
-				// run retries it (the lease is the backoff), within the day's attempts.
-				cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case failed", "team", team, "conflict_id", c.ID,
-					"attempt", c.Attempts, "error", err)
-				continue
-			}
-			switch outcome {
-			case conflict.OutcomeResolve:
-				rep.Resolved++
-			case conflict.OutcomeOverdue:
-				rep.Overdue++
-			case conflict.OutcomeDismiss:
-				rep.Dismissed++
-			default:
-				rep.KeptOpen++
+			outcome, err := reviewCase(ctx, r.cfg, r.pol, r.preds, c, r.token, r.now, r.next)
+			if err := r.record(ctx, c, outcome, err); err != nil {
+				return err
 			}
 		}
 	}
-	return escalate()
+	return nil
+}
+
+// record counts one case's review in the report. It returns an error only when the run must stop
+// (its context ended); a case that failed or was lost is counted, logged, and left to a later run.
+func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome conflict.Outcome, err error) error {
+	switch {
+	case errors.Is(err, errLost):
+		// Another worker or a lifecycle change (a forget that dismissed the case) got there first.
+		r.rep.Lost++
+		return nil
+	case errors.Is(err, store.ErrCommitUnknown):
+		// The COMMIT left but its answer did not come back: the case is reviewed completely or not
+		// at all, and which is unknown here. Not settled by a read: the COMMIT may still be arriving.
+		r.rep.Unknown++
+		r.rep.UnknownCaseIDs = append(r.rep.UnknownCaseIDs, c.ID)
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case has an unknown outcome", "team", r.team,
+			"conflict_id", c.ID, "attempt", c.Attempts, "error", err)
+		return nil
+	case err != nil:
+		r.rep.Failed++
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		// The claim is kept until its lease expires: the case stays due and unresolved, and a later
+		// run retries it (the lease is the backoff), within the day's attempts.
+		r.cfg.Logger.WarnContext(ctx, "densemem: nightly review of a case failed", "team", r.team, "conflict_id", c.ID,
+			"attempt", c.Attempts, "error", err)
+		return nil
+	}
+	switch outcome {
+	case conflict.OutcomeResolve:
+		r.rep.Resolved++
+	case conflict.OutcomeOverdue:
+		r.rep.Overdue++
+	case conflict.OutcomeDismiss:
+		r.rep.Dismissed++
+	default:
+		r.rep.KeptOpen++
+	}
+	return nil
 }
 
 // reviewCase evaluates one claimed case in one transaction fenced by the claim token: it reloads the
