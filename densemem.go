@@ -147,3 +147,10 @@ func checkProfile(status identity.ProfileStatus, scopes []identity.Scope, p Prin
 	}
 	return nil
 }
+
+func profileStatus(active bool) identity.ProfileStatus {
+	if active {
+		return identity.ProfileActive
+	}
+	return identity.ProfileDisabled
+}

@@ -1,6 +1,7 @@
 package densemem
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/densemem/densemem/internal/api"
@@ -48,3 +49,5 @@ type ValidationError = api.ValidationError
 
 // problems accumulates the problems of a request while validating it.
 type problems = api.Problems
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -2,11 +2,8 @@ package densemem
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -147,14 +144,6 @@ type ListReviewItemsResponse struct {
 	// NextAfter, when set, is the After of the next page.
 	NextAfter string `json:"next_after,omitempty"`
 }
-
-// Names of the List calls' lists, as their cursors record them.
-const (
-	listProfiles    = "list:profiles"
-	listPredicates  = "list:predicates"
-	listConflicts   = "list:conflicts"
-	listReviewItems = "list:review_items"
-)
 
 // ListProfiles returns a page of the principal's team's profiles, disabled ones included, in
 // profile ID order.
@@ -398,70 +387,4 @@ func (c *Client) pageLimit(ps *problems, limit int) int {
 		return 0
 	}
 	return limit
-}
-
-// listCursor is the position of the last item of a List page, as its cursor encodes it: the list's
-// name, the item's order key (IDs, and a time for the lists ordered by one) in Keys and At.
-type listCursor struct {
-	List   string    `json:"l"`
-	At     time.Time `json:"-"`
-	Micros int64     `json:"t,omitempty"`
-	Keys   []string  `json:"k"`
-}
-
-// encode renders the cursor as unpadded base64url of its JSON.
-func (c listCursor) encode() string {
-	if !c.At.IsZero() {
-		c.Micros = c.At.UnixMicro()
-	}
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeListCursor returns the cursor s of list, with keys IDs (and a time when timed), or nil when
-// s is empty; a string that is not such a cursor is a problem at "after".
-func decodeListCursor(ps *problems, list, s string, keys int, timed bool, l Limits) *listCursor {
-	if s == "" {
-		return nil
-	}
-	c, err := parseListCursor(list, s, keys, timed, l)
-	if err != nil {
-		ps.Add("after", "%v", err)
-		return nil
-	}
-	return &c
-}
-
-func parseListCursor(list, s string, keys int, timed bool, l Limits) (listCursor, error) {
-	var c listCursor
-	if len(s) > 4*(keys*l.MaxTextBytes+64) {
-		return c, fmt.Errorf("is %d bytes, longer than any cursor", len(s))
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil || json.Unmarshal(b, &c) != nil {
-		return c, fmt.Errorf("is not a cursor")
-	}
-	if c.List != list {
-		return c, fmt.Errorf("is not a cursor of this list")
-	}
-	if len(c.Keys) != keys {
-		return c, fmt.Errorf("is not a cursor: %d keys", len(c.Keys))
-	}
-	for _, k := range c.Keys {
-		if k == "" || !utf8.ValidString(k) || strings.ContainsRune(k, 0) || len(k) > l.MaxTextBytes {
-			return c, fmt.Errorf("is not a cursor: bad key")
-		}
-	}
-	if timed {
-		c.At = time.UnixMicro(c.Micros).UTC()
-		if y := c.At.Year(); y < 1 || y > 9999 {
-			return c, fmt.Errorf("is not a cursor: time outside years 0001..9999")
-		}
-	} else if c.Micros != 0 {
-		return c, fmt.Errorf("is not a cursor: unexpected time")
-	}
-	if list == listConflicts && !conflict.Status(c.Keys[0]).Valid() {
-		return c, fmt.Errorf("is not a cursor: unknown status")
-	}
-	return c, nil
 }

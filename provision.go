@@ -2,7 +2,6 @@ package densemem
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -233,8 +232,6 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 	def.Version = stored.Version
 	return def, err
 }
-
-func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 // TeamPolicy returns the policy in force for the principal's team (read scope, or a host
 // principal), so a host can change one field with SetTeamPolicy without clearing the others; its

@@ -2,7 +2,6 @@ package densemem
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"slices"
 	"strings"
@@ -379,74 +378,6 @@ func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallRe
 	return nil
 }
 
-// conflictView builds a case's reader view: positions with owners, counted groups and excerpts, and
-// the explicit question.
-func conflictView(cs store.RecallCase, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) RecallConflict {
-	rc := RecallConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
-		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
-	groups := countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support {
-		var sups []evidence.Support
-		for _, e := range ev[id] {
-			sups = append(sups, evidence.Support{Group: e.SourceGroup, ContentHash: e.ContentHash, Effective: true})
-		}
-		return sups
-	})
-	var alternatives []string
-	for i, pos := range cs.Positions {
-		rp := RecallPosition{PositionID: string(pos.PositionID), Polarity: pos.Polarity, CountedSourceGroups: groups[i],
-			RelationshipIDs: []RelationshipID{}, OwnerProfileIDs: []ProfileID{}, Evidence: []EvidenceExcerpt{}}
-		for _, m := range pos.Members {
-			rp.RelationshipIDs = append(rp.RelationshipIDs, m.RelationshipID)
-			if !slices.Contains(rp.OwnerProfileIDs, m.Owner) {
-				rp.OwnerProfileIDs = append(rp.OwnerProfileIDs, m.Owner)
-			}
-			if v, ok := views[m.RelationshipID]; ok {
-				s := summary(v)
-				rp.Object = s.Object
-				if rc.Subject.EntityID == "" {
-					rc.Subject = s.Subject
-				}
-			}
-			rp.Evidence = append(rp.Evidence, excerpts(ev[m.RelationshipID])...)
-		}
-		name := fmt.Sprintf("%q", rp.Object.Name)
-		if pos.Polarity == relationship.PolarityNegative {
-			name = "not " + name
-		}
-		alternatives = append(alternatives, fmt.Sprintf("%s (%d profile(s), %d independent source group(s))",
-			name, len(rp.OwnerProfileIDs), rp.CountedSourceGroups))
-		rc.Positions = append(rc.Positions, rp)
-	}
-	scope := ""
-	if rc.Scope != "" {
-		scope = fmt.Sprintf(" in scope %q", rc.Scope)
-	}
-	rc.Question = fmt.Sprintf("Team members disagree on %q %s%s: which is current, %s? Answer by remembering exact "+
-		"evidence with conflict_response {conflict_id: %q, expected_version: %d}; the nightly review decides.",
-		rc.Subject.Name, rc.Predicate, scope, strings.Join(alternatives, " or "), rc.ConflictID, rc.Version)
-	return rc
-}
-
-// countedGroups returns the independent source groups counted for each position of a case
-// (conflict.Tally: copies count once, a group behind two positions counts for neither), given the
-// effective supports of each member relationship. Recall's conflicts and Trace's case positions both
-// count through it.
-func countedGroups(positions []store.EventPosition, supports func(relationship.ID) []evidence.Support) []int {
-	tally := make([]conflict.Position, len(positions))
-	for i, pos := range positions {
-		tally[i].Key = conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}
-		for _, m := range pos.Members {
-			tally[i].Members = append(tally[i].Members, conflict.Member{Supports: supports(m.RelationshipID)})
-		}
-	}
-	conflict.Tally(tally)
-	out := make([]int, len(tally))
-	for i, p := range tally {
-		out[i] = p.Groups
-	}
-	return out
-}
-
 func casesOf(cases []store.RecallCase) map[relationship.ID][]store.RecallCase {
 	out := map[relationship.ID][]store.RecallCase{}
 	for _, cs := range cases {
@@ -466,23 +397,6 @@ func inPosition(cs store.RecallCase, id conflict.PositionID, rel relationship.ID
 		}
 	}
 	return false
-}
-
-func groupEvidence(es []store.RecallEvidence) map[relationship.ID][]store.RecallEvidence {
-	out := map[relationship.ID][]store.RecallEvidence{}
-	for _, e := range es {
-		out[e.RelationshipID] = append(out[e.RelationshipID], e)
-	}
-	return out
-}
-
-func excerpts(es []store.RecallEvidence) []EvidenceExcerpt {
-	out := make([]EvidenceExcerpt, 0, len(es))
-	for _, e := range es {
-		out = append(out, EvidenceExcerpt{FragmentID: e.FragmentID, Start: e.Start, End: e.End, Excerpt: e.Excerpt,
-			ExcerptTruncated: e.ExcerptCut, SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
-	}
-	return out
 }
 
 func storedPtr(t *time.Time) *time.Time {

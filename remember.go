@@ -118,13 +118,6 @@ func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params pla
 	return out, nil
 }
 
-func profileStatus(active bool) identity.ProfileStatus {
-	if active {
-		return identity.ProfileActive
-	}
-	return identity.ProfileDisabled
-}
-
 // replay returns a stored result, or ErrIdempotencyConflict when the key served another request.
 func replay(rec *store.IdempotencyRecord, op, hash string) (*Placement, error) {
 	if rec.Operation != op || rec.RequestHash != hash {

@@ -2,13 +2,8 @@ package densemem
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
@@ -525,21 +520,6 @@ func traceConflict(tc store.TraceCase) TraceConflict {
 	return tcv
 }
 
-// reviewItem is a stored review item as Trace and ListReviewItems show it, with its stored prompt.
-func reviewItem(ri store.ReviewItemView) TraceReviewItem {
-	item := TraceReviewItem{ReviewID: ri.ID, Kind: ri.Kind, Status: ri.Status, IngestID: ri.IngestID,
-		PlacementItemID: ri.PlacementItemID, ProfileID: ri.Profile, ObservationID: ri.ObservationID,
-		RelationshipID: ri.RelationshipID, CreatedAt: ri.CreatedAt, ResolvedAt: ri.ResolvedAt}
-	for _, id := range ri.Related {
-		item.RelatedRelationshipID = append(item.RelatedRelationshipID, RelationshipID(id))
-	}
-	var prompt ReviewPrompt
-	if json.Unmarshal(ri.Choices, &prompt) == nil {
-		item.Prompt = &prompt
-	}
-	return item
-}
-
 // truncate records, when next is set, that list goes on after the returned items, from next.
 func (r *TraceResult) truncate(list string, returned int, next *store.TraceKey) {
 	if next == nil {
@@ -547,94 +527,4 @@ func (r *TraceResult) truncate(list string, returned int, next *store.TraceKey) 
 	}
 	c := traceCursor{List: list, At: next.At, IDs: next.IDs}
 	r.Truncated = append(r.Truncated, TraceTruncation{List: list, Returned: returned, NextAfter: c.encode()})
-}
-
-// traceCursor is the position of the last item of a Trace list's page, as a cursor encodes it: the
-// list's name, then the item's order key (store.TraceKey), or its version for transitions and case
-// events.
-type traceCursor struct {
-	List    string    `json:"l"`
-	At      time.Time `json:"-"`
-	Micros  int64     `json:"t,omitempty"`
-	IDs     []string  `json:"ids,omitempty"`
-	Version int       `json:"v,omitempty"`
-}
-
-// encode renders the cursor as unpadded base64url of its JSON.
-func (c traceCursor) encode() string {
-	if len(c.IDs) > 0 {
-		c.Micros = c.At.UnixMicro()
-	}
-	b, _ := json.Marshal(c)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// decodeTraceCursor reads a cursor that list issued, or says why it is not one.
-func decodeTraceCursor(list, s string, l Limits) (traceCursor, error) {
-	var c traceCursor
-	if len(s) > 2*l.MaxTextBytes+256 {
-		return c, fmt.Errorf("is %d bytes, longer than any cursor", len(s))
-	}
-	b, err := base64.RawURLEncoding.DecodeString(s)
-	if err != nil {
-		return c, fmt.Errorf("is not a cursor")
-	}
-	if err := json.Unmarshal(b, &c); err != nil {
-		return c, fmt.Errorf("is not a cursor")
-	}
-	if c.List != list {
-		return c, fmt.Errorf("is not a cursor of this list")
-	}
-	if list == TraceListTransitions || strings.HasPrefix(list, TraceListConflicts+".") {
-		if c.Version < 1 || c.Version > math.MaxInt32 {
-			return c, fmt.Errorf("is not a cursor: version %d", c.Version)
-		}
-		return c, nil
-	}
-	c.At = time.UnixMicro(c.Micros).UTC()
-	if y := c.At.Year(); y < 1 || y > 9999 {
-		return c, fmt.Errorf("is not a cursor: time outside years 0001..9999")
-	}
-	ids := 1
-	switch list {
-	case TraceListEvidence:
-		ids = 3
-	case TraceListVerifications:
-		ids = 2
-	}
-	if len(c.IDs) != ids {
-		return c, fmt.Errorf("is not a cursor: %d IDs", len(c.IDs))
-	}
-	for _, id := range c.IDs {
-		if id == "" || !utf8.ValidString(id) || strings.ContainsRune(id, 0) || len(id) > l.MaxTextBytes {
-			return c, fmt.Errorf("is not a cursor: bad ID")
-		}
-	}
-	return c, nil
-}
-
-func summary(v store.RelationshipView) RelationshipSummary {
-	r := v.Relationship
-	return RelationshipSummary{RelationshipID: r.ID, OwnerProfileID: r.Owner,
-		Subject: EntityRefView{EntityID: r.Subject, Name: v.SubjectName, Kind: v.SubjectKind}, Predicate: r.PredicateKey,
-		Object: objectView(r.Object, store.ObjectName{Name: v.ObjectName, Kind: v.ObjectKind}), Polarity: r.Polarity,
-		Scope: r.Scope, ValidFrom: r.Validity.From, ValidTo: r.Validity.To, Status: r.Status, Tier: r.Tier, Version: r.Version}
-}
-
-// objectView names an object: an entity with its kind, or a literal with its value type (the store's
-// kind "value:<type>").
-func objectView(o relationship.Object, n store.ObjectName) ObjectView {
-	obj := ObjectView{EntityID: o.EntityID, ValueID: o.ValueID, Name: n.Name, Kind: n.Kind}
-	if o.ValueID != "" {
-		obj.Kind = ""
-		if len(n.Kind) > len("value:") {
-			obj.ValueType = ValueType(n.Kind[len("value:"):])
-		}
-	}
-	return obj
-}
-
-func detail(v store.RelationshipView) RelationshipDetail {
-	return RelationshipDetail{RelationshipSummary: summary(v), PredicateVersion: v.Predicate.Version,
-		RelationshipKind: v.Predicate.Kind, CurrentCardinality: v.Predicate.Cardinality, CreatedAt: v.CreatedAt, UpdatedAt: v.UpdatedAt}
 }
