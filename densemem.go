@@ -154,3 +154,17 @@ func profileStatus(active bool) identity.ProfileStatus {
 	}
 	return identity.ProfileDisabled
 }
+
+// replayed returns the result of operation op stored under an idempotency key, or
+// ErrIdempotencyConflict when the key served another request (another operation, or another request
+// hash). what names the result in the error of an unreadable record.
+func replayed[T any](rec *store.IdempotencyRecord, op, hash, what string) (*T, error) {
+	if rec.Operation != op || rec.RequestHash != hash {
+		return nil, fmt.Errorf("%w: key was used for another %s request", ErrIdempotencyConflict, rec.Operation)
+	}
+	var out T
+	if err := json.Unmarshal(rec.Result, &out); err != nil {
+		return nil, fmt.Errorf("densemem: stored %s of %s is unreadable: %v", what, rec.IngestID, err)
+	}
+	return &out, nil
+}

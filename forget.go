@@ -139,14 +139,11 @@ func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy s
 	return res, nil
 }
 
+// replayForget returns the result stored under the request's idempotency key.
 func replayForget(rec *store.IdempotencyRecord, hash string) (*ForgetResult, error) {
-	if rec.Operation != opForget || rec.RequestHash != hash {
-		return nil, fmt.Errorf("%w: key was used for another %s request", ErrIdempotencyConflict, rec.Operation)
+	out, err := replayed[ForgetResult](rec, opForget, hash, "forget result")
+	if err == nil {
+		out.Replayed = true
 	}
-	var res ForgetResult
-	if err := json.Unmarshal(rec.Result, &res); err != nil {
-		return nil, fmt.Errorf("densemem: stored forget result of %s is unreadable: %v", rec.IngestID, err)
-	}
-	res.Replayed = true
-	return &res, nil
+	return out, err
 }

@@ -151,23 +151,11 @@ type ListReviewItemsResponse struct {
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (a host principal's team does not
 // exist).
 func (c *Client) ListProfiles(ctx context.Context, p Principal, req ListProfilesRequest) (*ListProfilesResponse, error) {
-	ctx, err := c.begin(ctx)
+	ctx, limit, key, err := c.keyedPage(ctx, p, listProfiles, req.Limit, req.After)
 	if err != nil {
 		return nil, err
 	}
-	var ps problems
-	limit := c.pageLimit(&ps, req.Limit)
-	cur := decodeListCursor(&ps, listProfiles, req.After, 1, false, c.cfg.Limits)
-	if err := ps.Err(); err != nil {
-		return nil, err
-	}
-	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
-		return nil, err
-	}
-	var after ProfileID
-	if cur != nil {
-		after = ProfileID(cur.Keys[0])
-	}
+	after := ProfileID(key)
 	page, err := c.store.ProfileList(ctx, store.ProfileListParams{Team: p.TeamID, After: after, Limit: limit})
 	if err != nil {
 		return nil, err
@@ -189,23 +177,11 @@ func (c *Client) ListProfiles(ctx context.Context, p Principal, req ListProfiles
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (a host principal's team does not
 // exist).
 func (c *Client) ListPredicates(ctx context.Context, p Principal, req ListPredicatesRequest) (*ListPredicatesResponse, error) {
-	ctx, err := c.begin(ctx)
+	ctx, limit, key, err := c.keyedPage(ctx, p, listPredicates, req.Limit, req.After)
 	if err != nil {
 		return nil, err
 	}
-	var ps problems
-	limit := c.pageLimit(&ps, req.Limit)
-	cur := decodeListCursor(&ps, listPredicates, req.After, 1, false, c.cfg.Limits)
-	if err := ps.Err(); err != nil {
-		return nil, err
-	}
-	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
-		return nil, err
-	}
-	var after string
-	if cur != nil {
-		after = cur.Keys[0]
-	}
+	after := string(key)
 	page, err := c.store.PredicateListPage(ctx, store.PredicateListPageParams{Team: p.TeamID, After: after, Limit: limit})
 	if err != nil {
 		return nil, err
@@ -218,6 +194,29 @@ func (c *Client) ListPredicates(ctx context.Context, p Principal, req ListPredic
 		out.NextAfter = listCursor{List: listPredicates, Keys: []string{page.Items[len(page.Items)-1].Key}}.encode()
 	}
 	return out, nil
+}
+
+// keyedPage starts a read of a list paged by one key (profiles, predicates): it validates the page's
+// limit and cursor, authorises a read of the team, and returns the limit and the key to read after
+// ("" for the first page).
+func (c *Client) keyedPage(ctx context.Context, p Principal, list string, limit int, after string) (context.Context, int, string, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return ctx, 0, "", err
+	}
+	var ps problems
+	limit = c.pageLimit(&ps, limit)
+	cur := decodeListCursor(&ps, list, after, 1, false, c.cfg.Limits)
+	if err := ps.Err(); err != nil {
+		return ctx, 0, "", err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+		return ctx, 0, "", err
+	}
+	if cur == nil {
+		return ctx, limit, "", nil
+	}
+	return ctx, limit, cur.Keys[0], nil
 }
 
 // predicateDefinition is a stored predicate version as the API shows it.
@@ -282,19 +281,14 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 		}
 	}
 	slices.Sort(members)
-	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Compact(members)})
-	if err != nil {
+	var rel related
+	if _, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Compact(members)}, &rel); err != nil {
 		return nil, err
 	}
-	views := map[relationship.ID]store.RelationshipView{}
-	for _, v := range details.Views {
-		views[v.Relationship.ID] = v
-	}
-	ev := groupEvidence(details.Evidence)
 	out := &ListConflictsResponse{Conflicts: make([]ConflictCase, 0, len(page.Items))}
 	for _, it := range page.Items {
 		cs := it.Case
-		cc := ConflictCase{RecallConflict: conflictView(cs, views, ev), OpenedAt: cs.OpenedAt, NextReviewAt: it.NextReviewAt,
+		cc := ConflictCase{RecallConflict: conflictView(cs, rel.views, rel.ev), OpenedAt: cs.OpenedAt, NextReviewAt: it.NextReviewAt,
 			ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
 			PreferredPositionID: string(cs.Preferred), PolicyVersion: cs.PolicyVersion}
 		cc.Subject = EntityRefView{EntityID: cs.Key.Subject, Name: it.SubjectName, Kind: it.SubjectKind}

@@ -209,26 +209,23 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	out.CandidatesTruncated = found.HitsTruncated
 	// 5. Fuse the branches and read every candidate as of the view, with its evidence and cases.
 	fused := ranking.Fuse(rankedIDs(found.FullText), rankedIDs(found.EntityName))
-	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Sorted(maps.Keys(fused)),
-		KnownAt: v.knownAt, Cases: true})
+	var rel related
+	allCases, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Sorted(maps.Keys(fused)),
+		KnownAt: v.knownAt, Cases: true}, &rel)
 	if err != nil {
 		return nil, err
 	}
-	views := map[relationship.ID]store.RelationshipView{}
-	for _, d := range details.Views {
-		views[d.Relationship.ID] = d
-	}
-	ev := groupEvidence(details.Evidence)
+	views, ev := rel.views, rel.ev
 	// 6. Rank: boosts, then the tie-break, then the limit.
 	state := rankedState(found)
 	ranked := ranking.Rank(candidates(fused, state, views, ev, pr.Policy.AuthoritativeProfiles), limit)
 	// 7. Shape each result in the view, with the cases it belongs to.
-	cases := casesOf(details.Cases)
+	cases := casesOf(allCases)
 	for _, r := range ranked {
 		out.Results = append(out.Results, recallResult(views[r.ID], state[r.ID], r.Score, ev[r.ID], cases[r.ID], v))
 	}
 	// 8. The live cases of the results, each once, with every position.
-	if err := c.recallConflicts(ctx, p, out, details.Cases, v.knownAt, views, ev); err != nil {
+	if err := c.recallConflicts(ctx, p, out, allCases, v.knownAt, &rel); err != nil {
 		return nil, err
 	}
 	return out, nil
@@ -338,7 +335,7 @@ func recallResult(v store.RelationshipView, st store.RankedRelationship, score f
 
 // recallConflicts fills out.Conflicts with the live cases of the results, as of knownAt.
 func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallResponse, all []store.RecallCase,
-	knownAt *time.Time, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) error {
+	knownAt *time.Time, rel *related) error {
 	var live []store.RecallCase
 	for _, r := range out.Results {
 		for _, cs := range all {
@@ -354,26 +351,19 @@ func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallRe
 	for _, cs := range live {
 		for _, pos := range cs.Positions {
 			for _, m := range pos.Members {
-				if _, ok := views[m.RelationshipID]; !ok && !slices.Contains(missing, m.RelationshipID) {
+				if _, ok := rel.views[m.RelationshipID]; !ok && !slices.Contains(missing, m.RelationshipID) {
 					missing = append(missing, m.RelationshipID)
 				}
 			}
 		}
 	}
 	if len(missing) > 0 {
-		more, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: missing, KnownAt: knownAt})
-		if err != nil {
+		if _, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: missing, KnownAt: knownAt}, rel); err != nil {
 			return err
-		}
-		for _, v := range more.Views {
-			views[v.Relationship.ID] = v
-		}
-		for id, e := range groupEvidence(more.Evidence) {
-			ev[id] = e
 		}
 	}
 	for _, cs := range live {
-		out.Conflicts = append(out.Conflicts, conflictView(cs, views, ev))
+		out.Conflicts = append(out.Conflicts, conflictView(cs, rel.views, rel.ev))
 	}
 	return nil
 }

@@ -2,7 +2,6 @@ package densemem
 
 import (
 	"context"
-	"encoding/json"
 
 	"fmt"
 
@@ -48,7 +47,7 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		return nil, err
 	}
 	if prep.Idempotency != nil {
-		return replay(prep.Idempotency, placement.Operation, hash)
+		return replay(prep.Idempotency, hash)
 	}
 	if err := in.CheckKnown(prep.Known); err != nil {
 		return nil, err
@@ -93,7 +92,7 @@ func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params pla
 		return nil, err
 	}
 	if locked.Idempotency != nil {
-		return replay(locked.Idempotency, placement.Operation, params.Hash)
+		return replay(locked.Idempotency, params.Hash)
 	}
 	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
 		return nil, err
@@ -118,17 +117,13 @@ func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params pla
 	return out, nil
 }
 
-// replay returns a stored result, or ErrIdempotencyConflict when the key served another request.
-func replay(rec *store.IdempotencyRecord, op, hash string) (*Placement, error) {
-	if rec.Operation != op || rec.RequestHash != hash {
-		return nil, fmt.Errorf("%w: key was used for another %s request", ErrIdempotencyConflict, rec.Operation)
+// replay returns the placement stored under the request's idempotency key.
+func replay(rec *store.IdempotencyRecord, hash string) (*Placement, error) {
+	out, err := replayed[Placement](rec, placement.Operation, hash, "placement")
+	if err == nil {
+		out.Replayed = true
 	}
-	var pl Placement
-	if err := json.Unmarshal(rec.Result, &pl); err != nil {
-		return nil, fmt.Errorf("densemem: stored placement of %s is unreadable: %v", rec.IngestID, err)
-	}
-	pl.Replayed = true
-	return &pl, nil
+	return out, err
 }
 
 // verify calls the verifier once for every claim and checks that it answered in contract.

@@ -1,6 +1,7 @@
 package densemem
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -139,4 +140,30 @@ func excerpts(es []store.RecallEvidence) []EvidenceExcerpt {
 			ExcerptTruncated: e.ExcerptCut, SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
 	}
 	return out
+}
+
+// related is what the read calls read of some relationships, by relationship: their views and their
+// effective evidence.
+type related struct {
+	views map[relationship.ID]store.RelationshipView
+	ev    map[relationship.ID][]store.RecallEvidence
+}
+
+// readRelated reads the views and evidence of relationships (with p.Cases, also their cases, which it
+// returns) in one round trip, and adds them to rel.
+func (c *Client) readRelated(ctx context.Context, p store.RecallDetailsParams, rel *related) ([]store.RecallCase, error) {
+	details, err := c.store.RecallDetails(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	if rel.views == nil {
+		rel.views, rel.ev = map[relationship.ID]store.RelationshipView{}, map[relationship.ID][]store.RecallEvidence{}
+	}
+	for _, v := range details.Views {
+		rel.views[v.Relationship.ID] = v
+	}
+	for id, e := range groupEvidence(details.Evidence) {
+		rel.ev[id] = e
+	}
+	return details.Cases, nil
 }
