@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"testing"
 	"time"
 
 	"github.com/densemem/densemem/identity"
@@ -18,25 +19,38 @@ var appendOnlyContracts = []contract{
 	{"SharedRowsAreLeftAsTheyAre", testSharedRowsLeftAsTheyAre},
 }
 
-// testLedgerRowsNeverRewritten writes every ledger row of one relationship's history again, one
-// kind at a time, with other content under the same identity.
-func testLedgerRowsNeverRewritten(e *env) {
-	t, ctx := e.t, e.ctx
-	w := e.world("tm_a")
-	var first store.WriteSet
-	r := w.relRows(&first, relSpec{content: "Ada works on Falcon, the original words."})
-	w.apply(first)
-	sc := w.disagreement("eu", t0, t0)
-	var xref store.WriteSet
-	xref.CrossRefs = []store.CrossReferenceRow{{Team: w.team, ID: "xref_1", Kind: "challenges", From: sc.ra.ID, FromVersion: 1,
-		To: sc.rb.ID, ToVersion: 1, Author: w.a, IngestID: "ing_x", CreatedAt: t0}}
-	w.apply(xref)
+// ledgerHistory is what testLedgerRowsNeverRewritten writes again: one relationship r's history as
+// first written, and a disagreement sc with a cross-reference challenging sc.rb.
+type ledgerHistory struct {
+	first, xref store.WriteSet
+	r           relationship.Relationship
+	sc          scene
+}
 
-	later := at(time.Hour)
-	for _, c := range []struct {
-		name  string
-		build func(ws *store.WriteSet)
-	}{
+// ledgerHistory writes, each in a transaction of its own, r with its evidence and first transition,
+// a disagreement in scope eu, and the cross-reference from its ra to its rb.
+func (w *world) ledgerHistory() ledgerHistory {
+	w.t.Helper()
+	var h ledgerHistory
+	h.r = w.relRows(&h.first, relSpec{content: "Ada works on Falcon, the original words."})
+	w.apply(h.first)
+	h.sc = w.disagreement("eu", t0, t0)
+	h.xref.CrossRefs = []store.CrossReferenceRow{{Team: w.team, ID: "xref_1", Kind: "challenges", From: h.sc.ra.ID, FromVersion: 1,
+		To: h.sc.rb.ID, ToVersion: 1, Author: w.a, IngestID: "ing_x", CreatedAt: t0}}
+	w.apply(h.xref)
+	return h
+}
+
+// rewrite adds to a write set one ledger row of a history again, with other content under its identity.
+type rewrite struct {
+	name  string
+	build func(ws *store.WriteSet)
+}
+
+// rewrites returns the rewrite of every kind of ledger row of h, recorded at later.
+func (w *world) rewrites(h ledgerHistory, later time.Time) []rewrite {
+	first := h.first
+	return []rewrite{
 		{"a fragment", func(ws *store.WriteSet) {
 			f := first.Fragments[0]
 			f.Content, f.ContentHash, f.CreatedAt = "Rewritten words.", "rewritten", later
@@ -73,55 +87,86 @@ func testLedgerRowsNeverRewritten(e *env) {
 			ws.Transitions = append(ws.Transitions, tr)
 		}},
 		{"a cross-reference", func(ws *store.WriteSet) {
-			x := xref.CrossRefs[0]
+			x := h.xref.CrossRefs[0]
 			x.Kind, x.CreatedAt = "confirms", later
 			ws.CrossRefs = append(ws.CrossRefs, x)
 		}},
 		{"a case event at a recorded version", func(ws *store.WriteSet) {
-			ev := w.eventRow(sc.cs, "", store.ActorProfile, w.a, "rewritten", later)
+			ev := w.eventRow(h.sc.cs, "", store.ActorProfile, w.a, "rewritten", later)
 			ws.CaseEvents = append(ws.CaseEvents, ev)
 		}},
 		{"an entity", func(ws *store.WriteSet) {
 			ws.Entities = append(ws.Entities, store.EntityRow{Team: w.team, ID: w.falcon, Kind: kindPerson,
 				Context: map[string]string{}, CreatedBy: w.b, IngestID: "ing_again", CreatedAt: later})
 		}},
-	} {
+	}
+}
+
+// testLedgerRowsNeverRewritten writes every ledger row of one relationship's history again, one
+// kind at a time, with other content under the same identity.
+func testLedgerRowsNeverRewritten(e *env) {
+	w := e.world("tm_a")
+	h := w.ledgerHistory()
+	for _, c := range w.rewrites(h, at(time.Hour)) {
 		var ws store.WriteSet
 		mark := w.marker(&ws, "Marker "+c.name)
 		c.build(&ws)
 		e.checkErr(w.tryApply(ws), store.ErrIntegrity, "writing "+c.name+" again")
 		w.absent(mark, "writing "+c.name+" again")
 	}
-
 	// Everything reads as first written.
-	td, err := e.s.TraceLoad(ctx, traceParams(w.team, r.ID, 50))
+	w.checkFirstWritten(h)
+}
+
+// asWritten is a check that rows read as first written: ok says whether got does.
+type asWritten struct {
+	rows string
+	got  any
+	ok   bool
+	want string
+}
+
+// reportRewritten reports each check whose rows do not read as first written.
+func reportRewritten(t *testing.T, checks []asWritten) {
+	t.Helper()
+	for _, c := range checks {
+		if !c.ok {
+			t.Errorf("%s after rewrites = %+v, want %s", c.rows, c.got, c.want)
+		}
+	}
+}
+
+// checkFirstWritten reports every row of h that does not read as first written: the supports,
+// observations, verifications, transitions and relationship in r's trace, then the cross-references
+// and case events in sc.rb's.
+func (w *world) checkFirstWritten(h ledgerHistory) {
+	w.t.Helper()
+	e := w.e
+	td, err := e.s.TraceLoad(e.ctx, traceParams(w.team, h.r.ID, 50))
 	e.must(err, "TraceLoad")
-	f, o, v, s, tr := first.Fragments[0], first.Observations[0], first.Verifications[0], first.Supports[0], first.Transitions[0]
-	if len(td.Supports) != 1 || td.Supports[0].Content != f.Content || td.Supports[0].SourceGroup != s.SourceGroup ||
-		!td.Supports[0].CreatedAt.Equal(t0) {
-		t.Errorf("supports after rewrites = %+v, want the one written first", td.Supports)
-	}
-	if len(td.Observations) != 1 || td.Observations[0].SubjectName != o.SubjectName {
-		t.Errorf("observations after rewrites = %+v, want the one written first", td.Observations)
-	}
-	if len(td.Verifications) != 1 || td.Verifications[0].Rationale != v.Rationale {
-		t.Errorf("verifications after rewrites = %+v, want the one written first", td.Verifications)
-	}
-	if len(td.Transitions) != 1 || td.Transitions[0].ID != tr.ID || td.Transitions[0].Reason != tr.Reason {
-		t.Errorf("transitions after rewrites = %+v, want the one written first", td.Transitions)
-	}
-	if td.Relationship.Relationship.Object.EntityID != w.falcon || td.Relationship.ObjectName != "Falcon" ||
-		td.Relationship.ObjectKind != kindProject {
-		t.Errorf("relationship after rewrites = %+v, want Ada works on Falcon (a project)", td.Relationship)
-	}
-	xtd, err := e.s.TraceLoad(ctx, traceParams(w.team, sc.rb.ID, 50))
+	f, o, v, s, tr := h.first.Fragments[0], h.first.Observations[0], h.first.Verifications[0], h.first.Supports[0],
+		h.first.Transitions[0]
+	rel := td.Relationship
+	reportRewritten(w.t, []asWritten{
+		{"supports", td.Supports, len(td.Supports) == 1 && td.Supports[0].Content == f.Content &&
+			td.Supports[0].SourceGroup == s.SourceGroup && td.Supports[0].CreatedAt.Equal(t0), "the one written first"},
+		{"observations", td.Observations, len(td.Observations) == 1 && td.Observations[0].SubjectName == o.SubjectName,
+			"the one written first"},
+		{"verifications", td.Verifications, len(td.Verifications) == 1 && td.Verifications[0].Rationale == v.Rationale,
+			"the one written first"},
+		{"transitions", td.Transitions, len(td.Transitions) == 1 && td.Transitions[0].ID == tr.ID &&
+			td.Transitions[0].Reason == tr.Reason, "the one written first"},
+		{"relationship", rel, rel.Relationship.Object.EntityID == w.falcon && rel.ObjectName == "Falcon" &&
+			rel.ObjectKind == kindProject, "Ada works on Falcon (a project)"},
+	})
+	xtd, err := e.s.TraceLoad(e.ctx, traceParams(w.team, h.sc.rb.ID, 50))
 	e.must(err, "TraceLoad")
-	if len(xtd.CrossReferences) != 1 || xtd.CrossReferences[0].Kind != "challenges" {
-		t.Errorf("cross-references after rewrites = %+v, want the challenge written first", xtd.CrossReferences)
-	}
-	if len(xtd.Cases) != 1 || len(xtd.Cases[0].Events) != 1 || xtd.Cases[0].Events[0].Reason != "opened" {
-		t.Errorf("case events after rewrites = %+v, want the opening event alone", xtd.Cases)
-	}
+	reportRewritten(w.t, []asWritten{
+		{"cross-references", xtd.CrossReferences, len(xtd.CrossReferences) == 1 && xtd.CrossReferences[0].Kind == "challenges",
+			"the challenge written first"},
+		{"case events", xtd.Cases, len(xtd.Cases) == 1 && len(xtd.Cases[0].Events) == 1 && xtd.Cases[0].Events[0].Reason == "opened",
+			"the opening event alone"},
+	})
 }
 
 // testSharedRowsLeftAsTheyAre writes an existing entity name and an existing literal value again.

@@ -87,32 +87,47 @@ func transitionVersions(ts []store.TransitionRow) []int {
 
 // testListPages pages each List read of one team.
 func testListPages(e *env) {
-	t, ctx := e.t, e.ctx
 	w := e.world("tm_p")
 	w.profile("pf_c")
+	w.checkProfilePages()
+	w.checkPredicatePages()
+	cases := w.listRows()
+	w.checkCasePages(cases)
+	w.checkReviewItemPages()
+}
 
-	pp, err := e.s.ProfileList(ctx, store.ProfileListParams{Team: w.team, Limit: 2})
-	e.must(err, "ProfileList")
+// checkProfilePages pages the team's three profiles two at a time.
+func (w *world) checkProfilePages() {
+	t, ctx, s := w.t, w.e.ctx, w.e.s
+	t.Helper()
+	pp, err := s.ProfileList(ctx, store.ProfileListParams{Team: w.team, Limit: 2})
+	w.e.must(err, "ProfileList")
 	if got := profileIDs(pp.Items); !slices.Equal(got, []identity.ProfileID{"pf_a", "pf_b"}) || !pp.More {
 		t.Errorf("first page of profiles = %v (more %v), want [pf_a pf_b] and more", got, pp.More)
 	}
-	pp, err = e.s.ProfileList(ctx, store.ProfileListParams{Team: w.team, After: "pf_b", Limit: 2})
-	e.must(err, "ProfileList")
+	pp, err = s.ProfileList(ctx, store.ProfileListParams{Team: w.team, After: "pf_b", Limit: 2})
+	w.e.must(err, "ProfileList")
 	if got := profileIDs(pp.Items); !slices.Equal(got, []identity.ProfileID{"pf_c"}) || pp.More {
 		t.Errorf("second page of profiles = %v (more %v), want [pf_c] and no more", got, pp.More)
 	}
+}
 
+// checkPredicatePages appends a new predicate, advises, and a second version of works_on, then pages
+// the predicates one at a time: each at its latest version, in key order.
+func (w *world) checkPredicatePages() {
+	t, ctx, s := w.t, w.e.ctx, w.e.s
+	t.Helper()
 	for _, key := range []string{"advises", predWorksOn} {
-		_, err := e.s.PredicateAppend(ctx, store.PredicateAppendParams{Team: w.team, CreatedBy: "host", CreatedAt: at(time.Minute),
+		_, err := s.PredicateAppend(ctx, store.PredicateAppendParams{Team: w.team, CreatedBy: "host", CreatedAt: at(time.Minute),
 			Predicate: relationship.Predicate{Key: key, Kind: relationship.KindState, Cardinality: relationship.CardinalityMany}})
-		e.must(err, "PredicateAppend")
+		w.e.must(err, "PredicateAppend")
 	}
 	var keys []string
 	var versions []int
 	after := ""
 	for range 3 {
-		page, err := e.s.PredicateListPage(ctx, store.PredicateListPageParams{Team: w.team, After: after, Limit: 1})
-		e.must(err, "PredicateListPage")
+		page, err := s.PredicateListPage(ctx, store.PredicateListPageParams{Team: w.team, After: after, Limit: 1})
+		w.e.must(err, "PredicateListPage")
 		for _, p := range page.Items {
 			keys, versions, after = append(keys, p.Key), append(versions, p.Version), p.Key
 		}
@@ -123,7 +138,12 @@ func testListPages(e *env) {
 	if !slices.Equal(keys, []string{"advises", predWorksOn}) || !slices.Equal(versions, []int{1, 2}) {
 		t.Errorf("predicates paged one at a time = %v at versions %v, want [advises works_on] at [1 2]", keys, versions)
 	}
+}
 
+// listRows writes three cases, opened a minute apart and all due, and three open review items, of
+// pf_b, pf_a and pf_b, then dismisses the second case. It returns the cases as first written.
+func (w *world) listRows() []store.CaseRow {
+	w.t.Helper()
 	var ws store.WriteSet
 	var cases []store.CaseRow
 	for i := range 3 {
@@ -137,39 +157,53 @@ func testListPages(e *env) {
 	}
 	w.apply(ws)
 	w.dismiss(cases[1], at(time.Hour))
+	return cases
+}
+
+// checkCasePages pages the dismissed and open cases of listRows two at a time: the dismissed one
+// first, then the open ones.
+func (w *world) checkCasePages(cases []store.CaseRow) {
+	t, ctx, s := w.t, w.e.ctx, w.e.s
+	t.Helper()
 	statuses := []conflict.Status{conflict.StatusDismissed, conflict.StatusOpen}
-	cp, err := e.s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, Limit: 2})
-	e.must(err, "CaseList")
+	cp, err := s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, Limit: 2})
+	w.e.must(err, "CaseList")
 	if got := listedIDs(cp.Items); !slices.Equal(got, []conflict.ID{cases[1].ID, cases[0].ID}) || !cp.More {
 		t.Errorf("first page of cases = %v (more %v), want the dismissed %s, then open %s, and more", got, cp.More,
 			cases[1].ID, cases[0].ID)
 	}
 	if len(cp.Items) == 2 {
 		last := cp.Items[1].Case
-		cp, err = e.s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, Limit: 2,
+		cp, err = s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, Limit: 2,
 			After: &store.CaseListKey{Status: last.Status, ReviewDueAt: last.ReviewDueAt, ID: last.ID}})
-		e.must(err, "CaseList")
+		w.e.must(err, "CaseList")
 		if got := listedIDs(cp.Items); !slices.Equal(got, []conflict.ID{cases[2].ID}) || cp.More {
 			t.Errorf("second page of cases = %v (more %v), want [%s] and no more", got, cp.More, cases[2].ID)
 		}
 	}
+}
 
-	ip, err := e.s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Limit: 2})
-	e.must(err, "ReviewItemList")
+// checkReviewItemPages pages the open review items of listRows two at a time, by profile, then lists
+// pf_b's alone.
+func (w *world) checkReviewItemPages() {
+	t, ctx, s := w.t, w.e.ctx, w.e.s
+	t.Helper()
+	ip, err := s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Limit: 2})
+	w.e.must(err, "ReviewItemList")
 	if got := itemIDs(ip.Items); !slices.Equal(got, []string{"rev_1", "rev_0"}) || !ip.More {
 		t.Errorf("first page of review items = %v (more %v), want [rev_1 rev_0] (pf_a's, then pf_b's) and more", got, ip.More)
 	}
 	if len(ip.Items) == 2 {
 		last := ip.Items[1]
-		ip, err = e.s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Limit: 2,
+		ip, err = s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Limit: 2,
 			After: &store.ReviewItemKey{Profile: last.Profile, CreatedAt: last.CreatedAt, ID: last.ID}})
-		e.must(err, "ReviewItemList")
+		w.e.must(err, "ReviewItemList")
 		if got := itemIDs(ip.Items); !slices.Equal(got, []string{"rev_2"}) || ip.More {
 			t.Errorf("second page of review items = %v (more %v), want [rev_2] and no more", got, ip.More)
 		}
 	}
-	ip, err = e.s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Profile: w.b, Limit: 10})
-	e.must(err, "ReviewItemList")
+	ip, err = s.ReviewItemList(ctx, store.ReviewItemListParams{Team: w.team, Status: "open", Profile: w.b, Limit: 10})
+	w.e.must(err, "ReviewItemList")
 	if got := itemIDs(ip.Items); !slices.Equal(got, []string{"rev_0", "rev_2"}) || ip.More {
 		t.Errorf("pf_b's review items = %v (more %v), want [rev_0 rev_2]", got, ip.More)
 	}

@@ -115,13 +115,26 @@ func testSameIDsInTwoTeams(e *env) {
 	}
 }
 
-// testReadsOfAnotherTeam reads, as a team that holds none of them, the IDs of another team's rows.
-func testReadsOfAnotherTeam(e *env) {
-	t, ctx := e.t, e.ctx
+// foreignRows is testReadsOfAnotherTeam's setting: team x's rows, and team y, which holds none of
+// them and asks for them by their IDs.
+type foreignRows struct {
+	e  *env
+	x  *world
+	sx scene
+	y  identity.TeamID
+	// names looks up x's Ada and Falcon by name; known names them by ID.
+	names []store.NameLookup
+	known []identity.EntityID
+}
+
+// foreignRows writes team x's rows — a disagreement and its due case, a third profile pf_c, a second
+// predicate, a review item and an idempotency record of key k1 — and creates team y with its one
+// profile pf_a and nothing else.
+func (e *env) foreignRows() foreignRows {
 	x := e.world("tm_x")
 	sx := x.disagreement("", t0, t0)
 	x.profile("pf_c")
-	_, err := e.s.PredicateAppend(ctx, store.PredicateAppendParams{Team: x.team, CreatedBy: "host", CreatedAt: t0,
+	_, err := e.s.PredicateAppend(e.ctx, store.PredicateAppendParams{Team: x.team, CreatedBy: "host", CreatedAt: t0,
 		Predicate: relationship.Predicate{Key: "leads", Kind: relationship.KindState, Cardinality: relationship.CardinalityMany}})
 	e.must(err, "PredicateAppend")
 	x.apply(store.WriteSet{
@@ -134,17 +147,43 @@ func testReadsOfAnotherTeam(e *env) {
 
 	y := identity.TeamID("tm_y")
 	e.bareTeam(y, "pf_a")
-	names := []store.NameLookup{lookup(kindPerson, "Ada"), lookup(kindProject, "Falcon")}
-	known := []identity.EntityID{x.ada, x.falcon}
+	return foreignRows{e: e, x: x, sx: sx, y: y, names: []store.NameLookup{lookup(kindPerson, "Ada"), lookup(kindProject, "Falcon")},
+		known: []identity.EntityID{x.ada, x.falcon}}
+}
 
-	_, err = e.s.RelationshipGet(ctx, y, sx.ra.ID)
+// testReadsOfAnotherTeam reads, as a team that holds none of them, the IDs of another team's rows.
+func testReadsOfAnotherTeam(e *env) {
+	f := e.foreignRows()
+	f.checkNotFound()
+	f.checkPrepareReads()
+	f.checkLocks()
+	f.checkRecall()
+	f.checkLists()
+	f.checkReviewerReads()
+	// The other team still reads its own.
+	if _, err := e.s.RelationshipGet(e.ctx, f.x.team, f.sx.ra.ID); err != nil {
+		e.t.Errorf("RelationshipGet(%s, %s): %v", f.x.team, f.sx.ra.ID, err)
+	}
+}
+
+// checkNotFound reports each read of one of x's rows by y that does not fail with ErrNotFound.
+func (f foreignRows) checkNotFound() {
+	e, ctx, y := f.e, f.e.ctx, f.y
+	e.t.Helper()
+	_, err := e.s.RelationshipGet(ctx, y, f.sx.ra.ID)
 	e.checkErr(err, store.ErrNotFound, "RelationshipGet of another team's relationship")
-	_, err = e.s.TraceLoad(ctx, traceParams(y, sx.ra.ID, 10))
+	_, err = e.s.TraceLoad(ctx, traceParams(y, f.sx.ra.ID, 10))
 	e.checkErr(err, store.ErrNotFound, "TraceLoad of another team's relationship")
 	_, err = e.s.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: y, Profile: "pf_c"})
 	e.checkErr(err, store.ErrNotFound, "PrincipalLoad of another team's profile")
+}
+
+// checkPrepareReads reports any of x's rows that RememberPrepare or IdempotencyGet returns to y.
+func (f foreignRows) checkPrepareReads() {
+	e, t, ctx, y := f.e, f.e.t, f.e.ctx, f.y
+	t.Helper()
 	prep, err := e.s.RememberPrepare(ctx, store.RememberPrepareParams{Team: y, Profile: "pf_a", IdempotencyKey: "k1",
-		Names: names, KnownEntities: known})
+		Names: f.names, KnownEntities: f.known})
 	e.must(err, "RememberPrepare")
 	if prep.Principal == nil || prep.Principal.Profile.Team != y || len(prep.Predicates)+len(prep.Candidates)+len(prep.Known) != 0 ||
 		prep.Idempotency != nil {
@@ -156,9 +195,15 @@ func testReadsOfAnotherTeam(e *env) {
 	if rec != nil {
 		t.Errorf("IdempotencyGet(%s, pf_a, k1) = %+v, want nil: the record is another team's", y, rec)
 	}
-	e.must(e.s.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		il, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: y, Profile: "pf_a", IdempotencyKey: "k1", NameLocks: names,
-			Names: names, KnownEntities: known})
+}
+
+// checkLocks reports any of x's rows that IntakeLock or KeysLock returns in a transaction of y.
+func (f foreignRows) checkLocks() {
+	e, t, y := f.e, f.e.t, f.y
+	t.Helper()
+	e.must(e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error {
+		il, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: y, Profile: "pf_a", IdempotencyKey: "k1", NameLocks: f.names,
+			Names: f.names, KnownEntities: f.known})
 		if err != nil {
 			return err
 		}
@@ -166,8 +211,8 @@ func testReadsOfAnotherTeam(e *env) {
 			t.Errorf("IntakeLock(%s) read another team's rows: idempotency %+v, candidates %v, known %v", y, il.Idempotency,
 				entityIDs(il.Candidates), entityIDs(il.Known))
 		}
-		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: y, Keys: []conflict.Key{{Team: y, Subject: x.ada,
-			PredicateKey: predWorksOn}}, Cases: []conflict.ID{sx.cs.ID}, Predicates: true})
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: y, Keys: []conflict.Key{{Team: y, Subject: f.x.ada,
+			PredicateKey: predWorksOn}}, Cases: []conflict.ID{f.sx.cs.ID}, Predicates: true})
 		if err != nil {
 			return err
 		}
@@ -177,18 +222,32 @@ func testReadsOfAnotherTeam(e *env) {
 		}
 		return nil
 	}), "Tx of the other team")
+}
+
+// checkRecall reports any of x's rows that RecallSearch or RecallDetails returns to y.
+func (f foreignRows) checkRecall() {
+	e, t, ctx, y := f.e, f.e.t, f.e.ctx, f.y
+	t.Helper()
 	rs, err := e.s.RecallSearch(ctx, store.RecallSearchParams{Team: y, Query: "Ada Falcon", Names: []string{"ada", "falcon"},
-		ExpandFrom: []identity.EntityID{x.ada}, At: at(time.Hour), PerBranch: 10})
+		ExpandFrom: []identity.EntityID{f.x.ada}, At: at(time.Hour), PerBranch: 10})
 	e.must(err, "RecallSearch")
 	if len(rs.FullText)+len(rs.EntityName) != 0 {
 		t.Errorf("RecallSearch(%s) found another team's relationships: %+v %+v", y, rs.FullText, rs.EntityName)
 	}
-	det, err := e.s.RecallDetails(ctx, store.RecallDetailsParams{Team: y, Relationships: []relationship.ID{sx.ra.ID, sx.rb.ID}, Cases: true})
+	det, err := e.s.RecallDetails(ctx, store.RecallDetailsParams{Team: y, Relationships: []relationship.ID{f.sx.ra.ID, f.sx.rb.ID},
+		Cases: true})
 	e.must(err, "RecallDetails")
 	if len(det.Views)+len(det.Evidence)+len(det.Cases) != 0 {
 		t.Errorf("RecallDetails(%s) read another team's rows: %d views, %d evidence, %d cases", y, len(det.Views),
 			len(det.Evidence), len(det.Cases))
 	}
+}
+
+// checkLists reports any of x's rows that a list read of y returns: its predicates, profiles, cases
+// and review items.
+func (f foreignRows) checkLists() {
+	e, t, ctx, y := f.e, f.e.t, f.e.ctx, f.y
+	t.Helper()
 	preds, err := e.s.PredicateList(ctx, y)
 	e.must(err, "PredicateList")
 	if len(preds) != 0 {
@@ -209,31 +268,59 @@ func testReadsOfAnotherTeam(e *env) {
 		t.Errorf("list reads of %s returned another team's rows: %d predicates, %d cases, %d review items", y,
 			len(predPage.Items), len(cases.Items), len(items.Items))
 	}
-	claimed, err := e.rv.CaseClaimDue(ctx, store.CaseClaimDueParams{Team: y, Now: at(time.Hour), RunDate: runDate, Batch: 10,
-		Lease: 5 * time.Minute, Token: "tok_y", MaxAttempts: 5})
+}
+
+// checkReviewerReads reports a claim by y of x's due case, and y among the teams with due cases.
+func (f foreignRows) checkReviewerReads() {
+	e, t, ctx, y := f.e, f.e.t, f.e.ctx, f.y
+	t.Helper()
+	claimed, err := e.rv.CaseClaimDue(ctx, dueClaim(y, "tok_y", at(time.Hour)))
 	e.must(err, "CaseClaimDue")
 	if len(claimed) != 0 {
 		t.Errorf("CaseClaimDue(%s) claimed another team's cases: %+v", y, claimed)
 	}
 	teams, err := e.rv.TeamsWithDueCases(ctx, at(time.Hour))
 	e.must(err, "TeamsWithDueCases")
-	if !slices.Equal(teams, []identity.TeamID{x.team}) {
-		t.Errorf("TeamsWithDueCases = %v, want [%s]: only it has a due case", teams, x.team)
+	if !slices.Equal(teams, []identity.TeamID{f.x.team}) {
+		t.Errorf("TeamsWithDueCases = %v, want [%s]: only it has a due case", teams, f.x.team)
 	}
-	// The other team still reads its own.
-	if _, err := e.s.RelationshipGet(ctx, x.team, sx.ra.ID); err != nil {
-		t.Errorf("RelationshipGet(%s, %s): %v", x.team, sx.ra.ID, err)
-	}
+}
+
+// dueClaim asks to claim team's due cases at now under token: up to ten, leased for five minutes, up
+// to five attempts per run date.
+func dueClaim(team identity.TeamID, token string, now time.Time) store.CaseClaimDueParams {
+	return store.CaseClaimDueParams{Team: team, Now: now, RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
+		Token: token, MaxAttempts: 5}
+}
+
+// teamPair is two teams built alike, so their rows share IDs, each with its disagreement: x changes
+// its state at now and y reads its own.
+type teamPair struct {
+	e      *env
+	x, y   *world
+	sx, sy scene
+	now    time.Time
 }
 
 // testWritesStayInTheirTeam changes every kind of state of one team and reads the same IDs in another.
 func testWritesStayInTheirTeam(e *env) {
-	t, ctx := e.t, e.ctx
 	x, y := e.world("tm_x"), e.world("tm_y")
 	sx, sy := x.disagreement("", t0, t0), y.disagreement("", t0, t0)
-	now := at(time.Hour)
+	p := teamPair{e: e, x: x, y: y, sx: sx, sy: sy, now: at(time.Hour)}
+	p.changeX()
+	p.checkYUnchanged()
+	p.checkYReviewerFree()
+	p.checkIdempotencyPerTeam()
+	p.checkXClaimHeld()
+}
 
-	x.change(sx.ra, relationship.StatusRetracted, sx.ra.Tier, nil, now)
+// changeX changes every kind of x's state: it retracts sx.ra, disables profile b, appends a policy
+// version and a predicate version, reserves the run date, claims the due case under tok_x and records
+// key k of profile a.
+func (p teamPair) changeX() {
+	e, t, ctx, x, now := p.e, p.e.t, p.e.ctx, p.x, p.now
+	t.Helper()
+	x.change(p.sx.ra, relationship.StatusRetracted, p.sx.ra.Tier, nil, now)
 	e.must(e.s.ProfileSetStatus(ctx, store.ProfileSetStatusParams{Team: x.team, Profile: x.b, Status: identity.ProfileDisabled,
 		UpdatedAt: now}), "ProfileSetStatus")
 	_, err := e.s.PolicyAppend(ctx, store.PolicyAppendParams{ExpectVersion: 1, Policy: store.Policy{Team: x.team,
@@ -250,20 +337,23 @@ func testWritesStayInTheirTeam(e *env) {
 	if !ok {
 		t.Errorf("NightlyReserve(%s) = false on a fresh team", x.team)
 	}
-	claim := store.CaseClaimDueParams{Team: x.team, Now: now, RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
-		Token: "tok_x", MaxAttempts: 5}
-	claimed, err := e.rv.CaseClaimDue(ctx, claim)
+	claimed, err := e.rv.CaseClaimDue(ctx, dueClaim(x.team, "tok_x", now))
 	e.must(err, "CaseClaimDue")
 	if len(claimed) != 1 {
 		t.Fatalf("CaseClaimDue(%s) claimed %d cases, want 1", x.team, len(claimed))
 	}
 	x.apply(store.WriteSet{Idempotency: &store.IdempotencyRow{Team: x.team, Profile: x.a, Key: "k", Operation: "forget",
 		RequestHash: "hx", IngestID: "ing_x", Result: json.RawMessage(`{"team":"x"}`), CreatedAt: now}})
+}
 
-	r, err := e.s.RelationshipGet(ctx, y.team, sy.ra.ID)
+// checkYUnchanged reports y's relationship, profile, policy or predicate unless it is as y wrote it.
+func (p teamPair) checkYUnchanged() {
+	e, t, ctx, x, y := p.e, p.e.t, p.e.ctx, p.x, p.y
+	t.Helper()
+	r, err := e.s.RelationshipGet(ctx, y.team, p.sy.ra.ID)
 	e.must(err, "RelationshipGet")
 	if r.Status != relationship.StatusActive || r.Version != 1 {
-		t.Errorf("%s's %s became %s v%d when %s's was retracted", y.team, sy.ra.ID, r.Status, r.Version, x.team)
+		t.Errorf("%s's %s became %s v%d when %s's was retracted", y.team, p.sy.ra.ID, r.Status, r.Version, x.team)
 	}
 	pr, err := e.s.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: y.team, Profile: y.b})
 	e.must(err, "PrincipalLoad")
@@ -281,20 +371,33 @@ func testWritesStayInTheirTeam(e *env) {
 	if len(preds) != 1 || preds[0].Version != 1 || preds[0].Cardinality != relationship.CardinalityOne {
 		t.Errorf("PredicateList(%s) = %+v, want works_on v1", y.team, preds)
 	}
-	ok, err = e.rv.NightlyReserve(ctx, store.NightlyReserveParams{Team: y.team, RunDate: runDate, Worker: "w2", Now: now})
+}
+
+// checkYReviewerFree reports x's reservation of the run date or x's claim of the case ID holding
+// y's: y reserves the same run date and claims its own case under tok_y.
+func (p teamPair) checkYReviewerFree() {
+	e, t, ctx, y := p.e, p.e.t, p.e.ctx, p.y
+	t.Helper()
+	ok, err := e.rv.NightlyReserve(ctx, store.NightlyReserveParams{Team: y.team, RunDate: runDate, Worker: "w2", Now: p.now})
 	e.must(err, "NightlyReserve")
 	if !ok {
 		t.Errorf("NightlyReserve(%s) = false: another team's reservation of the same date held it", y.team)
 	}
-	claim.Team, claim.Token = y.team, "tok_y"
-	claimed, err = e.rv.CaseClaimDue(ctx, claim)
+	claimed, err := e.rv.CaseClaimDue(ctx, dueClaim(y.team, "tok_y", p.now))
 	e.must(err, "CaseClaimDue")
-	if len(claimed) != 1 || claimed[0].ID != sy.cs.ID || claimed[0].Key.Team != y.team {
-		t.Errorf("CaseClaimDue(%s) = %+v, want its own case %s: another team's claim of the same ID held it", y.team, claimed, sy.cs.ID)
+	if len(claimed) != 1 || claimed[0].ID != p.sy.cs.ID || claimed[0].Key.Team != y.team {
+		t.Errorf("CaseClaimDue(%s) = %+v, want its own case %s: another team's claim of the same ID held it", y.team, claimed, p.sy.cs.ID)
 	}
-	if c := y.lockedCase(e.s, sy.key, sy.cs.ID); c == nil || c.ClaimToken != "tok_y" || c.Version != 1 {
-		t.Errorf("%s's case %s = %+v, want claimed by tok_y at version 1", y.team, sy.cs.ID, c)
+	if c := y.lockedCase(e.s, p.sy.key, p.sy.cs.ID); c == nil || c.ClaimToken != "tok_y" || c.Version != 1 {
+		t.Errorf("%s's case %s = %+v, want claimed by tok_y at version 1", y.team, p.sy.cs.ID, c)
 	}
+}
+
+// checkIdempotencyPerTeam reports x's record of key k read by y, then has y record the same key for
+// itself and reports either team reading a record not its own.
+func (p teamPair) checkIdempotencyPerTeam() {
+	e, t, ctx, x, y := p.e, p.e.t, p.e.ctx, p.x, p.y
+	t.Helper()
 	rec, err := e.s.IdempotencyGet(ctx, y.team, y.a, "k")
 	e.must(err, "IdempotencyGet")
 	if rec != nil {
@@ -302,7 +405,7 @@ func testWritesStayInTheirTeam(e *env) {
 	}
 	// Y records the same key for itself.
 	y.apply(store.WriteSet{Idempotency: &store.IdempotencyRow{Team: y.team, Profile: y.a, Key: "k", Operation: "forget",
-		RequestHash: "hy", IngestID: "ing_y", Result: json.RawMessage(`{"team":"y"}`), CreatedAt: now}})
+		RequestHash: "hy", IngestID: "ing_y", Result: json.RawMessage(`{"team":"y"}`), CreatedAt: p.now}})
 	for team, hash := range map[identity.TeamID]string{x.team: "hx", y.team: "hy"} {
 		rec, err := e.s.IdempotencyGet(ctx, team, "pf_a", "k")
 		e.must(err, "IdempotencyGet")
@@ -310,9 +413,13 @@ func testWritesStayInTheirTeam(e *env) {
 			t.Errorf("IdempotencyGet(%s, pf_a, k) = %+v, want the team's own record (hash %s)", team, rec, hash)
 		}
 	}
-	// X's claim is still its own.
-	claim.Team, claim.Token = x.team, "tok_other"
-	claimed, err = e.rv.CaseClaimDue(ctx, claim)
+}
+
+// checkXClaimHeld reports a claim of x's case by another token while tok_x's lease runs.
+func (p teamPair) checkXClaimHeld() {
+	e, t, x := p.e, p.e.t, p.x
+	t.Helper()
+	claimed, err := e.rv.CaseClaimDue(e.ctx, dueClaim(x.team, "tok_other", p.now))
 	e.must(err, "CaseClaimDue")
 	if len(claimed) != 0 {
 		t.Errorf("CaseClaimDue(%s) by another token claimed %+v under tok_x's lease", x.team, claimed)
