@@ -199,6 +199,23 @@ func testIntakeLockSerialisesKey(e *env) {
 	}
 }
 
+// lockKey is writer i's KeysLock of key: the writer arrives at the gate, takes the lock, and then
+// waits until every writer has arrived, so the others contend for the lock it holds. Every odd writer
+// asks past its bound, so it takes the team's key lock exclusively instead of the key's.
+func (w *world) lockKey(ctx context.Context, tx store.Tx, g *gate, i int, key conflict.Key) (store.KeysLocked, error) {
+	p := store.KeysLockParams{Team: w.team, Keys: []conflict.Key{key}}
+	if i%2 == 1 {
+		p.Keys = append(p.Keys, w.key(w.ada, fmt.Sprintf("other-%d", i)))
+		p.MaxLocks = 1
+	}
+	g.arrive(i)
+	kl, err := tx.KeysLock(ctx, p)
+	if err != nil {
+		return kl, err
+	}
+	return kl, g.wait(ctx)
+}
+
 // testKeysLockSerialisesNew: writers of one conflict key, each of which adds a relationship to the
 // key unless KeysLock shows one, add it once; every other writer sees it. Only the key's lock can
 // order them: there is no row to lock before the first one commits.
@@ -212,18 +229,8 @@ func testKeysLockSerialisesNew(e *env) {
 	errs := e.race(n, g, func(ctx context.Context, i int) error {
 		return e.s.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 			saw[i], created[i] = nil, ""
-			p := store.KeysLockParams{Team: w.team, Keys: []conflict.Key{key}}
-			if i%2 == 1 {
-				// Past its bound: the team's key lock, taken exclusively, instead of the keys' locks.
-				p.Keys = append(p.Keys, w.key(w.ada, fmt.Sprintf("other-%d", i)))
-				p.MaxLocks = 1
-			}
-			g.arrive(i)
-			kl, err := tx.KeysLock(ctx, p)
+			kl, err := w.lockKey(ctx, tx, g, i, key)
 			if err != nil {
-				return err
-			}
-			if err := g.wait(ctx); err != nil {
 				return err
 			}
 			for _, r := range kl.Relationships {
@@ -267,18 +274,8 @@ func testKeysLockSerialisesChanges(e *env) {
 	errs := e.race(n, g, func(ctx context.Context, i int) error {
 		return e.s.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 			saw[i] = 0
-			p := store.KeysLockParams{Team: w.team, Keys: []conflict.Key{key}}
-			if i%2 == 1 {
-				// Past its bound: the team's key lock, taken exclusively, instead of the keys' locks.
-				p.Keys = append(p.Keys, w.key(w.ada, fmt.Sprintf("other-%d", i)))
-				p.MaxLocks = 1
-			}
-			g.arrive(i)
-			kl, err := tx.KeysLock(ctx, p)
+			kl, err := w.lockKey(ctx, tx, g, i, key)
 			if err != nil {
-				return err
-			}
-			if err := g.wait(ctx); err != nil {
 				return err
 			}
 			i0 := slices.IndexFunc(kl.Relationships, func(x relationship.Relationship) bool { return x.ID == r.ID })
