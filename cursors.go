@@ -1,6 +1,7 @@
 package densemem
 
 import (
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -10,10 +11,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/identity"
 )
 
 // Cursors of the paged reads: Trace's lists and the List calls. A cursor is opaque to callers; it
 // names its list and the position of the last item returned.
+//
+// The List calls let a host (HostPrincipal) or a profile with the read scope inspect its team:
+// profiles, predicates, conflict cases and review items. Each returns one page of its list in a
+// fixed order: at most Limit items (0 means DefaultPageItems, 50; at most Limits.MaxPageItems, 500)
+// after the request's After cursor, and NextAfter, the cursor of the next page, when more follow.
+// Cursors are opaque keyset positions, not offsets: a page holds the items after the previous
+// page's last one as the list stands when it is read, so following NextAfter returns every item
+// that stays in the list exactly once, and items added before a cursor's position are not
+// revisited. A cursor of another list, or a malformed one, is a *ValidationError at "after".
 
 // Names of the List calls' lists, as their cursors record them.
 const (
@@ -151,4 +162,41 @@ func parseListCursor(list, s string, keys int, timed bool, l Limits) (listCursor
 		return c, fmt.Errorf("is not a cursor: unknown status")
 	}
 	return c, nil
+}
+
+// keyedPage starts a read of a list paged by one key (profiles, predicates): it validates the page's
+// limit and cursor, authorises a read of the team, and returns the limit and the key to read after
+// ("" for the first page).
+func (c *Client) keyedPage(ctx context.Context, p Principal, list string, limit int, after string) (context.Context, int, string, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return ctx, 0, "", err
+	}
+	var ps problems
+	limit = c.pageLimit(&ps, limit)
+	cur := decodeListCursor(&ps, list, after, 1, false, c.cfg.Limits)
+	if err := ps.Err(); err != nil {
+		return ctx, 0, "", err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+		return ctx, 0, "", err
+	}
+	if cur == nil {
+		return ctx, limit, "", nil
+	}
+	return ctx, limit, cur.Keys[0], nil
+}
+
+// pageLimit returns a List request's page size: DefaultPageItems (at most Limits.MaxPageItems) for
+// 0, else limit, which must be within 1..Limits.MaxPageItems.
+func (c *Client) pageLimit(ps *problems, limit int) int {
+	max := c.cfg.Limits.MaxPageItems
+	switch {
+	case limit == 0:
+		return min(DefaultPageItems, max)
+	case limit < 1 || limit > max:
+		ps.Add("limit", "must be within 1..%d (0 for %d)", max, min(DefaultPageItems, max))
+		return 0
+	}
+	return limit
 }

@@ -442,3 +442,12 @@ func validateRecall(req *RecallRequest, l Limits) (int, error) {
 	}
 	return limit, ps.Err()
 }
+
+// quoted returns " " and s quoted for a problem's message, or "" when s is too long or not text
+// to repeat.
+func quoted(s string, max int) string {
+	if len(s) > max || !utf8.ValidString(s) {
+		return ""
+	}
+	return fmt.Sprintf(" %q", s)
+}
