@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
@@ -196,95 +195,38 @@ func (e *env) remember(p densemem.Principal, f fact) densemem.RelationshipOutcom
 	return pl.RelationshipOutcomes[0]
 }
 
-// dbReader is what the read helpers query: the pool, or the transaction of one snapshot.
-type dbReader interface {
-	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
-	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
-}
-
-// readSnapshot runs read in one REPEATABLE READ, READ ONLY transaction, so every query read makes sees
-// the same committed state: a transaction committing meanwhile (a cancelled worker's COMMIT still on
-// its way) is seen whole by all of them or by none. A helper that reads related state in more than
-// one query and checks it across them reads here, never through the pool, whose queries each see the
-// state of their own moment and can together show a state the database never had.
-func readSnapshot(t testing.TB, pool *pgxpool.Pool, read func(q pgx.Tx)) {
-	t.Helper()
-	err := pgx.BeginTxFunc(context.Background(), pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly},
-		func(tx pgx.Tx) error {
-			read(tx)
-			return nil
-		})
+// trace traces a relationship for p with everything included and fails the test on error.
+func (e *env) trace(p densemem.Principal, id densemem.RelationshipID) *densemem.TraceResult {
+	e.t.Helper()
+	tr, err := e.client.Trace(e.ctx, p, densemem.TraceRequest{RelationshipID: id, IncludeEvidenceContent: true,
+		IncludeVerification: true, IncludeTransitions: true})
 	if err != nil {
-		t.Fatalf("snapshot read: %v", err)
+		e.t.Fatalf("trace %s: %v", id, err)
 	}
+	return tr
 }
 
-// count returns the number of rows of table in the test database.
-func (e *env) count(table string) int {
-	e.t.Helper()
-	return countIn(e.t, e.pool, table)
-}
-
-// countIn returns the number of rows of table as q sees them.
-func countIn(t testing.TB, q dbReader, table string) int {
-	t.Helper()
-	var n int
-	if err := q.QueryRow(context.Background(), "SELECT count(*) FROM "+table).Scan(&n); err != nil {
-		t.Fatalf("count %s: %v", table, err)
-	}
-	return n
-}
-
-// countsOf returns the row counts of tables, read in one snapshot.
-func (e *env) countsOf(tables []string) map[string]int {
-	e.t.Helper()
-	out := map[string]int{}
-	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
-		for _, t := range tables {
-			out[t] = countIn(e.t, q, t)
-		}
-	})
-	return out
-}
-
-// dataTables are every table a Remember or Forget may write.
-var dataTables = []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
-	"observations", "verification_events", "entity_resolution_events", "relationships", "support_links",
-	"relationship_transitions", "idempotency_records", "review_items", "search_refresh_queue"}
-
-// counts snapshots the row counts of dataTables.
-func (e *env) counts() map[string]int {
-	e.t.Helper()
-	return e.countsOf(dataTables)
-}
-
-// relationshipState reads a relationship's stored status, tier, valid_to and version.
+// relationshipState reads a relationship's current status, tier, valid_to and version through Trace,
+// as the team's admin.
 func (e *env) relationshipState(id densemem.RelationshipID) (status, tier string, validTo *time.Time, version int) {
 	e.t.Helper()
-	err := e.pool.QueryRow(e.ctx, `SELECT status, tier, valid_to, version FROM relationships WHERE relationship_id = $1`, id).
-		Scan(&status, &tier, &validTo, &version)
-	if err != nil {
-		e.t.Fatalf("relationship %s: %v", id, err)
-	}
-	return
+	r := e.trace(e.admin, id).Relationship
+	return string(r.Status), string(r.Tier), r.ValidTo, r.Version
 }
 
-// transitions returns "from->to:reason" for each transition of a relationship, in version order.
+// transitions returns "from->to:reason" for each transition of a relationship, in version order,
+// read through Trace as the team's admin.
 func (e *env) transitions(id densemem.RelationshipID) []string {
 	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT COALESCE(from_status, ''), to_status, reason FROM relationship_transitions
-		WHERE relationship_id = $1 ORDER BY to_version`, id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var from, to, reason string
-		if err := rows.Scan(&from, &to, &reason); err != nil {
-			e.t.Fatal(err)
+	tr := e.trace(e.admin, id)
+	for _, cut := range tr.Truncated {
+		if cut.List == densemem.TraceListTransitions {
+			e.t.Fatalf("relationship %s has more transitions than one trace page", id)
 		}
-		out = append(out, from+"->"+to+":"+reason)
+	}
+	var out []string
+	for _, x := range tr.Transitions {
+		out = append(out, string(x.FromStatus)+"->"+string(x.ToStatus)+":"+x.Reason)
 	}
 	return out
 }
