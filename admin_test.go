@@ -42,7 +42,7 @@ func TestHostAdministersATeamWithoutAVocabularyProfile(t *testing.T) {
 	if set.Version != 2 || set.ReviewTTL != 3*24*time.Hour || set.TimeZone != "Europe/Berlin" {
 		t.Errorf("policy = %+v, want version 2 with the new TTL and zone", set)
 	}
-	if got := e.cfStrings(`SELECT created_by FROM predicate_definitions WHERE team_id = $1
+	if got := e.ledger().Strings(`SELECT created_by FROM predicate_definitions WHERE team_id = $1
 		UNION ALL SELECT created_by FROM team_policies WHERE team_id = $1 AND version = 2`, team); !cmp.Equal(got, []string{"host", "host"}) {
 		t.Errorf("created_by of the host's rows = %v, want host", got)
 	}
@@ -67,7 +67,7 @@ func TestHostAdministersATeamWithoutAVocabularyProfile(t *testing.T) {
 		RelationshipKind: "state", CurrentCardinality: "one"}); !errors.Is(err, densemem.ErrForbidden) {
 		t.Errorf("the writer registers a predicate: err = %v, want ErrForbidden", err)
 	}
-	if got := e.cfStrings(`SELECT created_by FROM predicate_definitions WHERE team_id = $1 AND predicate_key = 'works_on'`, team); !cmp.Equal(got, []string{string(vocab)}) {
+	if got := e.ledger().Strings(`SELECT created_by FROM predicate_definitions WHERE team_id = $1 AND predicate_key = 'works_on'`, team); !cmp.Equal(got, []string{string(vocab)}) {
 		t.Errorf("works_on created_by = %v, want the curator", got)
 	}
 
@@ -131,7 +131,7 @@ func TestHostAdministersATeamWithoutAVocabularyProfile(t *testing.T) {
 		RelationshipKind: "state", CurrentCardinality: "one"}); err != nil {
 		t.Fatal(err)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM predicate_definitions WHERE team_id = $1 AND predicate_key = 'owns'`, e.team); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM predicate_definitions WHERE team_id = $1 AND predicate_key = 'owns'`, e.team); n != 0 {
 		t.Errorf("the host of %s registered a predicate in %s", team, e.team)
 	}
 }
@@ -158,7 +158,7 @@ func TestSetTeamPolicyValidatesTheExpectedVersion(t *testing.T) {
 	if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, pol); !errors.Is(err, densemem.ErrStaleVersion) {
 		t.Errorf("from a replaced version: err = %v, want ErrStaleVersion", err)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM team_policies WHERE team_id = $1`, e.team); n != 2 {
+	if n := e.ledger().Int(`SELECT count(*) FROM team_policies WHERE team_id = $1`, e.team); n != 2 {
 		t.Errorf("%d policy versions, want 2", n)
 	}
 }
@@ -212,7 +212,7 @@ func TestSetTeamPolicyRacingUpdates(t *testing.T) {
 	if results[won].Version != pol.Version+1 {
 		t.Errorf("the winner's version = %d, want %d", results[won].Version, pol.Version+1)
 	}
-	if got := e.cfStrings(`SELECT version || ':' || review_ttl_seconds FROM team_policies WHERE team_id = $1 ORDER BY version`, e.team); len(got) != pol.Version+1 {
+	if got := e.ledger().Strings(`SELECT version || ':' || review_ttl_seconds FROM team_policies WHERE team_id = $1 ORDER BY version`, e.team); len(got) != pol.Version+1 {
 		t.Errorf("policy history %v, want exactly one new version", got)
 	}
 	now, err := e.client.TeamPolicy(e.ctx, e.admin)

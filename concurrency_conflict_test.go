@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -74,7 +73,7 @@ func (g *ccGate) race(ctx context.Context, n int, fn func(i int)) {
 	g.t.Helper()
 	released := make(chan error, 1)
 	go func() { released <- g.releaseWhenWaiting(ctx, n) }()
-	concRun(n, func(i int) {
+	runTogether(n, func(i int) {
 		defer g.done.Add(1)
 		fn(i)
 	})
@@ -98,33 +97,11 @@ func (g *ccGate) releaseWhenWaiting(ctx context.Context, n int) error {
 	}
 }
 
-// ccStrings runs a query returning one text column.
-func ccStrings(t *testing.T, e *env, sql string, args ...any) []string {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), sql, args...)
-	if err != nil {
-		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // ccTables returns every table of the test database's public schema except goose's bookkeeping, so
 // a row-count comparison cannot miss a table a later migration adds.
 func ccTables(t *testing.T, e *env) []string {
 	t.Helper()
-	return ccStrings(t, e, `SELECT table_name::text FROM information_schema.tables
+	return e.ledger().Strings(`SELECT table_name::text FROM information_schema.tables
 		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%'
 		ORDER BY table_name`)
 }
@@ -134,7 +111,7 @@ func ccCounts(t *testing.T, e *env) map[string]int {
 	t.Helper()
 	out := map[string]int{}
 	for _, table := range ccTables(t, e) {
-		out[table] = concInt(t, e, "SELECT count(*) FROM "+table)
+		out[table] = e.ledger().Int("SELECT count(*) FROM " + table)
 	}
 	return out
 }
@@ -156,7 +133,7 @@ func ccDelta(before, after map[string]int) map[string]int {
 // ccIngestTables returns the tables that record the ingest that wrote each row.
 func ccIngestTables(t *testing.T, e *env) []string {
 	t.Helper()
-	return ccStrings(t, e, `SELECT c.table_name::text FROM information_schema.columns c
+	return e.ledger().Strings(`SELECT c.table_name::text FROM information_schema.columns c
 		JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
 		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.column_name = 'ingest_id'
 		ORDER BY c.table_name`)
@@ -591,7 +568,7 @@ func ccWrittenBy(t *testing.T, e *env, p densemem.Principal) map[string]int {
 		"relationships": "owner_profile_id", "support_links": "profile_id", "idempotency_records": "profile_id",
 		"relationship_cross_references": "author_profile_id", "entity_resolution_events": "profile_id",
 		"review_items": "profile_id", "conflict_events": "actor_profile_id", "relationship_transitions": "actor_profile_id"} {
-		if n := concInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", table, col), p.ProfileID); n != 0 {
+		if n := e.ledger().Int(fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", table, col), p.ProfileID); n != 0 {
 			out[table] = n
 		}
 	}
@@ -665,7 +642,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 		}
 		reqs[i] = ccResponse(i, objects[i%2], id, version, fmt.Sprintf("respond-%02d", i))
 		if mode == "by id" {
-			reqs[i] = ccByID(t, e, reqs[i])
+			reqs[i] = byID(t, e, reqs[i])
 		}
 	}
 	before := ccCounts(t, e)
@@ -719,7 +696,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 			objects[side], single[side])
 	}
 	for _, table := range ccIngestTables(t, e) {
-		if got := concInt(t, e, fmt.Sprintf("SELECT count(*) FROM %s WHERE ingest_id = $1", table), results[winner].pl.IngestID); got != delta[table] {
+		if got := e.ledger().Int(fmt.Sprintf("SELECT count(*) FROM %s WHERE ingest_id = $1", table), results[winner].pl.IngestID); got != delta[table] {
 			t.Errorf("%s: %d new rows, %d of them from the winner's ingest", table, delta[table], got)
 		}
 	}
@@ -746,7 +723,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 	if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 		t.Errorf("current members %v, want A1, B1 and the winner's %v", got, want)
 	}
-	if got := concInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
+	if got := e.ledger().Int(`SELECT count(*) FROM conflict_positions`); got != 2 {
 		t.Errorf("positions: %d, want 2", got)
 	}
 	ccCheckLedger(t, e)
@@ -782,7 +759,7 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				for i := range reqs {
 					reqs[i] = deploy("production", objects[i]).request(fmt.Sprintf("first-%d", i))
 					if mode == "by id" {
-						reqs[i] = ccByID(t, e, reqs[i])
+						reqs[i] = byID(t, e, reqs[i])
 					}
 				}
 				before := ccCounts(t, e)
@@ -819,7 +796,7 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				}
 
 				var kind, from, to, author string
-				if got := concInt(t, e, `SELECT count(*) FROM relationship_cross_references`); got != 1 {
+				if got := e.ledger().Int(`SELECT count(*) FROM relationship_cross_references`); got != 1 {
 					t.Fatalf("cross-references: %d, want exactly 1", got)
 				}
 				if err := e.pool.QueryRow(e.ctx, `SELECT kind, from_relationship_id, to_relationship_id, author_profile_id
@@ -848,10 +825,10 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 					t.Errorf("members %v, want %v", got, want)
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM conflict_positions`); got != 2 {
+				if got := e.ledger().Int(`SELECT count(*) FROM conflict_positions`); got != 2 {
 					t.Errorf("positions: %d, want 2", got)
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM conflict_position_members`); got != 2 {
+				if got := e.ledger().Int(`SELECT count(*) FROM conflict_position_members`); got != 2 {
 					t.Errorf("membership rows: %d, want 2", got)
 				}
 				for _, o := range outs {
@@ -859,15 +836,15 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 						t.Errorf("relationship %s stored %s version %d, want active version 1", o.RelationshipID, st, v)
 					}
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM relationships r JOIN entity_names n
+				if got := e.ledger().Int(`SELECT count(*) FROM relationships r JOIN entity_names n
 					ON n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
 					WHERE n.normalized_name = 'production' AND r.predicate_key = 'deploys_from' AND r.scope = ''`); got != 2 {
 					t.Errorf("relationships on the key: %d, want 2", got)
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM review_items`); got != 0 {
+				if got := e.ledger().Int(`SELECT count(*) FROM review_items`); got != 0 {
 					t.Errorf("review items: %d, want none", got)
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 &&
+				if got := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 &&
 					mode != "by id" {
 					t.Errorf("environments: %d, want 1", got)
 				}
@@ -880,23 +857,6 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 			})
 		}
 	}
-}
-
-// ccByID returns req with every entity named by its known_entity_id; every entity must exist.
-func ccByID(t *testing.T, e *env, req densemem.RememberRequest) densemem.RememberRequest {
-	t.Helper()
-	ents := slices.Clone(req.Proposal.Entities)
-	for i := range ents {
-		ids := ccStrings(t, e, `SELECT DISTINCT e.entity_id FROM entity_names n
-			JOIN entities e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
-			WHERE e.team_id = $1 AND e.entity_kind = $2 AND n.normalized_name = lower($3)`, e.team, ents[i].EntityKind, ents[i].Name)
-		if len(ids) != 1 {
-			t.Fatalf("%s %s: entities %v, want exactly one", ents[i].EntityKind, ents[i].Name, ids)
-		}
-		ents[i].KnownEntityID = densemem.EntityID(ids[0])
-	}
-	req.Proposal.Entities = ents
-	return req
 }
 
 // TestConcurrentForgetAndRespond: A forgets A1 while C answers the case at the version it read. Both

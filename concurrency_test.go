@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -30,24 +28,6 @@ const concTimeout = 2 * time.Minute
 // concRepeats is how many fresh worlds a racy scenario is replayed in, to make both orders likely.
 const concRepeats = 5
 
-// concRun runs fn(i) for i in 0..n-1 on n goroutines that start together: each waits on a closed
-// channel, so the calls reach the library as close together as the scheduler allows. It returns when
-// every call has returned.
-func concRun(n int, fn func(i int)) {
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			fn(i)
-		}()
-	}
-	close(start)
-	wg.Wait()
-}
-
 // concResult is one Remember call's answer.
 type concResult struct {
 	pl  *densemem.Placement
@@ -65,7 +45,7 @@ func concRemember(t *testing.T, e *env, p densemem.Principal, n int, req func(i 
 		reqs[i] = req(i)
 	}
 	out := make([]concResult, n)
-	concRun(n, func(i int) {
+	runTogether(n, func(i int) {
 		out[i].pl, out[i].err = e.client.Remember(ctx, p, reqs[i])
 	})
 	return out
@@ -81,42 +61,6 @@ func concOutcome(t *testing.T, what string, r concResult) densemem.RelationshipO
 		t.Fatalf("%s: want 1 relationship outcome, got %d", what, len(r.pl.RelationshipOutcomes))
 	}
 	return r.pl.RelationshipOutcomes[0]
-}
-
-// concInt runs a query returning one integer.
-func concInt(t *testing.T, e *env, sql string, args ...any) int {
-	t.Helper()
-	var n int
-	if err := e.pool.QueryRow(context.Background(), sql, args...).Scan(&n); err != nil {
-		t.Fatalf("%s: %v", strings.TrimSpace(sql), err)
-	}
-	return n
-}
-
-// concEntities returns the IDs of the entities of kind that carry name (normalised) as a name.
-func concEntities(t *testing.T, e *env, kind, name string) []string {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-		SELECT DISTINCT e.entity_id
-		FROM entity_names n JOIN entities e ON e.team_id = n.team_id AND e.entity_id = n.entity_id
-		WHERE e.team_id = $1 AND e.entity_kind = $2 AND n.normalized_name = $3
-		ORDER BY e.entity_id`, e.team, kind, identity.NormalizeName(name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, id)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
 }
 
 // concKeyStatuses returns relationship ID → status of p's relationships on (subject, predicate, scope),
@@ -244,25 +188,8 @@ func concSupersededOnce(t *testing.T, e *env) {
 // concTransitionsTo counts a relationship's transitions to status.
 func concTransitionsTo(t *testing.T, e *env, id densemem.RelationshipID, status relationship.Status) int {
 	t.Helper()
-	return concInt(t, e, `SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = $2`,
+	return e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = $2`,
 		id, status)
-}
-
-// concByID returns req with every entity named by its known_entity_id instead of by name, so the
-// call takes no entity-name lock and only the conflict-key lock (DESIGN §5 step 9b) orders it against
-// other writers of the key. Every entity must exist.
-func concByID(t *testing.T, e *env, req densemem.RememberRequest) densemem.RememberRequest {
-	t.Helper()
-	ents := slices.Clone(req.Proposal.Entities)
-	for i := range ents {
-		ids := concEntities(t, e, ents[i].EntityKind, ents[i].Name)
-		if len(ids) != 1 {
-			t.Fatalf("%s %s: entities %v, want exactly one", ents[i].EntityKind, ents[i].Name, ids)
-		}
-		ents[i].KnownEntityID = densemem.EntityID(ids[0])
-	}
-	req.Proposal.Entities = ents
-	return req
 }
 
 // concBranches creates git_branch entities (as what throwaway environments deploy from), so later
@@ -347,10 +274,10 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 			t.Errorf("%s: %d new rows, want %d", table, after[table], want)
 		}
 	}
-	if ids := concEntities(t, e, "environment", "production"); len(ids) != 1 {
+	if ids := e.ledger().Entities(e.team, "environment", "production"); len(ids) != 1 {
 		t.Errorf("environment production: entities %v, want exactly one", ids)
 	}
-	if ids := concEntities(t, e, "git_branch", "main"); len(ids) != 1 {
+	if ids := e.ledger().Entities(e.team, "git_branch", "main"); len(ids) != 1 {
 		t.Errorf("git_branch main: entities %v, want exactly one", ids)
 	}
 	concCheckLedger(t, e)
@@ -428,16 +355,16 @@ func TestConcurrentIdempotencyConflict(t *testing.T) {
 			if got := e.count("relationships"); got != 1 {
 				t.Errorf("relationships: %d, want 1", got)
 			}
-			if got := concInt(t, e, `SELECT count(DISTINCT ingest_id) FROM evidence_fragments`); got != 1 {
+			if got := e.ledger().Int(`SELECT count(DISTINCT ingest_id) FROM evidence_fragments`); got != 1 {
 				t.Errorf("evidence fragments of %d ingests, want 1", got)
 			}
 			// The stored relationship is the winner's object, and the loser's object was never created.
 			wantObject, otherObject := payloads[winner].object, payloads[loser].object
-			if got := concInt(t, e, `SELECT count(*) FROM relationships r JOIN entity_names n
+			if got := e.ledger().Int(`SELECT count(*) FROM relationships r JOIN entity_names n
 				ON n.team_id = r.team_id AND n.entity_id = r.object_entity_id WHERE n.normalized_name = $1`, wantObject); got != 1 {
 				t.Errorf("relationships to %s: %d, want 1", wantObject, got)
 			}
-			if ids := concEntities(t, e, "git_branch", otherObject); len(ids) != 0 {
+			if ids := e.ledger().Entities(e.team, "git_branch", otherObject); len(ids) != 0 {
 				t.Errorf("the refused payload's branch %s was created: %v", otherObject, ids)
 			}
 			concCheckLedger(t, e)
@@ -459,7 +386,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 			name := []string{"staging", "Staging", "STAGING"}[i%3]
 			return deploy(name, fmt.Sprintf("feature-%02d", i)).request(fmt.Sprintf("staging-%02d", i))
 		})
-		ids := concEntities(t, e, "environment", "staging")
+		ids := e.ledger().Entities(e.team, "environment", "staging")
 		if len(ids) != 1 {
 			t.Fatalf("environment staging: entities %v, want exactly one", ids)
 		}
@@ -506,7 +433,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 			return deploy("qa", "main").request(fmt.Sprintf("qa-%02d", i))
 		})
 		for _, name := range [][2]string{{"environment", "qa"}, {"git_branch", "main"}} {
-			if ids := concEntities(t, e, name[0], name[1]); len(ids) != 1 {
+			if ids := e.ledger().Entities(e.team, name[0], name[1]); len(ids) != 1 {
 				t.Errorf("%s %s: entities %v, want exactly one", name[0], name[1], ids)
 			}
 		}
@@ -559,7 +486,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := deploy("production", "release").since(date("2026-05-01")).request(fmt.Sprintf("release-%d", i))
 					if mode.byID {
-						req = concByID(t, e, req)
+						req = byID(t, e, req)
 					}
 					return req
 				})
@@ -595,7 +522,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 				if len(statuses) != 2 {
 					t.Errorf("relationships on the key: %v, want the prior and one successor", statuses)
 				}
-				if got := concInt(t, e, `SELECT count(*) FROM support_links WHERE relationship_id = ANY($1)`,
+				if got := e.ledger().Int(`SELECT count(*) FROM support_links WHERE relationship_id = ANY($1)`,
 					[]string{string(prior.RelationshipID), string(a.RelationshipID)}); got != 3 {
 					t.Errorf("support links of the prior and the successor: %d, want 3 (prior 1, successor 2)", got)
 				}
@@ -622,7 +549,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := facts[i].request(fmt.Sprintf("replacement-%d", i))
 					if mode.byID {
-						req = concByID(t, e, req)
+						req = byID(t, e, req)
 					}
 					return req
 				})
@@ -705,7 +632,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := deploy("production", objects[i]).request(fmt.Sprintf("first-%d", i))
 					if mode == "by id" {
-						req = concByID(t, e, req)
+						req = byID(t, e, req)
 					}
 					return req
 				})
@@ -738,7 +665,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 				if len(statuses) != 2 {
 					t.Errorf("relationships on the key: %v, want 2", statuses)
 				}
-				if ids := concEntities(t, e, "environment", "production"); len(ids) != 1 {
+				if ids := e.ledger().Entities(e.team, "environment", "production"); len(ids) != 1 {
 					t.Errorf("environment production: entities %v, want exactly one", ids)
 				}
 				concCheckLedger(t, e)
@@ -764,7 +691,7 @@ func TestConcurrentForgetAndSupersede(t *testing.T) {
 			var forgot *densemem.ForgetResult
 			var placed *densemem.Placement
 			var forgetErr, rememberErr error
-			concRun(2, func(i int) {
+			runTogether(2, func(i int) {
 				if i == 0 {
 					forgot, forgetErr = e.client.Forget(ctx, e.A, forgetReq)
 				} else {
@@ -844,7 +771,7 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if got := concInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
+			if got := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
 				t.Errorf("environments: %d, want 1", got)
 			}
 		})
@@ -856,12 +783,12 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 			e := newEnv(t)
 			results := concRemember(t, e, e.A, 2, request)
 			a, b := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
-			if got := concInt(t, e, `SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
+			if got := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
 				t.Errorf("environments: %d, want 1 (subjects: %s and %s; outcomes %s and %s)", got,
 					results[0].pl.Entities[0].EntityID, results[1].pl.Entities[0].EntityID, a.Category, b.Category)
 			}
 			for _, name := range []string{"production", "prod"} {
-				if ids := concEntities(t, e, "environment", name); len(ids) != 1 {
+				if ids := e.ledger().Entities(e.team, "environment", name); len(ids) != 1 {
 					t.Errorf("environments named %s: %v, want exactly one", name, ids)
 				}
 			}
@@ -908,7 +835,7 @@ func TestConcurrentForgetTwice(t *testing.T) {
 	defer cancel()
 	results := make([]*densemem.ForgetResult, n)
 	errs := make([]error, n)
-	concRun(n, func(i int) {
+	runTogether(n, func(i int) {
 		results[i], errs[i] = e.client.Forget(ctx, e.A, densemem.ForgetRequest{RelationshipID: rel.RelationshipID,
 			IdempotencyKey: fmt.Sprintf("forget-%d", i)})
 	})

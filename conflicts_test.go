@@ -45,44 +45,6 @@ func cfCountsDiff(before, after map[string]int) string {
 	return strings.Join(out, ", ")
 }
 
-// cfInt runs a query returning one integer.
-func (e *env) cfInt(query string, args ...any) int {
-	e.t.Helper()
-	var n int
-	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// cfStrings runs a query returning one text column.
-func (e *env) cfStrings(query string, args ...any) []string {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, query, args...)
-	if err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// cfKeyed runs a query returning (key, json text) pairs.
-func (e *env) cfKeyed(query string, args ...any) map[string]string {
-	e.t.Helper()
-	return e.cfKeyedIn(e.pool, query, args...)
-}
-
 // cfKeyedIn runs a query returning (key, json text) pairs through q.
 func (e *env) cfKeyedIn(q dbReader, query string, args ...any) map[string]string {
 	e.t.Helper()
@@ -139,49 +101,6 @@ func (e *env) cfProfileSnapshot(p densemem.ProfileID) map[string]map[string]stri
 		}
 	})
 	return out
-}
-
-// cfRemember calls Remember and fails the test on error.
-func (e *env) cfRemember(p densemem.Principal, req densemem.RememberRequest) *densemem.Placement {
-	e.t.Helper()
-	pl, err := e.client.Remember(e.ctx, p, req)
-	if err != nil {
-		e.t.Fatalf("remember %s: %v", req.IdempotencyKey, err)
-	}
-	if len(pl.RelationshipOutcomes) != 1 {
-		e.t.Fatalf("remember %s: want 1 outcome, got %d", req.IdempotencyKey, len(pl.RelationshipOutcomes))
-	}
-	return pl
-}
-
-// cfSay replaces a fact's content (cited whole).
-func cfSay(f fact, content string) fact {
-	f.content = content
-	return f
-}
-
-// cfRespond is f's request carrying a conflict response.
-func cfRespond(f fact, conflictID string, version int) densemem.RememberRequest {
-	req := f.request(nextKey())
-	req.Proposal.Relationships[0].ConflictResponse = &densemem.ConflictResponse{ConflictID: conflictID, ExpectedVersion: version}
-	return req
-}
-
-// cfCorrecting is f's request naming the relationship it corrects.
-func cfCorrecting(f fact, id densemem.RelationshipID) densemem.RememberRequest {
-	req := f.request(nextKey())
-	req.Proposal.Relationships[0].CorrectsRelationshipID = id
-	return req
-}
-
-// cfProfileIn creates a profile in another team than the env's.
-func (e *env) cfProfileIn(team densemem.TeamID, name string, scopes ...densemem.Scope) densemem.Principal {
-	e.t.Helper()
-	id, err := e.client.CreateProfile(e.ctx, team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return densemem.Principal{TeamID: team, ProfileID: id}
 }
 
 // cfCase is a conflict_cases row.
@@ -351,29 +270,11 @@ func (e *env) cfCheckEventLedger(caseID string) []cfEvent {
 	return evs
 }
 
-// cfRecallIDs returns the relationship IDs of a recall, sorted.
-func cfRecallIDs(r *densemem.RecallResponse) []densemem.RelationshipID {
-	out := []densemem.RelationshipID{}
-	for _, x := range r.Results {
-		out = append(out, x.Relationship.RelationshipID)
-	}
-	slices.Sort(out)
-	return out
-}
-
-func cfSorted(ids ...densemem.RelationshipID) []densemem.RelationshipID {
-	out := append([]densemem.RelationshipID{}, ids...)
-	slices.Sort(out)
-	return out
-}
-
 // cfRecall recalls "production" for p at the given instants (nil: now).
 func (e *env) cfRecall(p densemem.Principal, validAt, knownAt *time.Time) *densemem.RecallResponse {
 	e.t.Helper()
-	return e.nrRecall(p, "production", validAt, knownAt)
+	return e.recall(p, "production", validAt, knownAt)
 }
-
-func cfAt(t time.Time) *time.Time { return &t }
 
 // cfStory is the specification's stale team knowledge example up to t2: A1 "production deploys_from
 // main" remembered by A at t0, and B1 "since 2026-05-01 production deploys_from release" remembered
@@ -390,14 +291,14 @@ func (e *env) cfStaleStory() cfStory {
 	e.t.Helper()
 	var s cfStory
 	s.T0 = e.clock.Now()
-	s.A1Out = e.cfRemember(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
+	s.A1Out = e.rememberOne(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
 	s.A1 = s.A1Out.RelationshipID
 	if s.A1Out.Category != densemem.CategoryAccepted {
 		e.t.Fatalf("A1: %s (%s)", s.A1Out.Category, s.A1Out.Reason)
 	}
 	e.clock.Advance(24 * time.Hour)
 	s.T2 = e.clock.Now()
-	s.B1Out = e.cfRemember(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
+	s.B1Out = e.rememberOne(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
 	s.B1 = s.B1Out.RelationshipID
 	if s.B1Out.Category != densemem.CategoryAccepted {
 		e.t.Fatalf("B1: %s (%s)", s.B1Out.Category, s.B1Out.Reason)
@@ -416,7 +317,7 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	e := newEnv(t)
 
 	// t0: A owns A1.
-	a1 := e.cfRemember(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
+	a1 := e.rememberOne(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
 	if a1.Category != densemem.CategoryAccepted || a1.Status != "active" {
 		t.Fatalf("A1: %s/%s (%s)", a1.Category, a1.Status, a1.Reason)
 	}
@@ -427,14 +328,14 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 			t.Fatalf("snapshot of A has no %s rows: the comparison would prove nothing", table)
 		}
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_cases`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_cases`); n != 0 {
 		t.Fatalf("%d conflict cases before any disagreement", n)
 	}
 
 	// t1 (the business change, 2026-05-01) happened before Dense-Mem learns of it at t2.
 	e.clock.Advance(24 * time.Hour)
 	t2 := e.clock.Now()
-	pl := e.cfRemember(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey()))
+	pl := e.rememberOne(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey()))
 	b1 := pl.RelationshipOutcomes[0]
 	if b1.Category != densemem.CategoryAccepted || b1.Status != "active" {
 		t.Fatalf("B1: %s/%s (%s)", b1.Category, b1.Status, b1.Reason)
@@ -445,7 +346,7 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	if b1.Conflict == nil || b1.Conflict.Version != 1 || b1.Conflict.Status != "open" {
 		t.Fatalf("B1 conflict = %+v, want an open case at version 1", b1.Conflict)
 	}
-	if !slices.Contains(e.cfStrings(`SELECT relationship_id FROM semantic_edges`), string(b1.RelationshipID)) {
+	if !slices.Contains(e.ledger().Strings(`SELECT relationship_id FROM semantic_edges`), string(b1.RelationshipID)) {
 		t.Errorf("B1 is not B's active edge")
 	}
 
@@ -506,11 +407,11 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	}
 
 	// Two positions, one member each.
-	if n := e.cfInt(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, c.ID); n != 2 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, c.ID); n != 2 {
 		t.Errorf("positions = %d, want 2", n)
 	}
 	members := e.cfMembers(c.ID)
-	if n := e.cfInt(`SELECT count(*) FROM conflict_position_members`); n != 2 || len(members) != 2 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_position_members`); n != 2 || len(members) != 2 {
 		t.Fatalf("membership rows = %d (current %d), want 2", n, len(members))
 	}
 	ma, mb := members[a1.RelationshipID], members[b1.RelationshipID]
@@ -547,16 +448,16 @@ func TestInvariant11_CrossProfileCorrectionsStayIndependentlyAuthored(t *testing
 	s := e.cfStaleStory()
 
 	// Both relationships exist, each with its own owner, both on the graph.
-	owners := e.cfKeyed(`SELECT relationship_id, owner_profile_id FROM relationships`)
+	owners := e.ledger().Keyed(`SELECT relationship_id, owner_profile_id FROM relationships`)
 	if owners[string(s.A1)] != string(e.A.ProfileID) || owners[string(s.B1)] != string(e.B.ProfileID) || len(owners) != 2 {
 		t.Fatalf("owners = %v", owners)
 	}
-	edges := e.cfStrings(`SELECT relationship_id FROM semantic_edges ORDER BY relationship_id`)
-	if d := cmp.Diff([]string{string(cfSorted(s.A1, s.B1)[0]), string(cfSorted(s.A1, s.B1)[1])}, edges); d != "" {
+	edges := e.ledger().Strings(`SELECT relationship_id FROM semantic_edges ORDER BY relationship_id`)
+	if d := cmp.Diff([]string{string(sortedIDs(s.A1, s.B1)[0]), string(sortedIDs(s.A1, s.B1)[1])}, edges); d != "" {
 		t.Errorf("semantic_edges (-want +got):\n%s", d)
 	}
 	// B's supports are authored by B, A's by A.
-	if n := e.cfInt(`SELECT count(*) FROM support_links s JOIN relationships r USING (team_id, relationship_id)
+	if n := e.ledger().Int(`SELECT count(*) FROM support_links s JOIN relationships r USING (team_id, relationship_id)
 		WHERE s.author_profile_id <> r.owner_profile_id OR s.profile_id <> r.owner_profile_id`); n != 0 {
 		t.Errorf("%d support links authored by a profile other than the relationship's owner", n)
 	}
@@ -609,7 +510,7 @@ func TestInvariant11_CrossProfileCorrectionsStayIndependentlyAuthored(t *testing
 
 	// Recall as C returns both, neither hidden, with the same conflict_id, and the case once.
 	r := e.cfRecall(e.C, nil, nil)
-	if d := cmp.Diff(cfSorted(s.A1, s.B1), cfRecallIDs(r)); d != "" {
+	if d := cmp.Diff(sortedIDs(s.A1, s.B1), recallIDs(r)); d != "" {
 		t.Fatalf("recall as C (-want +got):\n%s", d)
 	}
 	for _, res := range r.Results {
@@ -657,10 +558,12 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	s := e.cfStaleStory()
 	cf := s.ConflictID
 
-	live := func() int { return e.cfInt(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`) }
+	live := func() int {
+		return e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`)
+	}
 
 	// C agrees with B with its own evidence: C's relationship joins B's position; one event, version 2.
-	c1 := e.cfRemember(e.C, cfSay(deploy("production", "release"),
+	c1 := e.rememberOne(e.C, withContent(deploy("production", "release"),
 		"The deploy runbook says the production environment deploys from the release branch.").request(nextKey())).RelationshipOutcomes[0]
 	if c1.Category != densemem.CategoryAccepted {
 		t.Fatalf("C1: %s (%s)", c1.Category, c1.Reason)
@@ -678,7 +581,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if c := e.cfCase(cf); c.Version != 2 || c.Status != "open" {
 		t.Errorf("case after C1 = v%d %s, want v2 open", c.Version, c.Status)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, cf); n != 2 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, cf); n != 2 {
 		t.Errorf("positions after C1 = %d, want 2 (C joins B's position)", n)
 	}
 	members := e.cfMembers(cf)
@@ -695,7 +598,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	// Nothing changes: C repeats the same evidence (copies count once) -> supported, no event, no bump.
 	e.clock.Advance(time.Hour)
 	counts := e.cfCounts()
-	dup := e.cfRemember(e.C, cfSay(deploy("production", "release"),
+	dup := e.rememberOne(e.C, withContent(deploy("production", "release"),
 		"The deploy runbook says the production environment deploys from the release branch.").request(nextKey())).RelationshipOutcomes[0]
 	if dup.Category != densemem.CategorySupported || dup.RelationshipID != c1.RelationshipID {
 		t.Fatalf("duplicate evidence: %s on %s (%s), want relationship_supported on C1", dup.Category, dup.RelationshipID, dup.Reason)
@@ -753,7 +656,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	e.cfCheckEventLedger(cf)
 
 	// A's own incompatible undated write is held for A's review: not a member, no event.
-	held := e.cfRemember(e.A, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
+	held := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
 	if held.Category != densemem.CategoryNeedsReview {
 		t.Fatalf("A's undated hotfix: %s, want relationship_needs_review", held.Category)
 	}
@@ -787,7 +690,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if _, err := e.pool.Exec(e.ctx, `UPDATE conflict_position_members SET relationship_version = 9 WHERE conflict_id = $1`, cf); err == nil {
 		t.Errorf("UPDATE of a membership row's version succeeded")
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE reason_code = 'edited'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE reason_code = 'edited'`); n != 0 {
 		t.Errorf("%d events were edited", n)
 	}
 
@@ -818,7 +721,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if m := e.cfMembers(cf); len(m) != 0 {
 		t.Errorf("dismissed case keeps current members %+v", m)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND removed_version = 4`, cf); n != 4 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND removed_version = 4`, cf); n != 4 {
 		t.Errorf("membership rows ended at version 4 = %d, want 4 (A1, B1, C1, D1)", n)
 	}
 	if n := live(); n != 0 {
@@ -827,7 +730,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 
 	// A later incompatible write opens a NEW case; the dismissed one is not reopened.
 	e.clock.Advance(time.Hour)
-	e1 := e.cfRemember(ep, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
+	e1 := e.rememberOne(ep, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
 	if e1.Category != densemem.CategoryAccepted || e1.Conflict == nil || e1.Conflict.ConflictID == cf || e1.Conflict.Version != 1 ||
 		e1.Conflict.Status != "open" {
 		t.Fatalf("E1: %s conflict=%+v, want a new open case at version 1", e1.Category, e1.Conflict)
@@ -874,7 +777,7 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 
 	check := func(name string, r *densemem.RecallResponse, want []densemem.RelationshipID, conflict string) {
 		t.Helper()
-		if d := cmp.Diff(cfSorted(want...), cfRecallIDs(r)); d != "" {
+		if d := cmp.Diff(sortedIDs(want...), recallIDs(r)); d != "" {
 			t.Errorf("%s: results (-want +got):\n%s", name, d)
 		}
 		for _, res := range r.Results {
@@ -893,12 +796,12 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 	// While the case is open.
 	check("current", e.cfRecall(e.C, nil, nil), []densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
 	check("valid_at before the change", e.cfRecall(e.C, &beforeChange, nil), []densemem.RelationshipID{s.A1}, s.ConflictID)
-	check("known_at before B's correction", e.cfRecall(e.C, nil, cfAt(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
+	check("known_at before B's correction", e.cfRecall(e.C, nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
 
 	// A later accepts the correction with its own dated evidence: same-owner supersession.
 	e.clock.Advance(24 * time.Hour)
 	t3 := e.clock.Now()
-	a2 := e.cfRemember(e.A, cfSay(deploy("production", "release").since(date("2026-05-01")),
+	a2 := e.rememberOne(e.A, withContent(deploy("production", "release").since(date("2026-05-01")),
 		"Confirmed: since 2026-05-01 the production environment deploys from the release branch.").request(nextKey())).RelationshipOutcomes[0]
 	if a2.Category != densemem.CategorySupersededPrior || !slices.Contains(a2.Related, s.A1) {
 		t.Fatalf("A2: %s related=%v (%s), want relationship_superseded_prior of A1", a2.Category, a2.Related, a2.Reason)
@@ -935,7 +838,7 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 				res.Relationship.Status, res.Relationship.ValidTo)
 		}
 	}
-	check("known_at before the correction", e.cfRecall(e.C, nil, cfAt(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
+	check("known_at before the correction", e.cfRecall(e.C, nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
 	// Combined: what the system believed, before A's supersession, about May: main and release both.
 	check("valid_at after the change, known_at between", e.cfRecall(e.C, &afterChange, &between),
 		[]densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
@@ -959,16 +862,16 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 
 	// C responds with its own evidence: C's own relationship, C's own support, in B's position.
 	e.clock.Advance(time.Hour)
-	pl := e.cfRemember(e.C, cfRespond(cfSay(deploy("production", "release"),
+	pl := e.rememberOne(e.C, responding(withContent(deploy("production", "release"),
 		"The deploy runbook says the production environment deploys from the release branch."), cf, version))
 	c1 := pl.RelationshipOutcomes[0]
 	if c1.Category != densemem.CategoryAccepted || c1.Conflict == nil || c1.Conflict.Version != version+1 {
 		t.Fatalf("C's response: %s conflict=%+v (%s)", c1.Category, c1.Conflict, c1.Reason)
 	}
-	if owner := e.cfStrings(`SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, c1.RelationshipID); len(owner) != 1 || owner[0] != string(e.C.ProfileID) {
+	if owner := e.ledger().Strings(`SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, c1.RelationshipID); len(owner) != 1 || owner[0] != string(e.C.ProfileID) {
 		t.Errorf("response relationship owner = %v, want C", owner)
 	}
-	sups := e.cfStrings(`SELECT s.author_profile_id || '|' || s.profile_id || '|' || f.author_profile_id || '|' || s.fragment_id
+	sups := e.ledger().Strings(`SELECT s.author_profile_id || '|' || s.profile_id || '|' || f.author_profile_id || '|' || s.fragment_id
 		FROM support_links s JOIN evidence_fragments f USING (team_id, fragment_id) WHERE s.relationship_id = $1`, c1.RelationshipID)
 	wantSup := fmt.Sprintf("%s|%s|%s|%s", e.C.ProfileID, e.C.ProfileID, e.C.ProfileID, pl.Fragments[0].FragmentID)
 	if len(sups) != 1 || sups[0] != wantSup {
@@ -993,7 +896,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	e.clock.Advance(time.Hour)
 	before := e.cfCounts()
 	membersBefore := e.cfMembers(cf)
-	weak := e.cfRemember(e.C, cfRespond(cfSay(deploy("production", "main"),
+	weak := e.rememberOne(e.C, responding(withContent(deploy("production", "main"),
 		"The production environment deploys from whichever branch was tagged last."), cf, version)).RelationshipOutcomes[0]
 	if weak.Category != densemem.CategoryPendingEvidence || weak.Status != "pending_evidence" {
 		t.Fatalf("non-entailed response: %s/%s, want relationship_pending_evidence", weak.Category, weak.Status)
@@ -1015,7 +918,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	// A stale expected_version fails and writes nothing.
 	e.clock.Advance(time.Hour)
 	before = e.cfCounts()
-	_, err := e.client.Remember(e.ctx, e.C, cfRespond(cfSay(deploy("production", "release"),
+	_, err := e.client.Remember(e.ctx, e.C, responding(withContent(deploy("production", "release"),
 		"Release notes: the production environment deploys from the release branch."), cf, version-1))
 	if !errors.Is(err, densemem.ErrStaleConflictVersion) {
 		t.Errorf("stale response: err = %v, want ErrStaleConflictVersion", err)
@@ -1026,7 +929,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 
 	// The whole call fails: a fresh statement about another key in the same call is not written either.
 	fresh := deploy("staging", "main").request("")
-	stale := cfRespond(cfSay(deploy("production", "release"),
+	stale := responding(withContent(deploy("production", "release"),
 		"Release notes: the production environment deploys from the release branch."), cf, version-1)
 	both := densemem.RememberRequest{IdempotencyKey: nextKey(),
 		Evidence: append(append([]densemem.EvidenceInput{}, fresh.Evidence...), stale.Evidence...),
@@ -1049,7 +952,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	}
 
 	// A response about another key fails and writes nothing.
-	_, err = e.client.Remember(e.ctx, e.C, cfRespond(deploy("staging", "release"), cf, version))
+	_, err = e.client.Remember(e.ctx, e.C, responding(deploy("staging", "release"), cf, version))
 	if !errors.Is(err, densemem.ErrNotMaterialToConflict) {
 		t.Errorf("response about staging: err = %v, want ErrNotMaterialToConflict", err)
 	}
@@ -1060,7 +963,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	// Same subject and predicate in another scope is another key: not material either.
 	scoped := deploy("production", "release")
 	scoped.scope = "eu"
-	_, err = e.client.Remember(e.ctx, e.C, cfRespond(scoped, cf, version))
+	_, err = e.client.Remember(e.ctx, e.C, responding(scoped, cf, version))
 	if !errors.Is(err, densemem.ErrNotMaterialToConflict) {
 		t.Errorf("response in scope eu: err = %v, want ErrNotMaterialToConflict", err)
 	}
@@ -1069,7 +972,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	}
 
 	// An unknown conflict_id is a validation error at its path.
-	_, err = e.client.Remember(e.ctx, e.C, cfRespond(deploy("production", "release"), "cf_doesnotexist", 1))
+	_, err = e.client.Remember(e.ctx, e.C, responding(deploy("production", "release"), "cf_doesnotexist", 1))
 	var ve *densemem.ValidationError
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].conflict_response.conflict_id") {
 		t.Errorf("unknown conflict_id: err = %v, want ValidationError at proposal.relationships[0].conflict_response.conflict_id", err)
@@ -1079,14 +982,14 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	}
 
 	// There is no bare vote: a response without evidence, or without a citation, is invalid.
-	vote := cfRespond(deploy("production", "release"), cf, version)
+	vote := responding(deploy("production", "release"), cf, version)
 	vote.Evidence = nil
 	vote.Proposal.Relationships[0].Evidence = nil
 	_, err = e.client.Remember(e.ctx, e.C, vote)
 	if !errors.As(err, &ve) || !ve.Has("evidence") || !ve.Has("proposal.relationships[0].evidence") {
 		t.Errorf("bare vote: err = %v, want ValidationError at evidence and proposal.relationships[0].evidence", err)
 	}
-	uncited := cfRespond(deploy("production", "release"), cf, version)
+	uncited := responding(deploy("production", "release"), cf, version)
 	uncited.Proposal.Relationships[0].Evidence = nil
 	_, err = e.client.Remember(e.ctx, e.C, uncited)
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].evidence") {
@@ -1112,10 +1015,10 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 	writers := []densemem.Principal{e.B, e.C, d, e.C, d, e.B}
 	for i, p := range writers {
 		e.clock.Advance(12 * time.Hour)
-		f := cfSay(deploy("production", "release"),
+		f := withContent(deploy("production", "release"),
 			fmt.Sprintf("Source %d (independent): the production environment deploys from the release branch.", i))
 		f.sourceGroup = fmt.Sprintf("independent-source-%d", i)
-		out := e.cfRemember(p, f.request(nextKey())).RelationshipOutcomes[0]
+		out := e.rememberOne(p, f.request(nextKey())).RelationshipOutcomes[0]
 		if out.Category != densemem.CategoryAccepted && out.Category != densemem.CategorySupported {
 			t.Fatalf("write %d: %s (%s)", i, out.Category, out.Reason)
 		}
@@ -1132,9 +1035,9 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 	}
 	// Past the deadline, placement still neither resolves nor marks overdue.
 	e.clock.Advance(8 * 24 * time.Hour)
-	f := cfSay(deploy("production", "release"), "Audit log: the production environment deploys from the release branch.")
+	f := withContent(deploy("production", "release"), "Audit log: the production environment deploys from the release branch.")
 	f.sourceGroup = "audit-log"
-	e.cfRemember(e.C, f.request(nextKey()))
+	e.rememberOne(e.C, f.request(nextKey()))
 	if c := e.cfCase(cf); c.Status != "open" || c.ResolvedAt != nil {
 		t.Errorf("after the deadline a placement left the case %s", c.Status)
 	}
@@ -1152,13 +1055,13 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 		t.Errorf("release position counts %d groups, want at least 5 (the test must exceed the resolution floor)", maxGroups)
 	}
 
-	if n := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE actor_kind = 'system_conflict_reviewer'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE actor_kind = 'system_conflict_reviewer'`); n != 0 {
 		t.Errorf("%d transitions by system_conflict_reviewer", n)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE resulting_status IN ('resolved', 'overdue') OR actor_kind <> 'profile'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE resulting_status IN ('resolved', 'overdue') OR actor_kind <> 'profile'`); n != 0 {
 		t.Errorf("%d resolution/overdue or system events from placement", n)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_cases WHERE status <> 'open'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status <> 'open'`); n != 0 {
 		t.Errorf("%d cases left open status", n)
 	}
 	e.cfCheckEventLedger(cf)
@@ -1178,23 +1081,23 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 	}
 
 	step()
-	a1 := e.cfRemember(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
+	a1 := e.rememberOne(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
 	step()
-	b1 := e.cfRemember(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
+	b1 := e.rememberOne(e.B, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
 	if b1.Conflict == nil {
 		t.Fatalf("B1 opened no case")
 	}
 	cf := b1.Conflict.ConflictID
 	step()
 	// New evidence on an existing relationship: a fragment recorded after the relationship itself.
-	more := cfSay(deploy("production", "release"), "Change log: the production environment deploys from the release branch.")
+	more := withContent(deploy("production", "release"), "Change log: the production environment deploys from the release branch.")
 	more.sourceGroup = "change-log"
-	if out := e.cfRemember(e.B, more.request(nextKey())).RelationshipOutcomes[0]; out.Category != densemem.CategorySupported ||
+	if out := e.rememberOne(e.B, more.request(nextKey())).RelationshipOutcomes[0]; out.Category != densemem.CategorySupported ||
 		out.RelationshipID != b1.RelationshipID {
 		t.Fatalf("B's new evidence: %s on %s, want relationship_supported on B1", out.Category, out.RelationshipID)
 	}
 	step()
-	a2 := e.cfRemember(e.A, deploy("production", "hotfix").since(date("2026-06-01")).request(nextKey())).RelationshipOutcomes[0]
+	a2 := e.rememberOne(e.A, deploy("production", "hotfix").since(date("2026-06-01")).request(nextKey())).RelationshipOutcomes[0]
 	if a2.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("A2: %s (%s)", a2.Category, a2.Reason)
 	}
@@ -1203,7 +1106,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 	if len(r.Conflicts) != 1 {
 		t.Fatalf("conflicts before C's response = %+v", r.Conflicts)
 	}
-	c1 := e.cfRemember(e.C, cfRespond(cfSay(deploy("production", "release"),
+	c1 := e.rememberOne(e.C, responding(withContent(deploy("production", "release"),
 		"The deploy runbook says the production environment deploys from the release branch."), cf, r.Conflicts[0].Version)).RelationshipOutcomes[0]
 	if c1.Category != densemem.CategoryAccepted {
 		t.Fatalf("C1: %s (%s)", c1.Category, c1.Reason)
@@ -1223,7 +1126,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 
 	// The expected view at T is computed from the ledgers, independently of the library.
 	expectActive := func(at time.Time) []densemem.RelationshipID {
-		ids := e.cfStrings(`SELECT r.relationship_id FROM relationships r
+		ids := e.ledger().Strings(`SELECT r.relationship_id FROM relationships r
 			JOIN LATERAL (SELECT to_status, to_valid_to FROM relationship_transitions t
 				WHERE t.relationship_id = r.relationship_id AND t.created_at <= $1 ORDER BY to_version DESC LIMIT 1) s ON true
 			WHERE r.created_at <= $1 AND s.to_status = 'active' AND (s.to_valid_to IS NULL OR s.to_valid_to > $1)
@@ -1260,8 +1163,8 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 	}
 	for _, at := range instants {
 		name := at.Format(time.RFC3339Nano)
-		r := e.cfRecall(e.C, nil, cfAt(at))
-		if d := cmp.Diff(expectActive(at), cfRecallIDs(r)); d != "" {
+		r := e.cfRecall(e.C, nil, ptr(at))
+		if d := cmp.Diff(expectActive(at), recallIDs(r)); d != "" {
 			t.Errorf("known_at %s: results (-want +got):\n%s", name, d)
 		}
 		for _, res := range r.Results {
@@ -1285,7 +1188,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 				}
 			}
 			slices.Sort(frags)
-			want := e.cfStrings(`SELECT fragment_id FROM support_links WHERE relationship_id = $1 AND created_at <= $2 ORDER BY fragment_id`, id, at)
+			want := e.ledger().Strings(`SELECT fragment_id FROM support_links WHERE relationship_id = $1 AND created_at <= $2 ORDER BY fragment_id`, id, at)
 			if d := cmp.Diff(want, append([]string{}, frags...)); d != "" {
 				t.Errorf("known_at %s: evidence of %s (-want +got):\n%s", name, id, d)
 			}
@@ -1343,17 +1246,17 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	team2 := e.mustTeam("globex")
-	admin2 := e.cfProfileIn(team2, "admin2", "read", "vocabulary")
-	x := e.cfProfileIn(team2, "X", "read", "write")
-	y := e.cfProfileIn(team2, "Y", "read", "write")
+	admin2 := e.profileIn(team2, "admin2", "read", "vocabulary")
+	x := e.profileIn(team2, "X", "read", "write")
+	y := e.profileIn(team2, "Y", "read", "write")
 	e.registerVocabulary(admin2)
 
 	s := e.cfStaleStory()
 	team1IDs := map[string]bool{string(s.A1): true, string(s.B1): true}
 
 	// Team 2 has its own, unrelated disagreement with the same words.
-	x1 := e.cfRemember(x, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
-	y1 := e.cfRemember(y, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
+	x1 := e.rememberOne(x, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
+	y1 := e.rememberOne(y, deploy("production", "release").since(date("2026-05-01")).request(nextKey())).RelationshipOutcomes[0]
 	if y1.Conflict == nil || y1.Conflict.ConflictID == s.ConflictID || y1.Conflict.Version != 1 {
 		t.Fatalf("team 2's case = %+v, want its own case at version 1", y1.Conflict)
 	}
@@ -1367,7 +1270,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	}
 
 	r := e.cfRecall(x, nil, nil)
-	if d := cmp.Diff(cfSorted(x1.RelationshipID, y1.RelationshipID), cfRecallIDs(r)); d != "" {
+	if d := cmp.Diff(sortedIDs(x1.RelationshipID, y1.RelationshipID), recallIDs(r)); d != "" {
 		t.Errorf("team 2 recall (-want +got):\n%s", d)
 	}
 	for _, res := range r.Results {
@@ -1395,7 +1298,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	}
 	// And the other way around.
 	r1 := e.cfRecall(e.C, nil, nil)
-	if d := cmp.Diff(cfSorted(s.A1, s.B1), cfRecallIDs(r1)); d != "" {
+	if d := cmp.Diff(sortedIDs(s.A1, s.B1), recallIDs(r1)); d != "" {
 		t.Errorf("team 1 recall (-want +got):\n%s", d)
 	}
 
@@ -1407,7 +1310,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	}
 
 	// Expanding from team 1's entity or forgetting team 1's relationship reaches nothing.
-	subject := e.cfStrings(`SELECT subject_entity_id FROM relationships WHERE relationship_id = $1`, s.A1)[0]
+	subject := e.ledger().Strings(`SELECT subject_entity_id FROM relationships WHERE relationship_id = $1`, s.A1)[0]
 	rx, err := e.client.Recall(e.ctx, x, densemem.RecallRequest{ExpandFromEntityIDs: []densemem.EntityID{densemem.EntityID(subject)}})
 	if err != nil {
 		t.Fatal(err)
@@ -1421,7 +1324,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 
 	// A response naming team 1's case: the case is unknown to team 2, nothing is written.
 	before := e.cfCounts()
-	_, err = e.client.Remember(e.ctx, x, cfRespond(deploy("production", "release"), s.ConflictID, 1))
+	_, err = e.client.Remember(e.ctx, x, responding(deploy("production", "release"), s.ConflictID, 1))
 	var ve *densemem.ValidationError
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].conflict_response.conflict_id") {
 		t.Errorf("team 2 responds to team 1's case: err = %v, want ValidationError at conflict_response.conflict_id", err)
@@ -1439,11 +1342,11 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 func TestCorrectsRelationshipID(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	a1 := e.cfRemember(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
-	s1 := e.cfRemember(e.A, deploy("staging", "main").request(nextKey())).RelationshipOutcomes[0]
+	a1 := e.rememberOne(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
+	s1 := e.rememberOne(e.A, deploy("staging", "main").request(nextKey())).RelationshipOutcomes[0]
 
 	// Control: C's undated disagreement without corrects_relationship_id challenges A1.
-	c1 := e.cfRemember(e.C, cfSay(deploy("production", "release"),
+	c1 := e.rememberOne(e.C, withContent(deploy("production", "release"),
 		"The runbook says the production environment deploys from the release branch.").request(nextKey())).RelationshipOutcomes[0]
 	if len(c1.CrossReferences) != 1 || c1.CrossReferences[0].Kind != "challenges" {
 		t.Fatalf("undated disagreement cross-references = %+v, want one challenges", c1.CrossReferences)
@@ -1451,7 +1354,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 
 	// B names A1 without a later confirmed date: corrects, not challenges.
 	e.clock.Advance(time.Hour)
-	b1 := e.cfRemember(e.B, cfCorrecting(deploy("production", "release"), a1.RelationshipID)).RelationshipOutcomes[0]
+	b1 := e.rememberOne(e.B, correcting(deploy("production", "release"), a1.RelationshipID)).RelationshipOutcomes[0]
 	if b1.Category != densemem.CategoryAccepted {
 		t.Fatalf("B1: %s (%s)", b1.Category, b1.Reason)
 	}
@@ -1464,7 +1367,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	if len(toA1) != 1 || toA1[0].Kind != "corrects" {
 		t.Errorf("B1 -> A1 cross-references = %+v, want one corrects", toA1)
 	}
-	if k := e.cfStrings(`SELECT kind FROM relationship_cross_references WHERE from_relationship_id = $1 AND to_relationship_id = $2`,
+	if k := e.ledger().Strings(`SELECT kind FROM relationship_cross_references WHERE from_relationship_id = $1 AND to_relationship_id = $2`,
 		b1.RelationshipID, a1.RelationshipID); len(k) != 1 || k[0] != "corrects" {
 		t.Errorf("stored B1 -> A1 kinds = %v", k)
 	}
@@ -1476,7 +1379,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	before := e.cfCounts()
 	var ve *densemem.ValidationError
 	for _, id := range []densemem.RelationshipID{s1.RelationshipID, "rel_doesnotexist"} {
-		_, err := e.client.Remember(e.ctx, e.B, cfCorrecting(cfSay(deploy("production", "hotfix"),
+		_, err := e.client.Remember(e.ctx, e.B, correcting(withContent(deploy("production", "hotfix"),
 			"The production environment deploys from the hotfix branch."), id))
 		if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].corrects_relationship_id") {
 			t.Errorf("corrects %s: err = %v, want ValidationError at proposal.relationships[0].corrects_relationship_id", id, err)
@@ -1489,7 +1392,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	// A names its own prior without a date: the prior is superseded at the call's time.
 	e.clock.Advance(time.Hour)
 	now := e.clock.Now()
-	a2 := e.cfRemember(e.A, cfCorrecting(deploy("production", "hotfix"), a1.RelationshipID)).RelationshipOutcomes[0]
+	a2 := e.rememberOne(e.A, correcting(deploy("production", "hotfix"), a1.RelationshipID)).RelationshipOutcomes[0]
 	if a2.Category != densemem.CategorySupersededPrior || !slices.Equal(a2.Related, []densemem.RelationshipID{a1.RelationshipID}) {
 		t.Fatalf("A corrects A1: %s related=%v (%s), want relationship_superseded_prior of A1", a2.Category, a2.Related, a2.Reason)
 	}
@@ -1507,11 +1410,11 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	}
 
 	// A names its own prior with an unconfirmed valid_from: superseded, prior ends at the new valid_from.
-	qa1 := e.cfRemember(e.A, deploy("qa", "main").request(nextKey())).RelationshipOutcomes[0]
+	qa1 := e.rememberOne(e.A, deploy("qa", "main").request(nextKey())).RelationshipOutcomes[0]
 	dated := deploy("staging", "release")
 	from := date("2026-05-15")
 	dated.validFrom = &from // the content does not state the date: the verifier cannot confirm it
-	s2 := e.cfRemember(e.A, cfCorrecting(dated, s1.RelationshipID)).RelationshipOutcomes[0]
+	s2 := e.rememberOne(e.A, correcting(dated, s1.RelationshipID)).RelationshipOutcomes[0]
 	if s2.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("A corrects S1 with a date: %s (%s)", s2.Category, s2.Reason)
 	}
@@ -1521,7 +1424,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	// Control: the same unconfirmed date without corrects_relationship_id is held for review.
 	qa := deploy("qa", "release")
 	qa.validFrom = &from
-	held := e.cfRemember(e.A, qa.request(nextKey())).RelationshipOutcomes[0]
+	held := e.rememberOne(e.A, qa.request(nextKey())).RelationshipOutcomes[0]
 	if held.Category != densemem.CategoryNeedsReview {
 		t.Errorf("unconfirmed dated replacement without corrects: %s, want relationship_needs_review", held.Category)
 	}

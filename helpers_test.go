@@ -3,10 +3,14 @@ package densemem_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
@@ -238,3 +242,173 @@ func date(s string) time.Time {
 	}
 	return t
 }
+
+// rememberReq calls Remember and fails the test on error.
+func (e *env) rememberReq(p densemem.Principal, req densemem.RememberRequest) *densemem.Placement {
+	e.t.Helper()
+	pl, err := e.client.Remember(e.ctx, p, req)
+	if err != nil {
+		e.t.Fatalf("remember %s: %v", req.IdempotencyKey, err)
+	}
+	return pl
+}
+
+// only returns the single relationship outcome of a placement.
+func only(t testing.TB, pl *densemem.Placement) densemem.RelationshipOutcome {
+	t.Helper()
+	if len(pl.RelationshipOutcomes) != 1 {
+		t.Fatalf("want 1 relationship outcome, got %d: %+v", len(pl.RelationshipOutcomes), pl.RelationshipOutcomes)
+	}
+	return pl.RelationshipOutcomes[0]
+}
+
+// profileIn creates a profile in another team than the env's.
+func (e *env) profileIn(team densemem.TeamID, name string, scopes ...densemem.Scope) densemem.Principal {
+	e.t.Helper()
+	id, err := e.client.CreateProfile(e.ctx, team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return densemem.Principal{TeamID: team, ProfileID: id}
+}
+
+// withContent replaces a fact's content (cited whole).
+func withContent(f fact, content string) fact {
+	f.content = content
+	return f
+}
+
+// diff is cmp.Diff that also compares the unexported fields of the tests' expectation structs.
+func diff(want, got any, opts ...cmp.Option) string {
+	return cmp.Diff(want, got, append(opts, cmp.Exporter(func(reflect.Type) bool { return true }))...)
+}
+
+// step advances the env clock by a minute and returns the new time, so every call of a test
+// records a distinct, known time.
+func (e *env) step() time.Time {
+	e.clock.Advance(time.Minute)
+	return e.clock.Now()
+}
+
+// entityID returns the entity a placement resolved ref to.
+func entityID(t testing.TB, pl *densemem.Placement, ref string) densemem.EntityID {
+	t.Helper()
+	for _, en := range pl.Entities {
+		if en.Ref == ref {
+			return en.EntityID
+		}
+	}
+	t.Fatalf("placement has no entity outcome for ref %q: %+v", ref, pl.Entities)
+	return ""
+}
+
+// rememberOne calls Remember and fails the test on error or unless it placed exactly one relationship.
+func (e *env) rememberOne(p densemem.Principal, req densemem.RememberRequest) *densemem.Placement {
+	e.t.Helper()
+	pl, err := e.client.Remember(e.ctx, p, req)
+	if err != nil {
+		e.t.Fatalf("remember %s: %v", req.IdempotencyKey, err)
+	}
+	if len(pl.RelationshipOutcomes) != 1 {
+		e.t.Fatalf("remember %s: want 1 outcome, got %d", req.IdempotencyKey, len(pl.RelationshipOutcomes))
+	}
+	return pl
+}
+
+// responding is f's request carrying a conflict response.
+func responding(f fact, conflictID string, version int) densemem.RememberRequest {
+	req := f.request(nextKey())
+	req.Proposal.Relationships[0].ConflictResponse = &densemem.ConflictResponse{ConflictID: conflictID, ExpectedVersion: version}
+	return req
+}
+
+// correcting is f's request naming the relationship it corrects.
+func correcting(f fact, id densemem.RelationshipID) densemem.RememberRequest {
+	req := f.request(nextKey())
+	req.Proposal.Relationships[0].CorrectsRelationshipID = id
+	return req
+}
+
+// recallIDs returns the relationship IDs of a recall, sorted.
+func recallIDs(r *densemem.RecallResponse) []densemem.RelationshipID {
+	out := []densemem.RelationshipID{}
+	for _, x := range r.Results {
+		out = append(out, x.Relationship.RelationshipID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// sortedIDs returns ids sorted, in a new slice.
+func sortedIDs(ids ...densemem.RelationshipID) []densemem.RelationshipID {
+	out := append([]densemem.RelationshipID{}, ids...)
+	slices.Sort(out)
+	return out
+}
+
+// byID returns req with every entity named by its known_entity_id instead of by name, so the
+// call takes no entity-name lock and only the conflict-key lock (DESIGN §5 step 9b) orders it against
+// other writers of the key. Every entity must exist.
+func byID(t *testing.T, e *env, req densemem.RememberRequest) densemem.RememberRequest {
+	t.Helper()
+	ents := slices.Clone(req.Proposal.Entities)
+	for i := range ents {
+		ids := e.ledger().Entities(e.team, ents[i].EntityKind, ents[i].Name)
+		if len(ids) != 1 {
+			t.Fatalf("%s %s: entities %v, want exactly one", ents[i].EntityKind, ents[i].Name, ids)
+		}
+		ents[i].KnownEntityID = densemem.EntityID(ids[0])
+	}
+	req.Proposal.Entities = ents
+	return req
+}
+
+// runTogether runs fn(i) for i in 0..n-1 on n goroutines that start together: each waits on a closed
+// channel, so the calls reach the library as close together as the scheduler allows. It returns when
+// every call has returned.
+func runTogether(n int, fn func(i int)) {
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			fn(i)
+		}()
+	}
+	close(start)
+	wg.Wait()
+}
+
+// recall recalls query at the given instants (nil: the current view).
+func (e *env) recall(p densemem.Principal, query string, validAt, knownAt *time.Time) *densemem.RecallResponse {
+	e.t.Helper()
+	r, err := e.client.Recall(e.ctx, p, densemem.RecallRequest{Query: query, ValidAt: validAt, KnownAt: knownAt, Limit: 50})
+	if err != nil {
+		e.t.Fatalf("recall %q: %v", query, err)
+	}
+	return r
+}
+
+// resultFor returns the recall result of id, or nil.
+func resultFor(r *densemem.RecallResponse, id densemem.RelationshipID) *densemem.RecallResult {
+	for i := range r.Results {
+		if r.Results[i].Relationship.RelationshipID == id {
+			return &r.Results[i]
+		}
+	}
+	return nil
+}
+
+// nextMidnightUTC is the start of the UTC day after t: the next run date of a UTC team.
+func nextMidnightUTC(t time.Time) time.Time {
+	t = t.UTC()
+	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
+}
+
+// quiet silences the reviewer's warnings in tests that make it fail on purpose.
+func quiet(c *densemem.Config) { c.Logger = slog.New(slog.DiscardHandler) }
+
+// ptr returns a pointer to v.
+func ptr[T any](v T) *T { return &v }

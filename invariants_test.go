@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -26,32 +25,6 @@ import (
 // test each. Every test owns an isolated database (newEnv) and asserts what could actually go wrong.
 
 // ---- helpers (prefixed inv so they cannot clash with other test files of the package) ----
-
-// invRemember calls Remember and fails the test on error.
-func (e *env) invRemember(p densemem.Principal, req densemem.RememberRequest) *densemem.Placement {
-	e.t.Helper()
-	pl, err := e.client.Remember(e.ctx, p, req)
-	if err != nil {
-		e.t.Fatalf("remember %s: %v", req.IdempotencyKey, err)
-	}
-	return pl
-}
-
-// invCountWhere counts the rows a SELECT count(*) query returns.
-func (e *env) invCountWhere(query string, args ...any) int {
-	e.t.Helper()
-	var n int
-	if err := e.pool.QueryRow(e.ctx, query, args...).Scan(&n); err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	return n
-}
-
-// invEdges counts the semantic_edges rows of a relationship.
-func (e *env) invEdges(id densemem.RelationshipID) int {
-	e.t.Helper()
-	return e.invCountWhere(`SELECT count(*) FROM semantic_edges WHERE relationship_id = $1`, id)
-}
 
 // invSnapshot returns every row of table as JSON text keyed by the row's primary key columns.
 func (e *env) invSnapshot(table string, pk ...string) map[string]string {
@@ -137,11 +110,6 @@ func invRowsKept(before, after map[string]map[string]string) []string {
 	return bad
 }
 
-// invDiff is cmp.Diff that also compares the unexported fields of this file's expectation structs.
-func invDiff(want, got any, opts ...cmp.Option) string {
-	return cmp.Diff(want, got, append(opts, cmp.Exporter(func(reflect.Type) bool { return true }))...)
-}
-
 // invCountsDiff lists the tables whose counts differ.
 func invCountsDiff(before, after map[string]int) string {
 	var out []string
@@ -196,61 +164,6 @@ func invEmail(project, address string) densemem.RememberRequest {
 	}
 }
 
-// invWithContent replaces a fact's content (cited whole).
-func invWithContent(f fact, content string) fact {
-	f.content = content
-	return f
-}
-
-// invProfileIn creates a profile in another team than the env's.
-func (e *env) invProfileIn(team densemem.TeamID, name string, scopes ...densemem.Scope) densemem.Principal {
-	e.t.Helper()
-	id, err := e.client.CreateProfile(e.ctx, team, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return densemem.Principal{TeamID: team, ProfileID: id}
-}
-
-// invTrace traces a relationship with everything included and fails the test on error.
-func (e *env) invTrace(p densemem.Principal, id densemem.RelationshipID) *densemem.TraceResult {
-	e.t.Helper()
-	tr, err := e.client.Trace(e.ctx, p, densemem.TraceRequest{RelationshipID: id, IncludeEvidenceContent: true,
-		IncludeVerification: true, IncludeTransitions: true})
-	if err != nil {
-		e.t.Fatalf("trace %s: %v", id, err)
-	}
-	return tr
-}
-
-// invEntityID returns the entity a placement resolved ref to.
-func invEntityID(t testing.TB, pl *densemem.Placement, ref string) densemem.EntityID {
-	t.Helper()
-	for _, en := range pl.Entities {
-		if en.Ref == ref {
-			return en.EntityID
-		}
-	}
-	t.Fatalf("placement has no entity outcome for ref %q: %+v", ref, pl.Entities)
-	return ""
-}
-
-// invOnly returns the single relationship outcome of a placement.
-func invOnly(t testing.TB, pl *densemem.Placement) densemem.RelationshipOutcome {
-	t.Helper()
-	if len(pl.RelationshipOutcomes) != 1 {
-		t.Fatalf("want 1 relationship outcome, got %d: %+v", len(pl.RelationshipOutcomes), pl.RelationshipOutcomes)
-	}
-	return pl.RelationshipOutcomes[0]
-}
-
-// invStep advances the env clock by a minute and returns the new time, so every call of a test
-// records a distinct, known time.
-func (e *env) invStep() time.Time {
-	e.clock.Advance(time.Minute)
-	return e.clock.Now()
-}
-
 // ---- Invariant 1 ----
 
 func TestInvariant1_ConflictPreservesOldAndNewEvidence(t *testing.T) {
@@ -263,17 +176,17 @@ func TestInvariant1_ConflictPreservesOldAndNewEvidence(t *testing.T) {
 		"Ops chat: the production environment deploys from the release branch now (née “rc”).\t\n",
 		"Since 2026-05-01 the production environment deploys from the release branch.  Ticket #42 ✔\n",
 	}
-	priorReq := invWithContent(deploy("production", "main"), contents[0]).request(nextKey())
-	prior := e.invRemember(e.A, priorReq)
-	e.invStep()
-	heldReq := invWithContent(deploy("production", "release"), contents[1]).request(nextKey())
-	held := e.invRemember(e.A, heldReq)
-	e.invStep()
+	priorReq := withContent(deploy("production", "main"), contents[0]).request(nextKey())
+	prior := e.rememberReq(e.A, priorReq)
+	e.step()
+	heldReq := withContent(deploy("production", "release"), contents[1]).request(nextKey())
+	held := e.rememberReq(e.A, heldReq)
+	e.step()
 	dated := deploy("production", "release").since(date("2026-05-01"))
-	datedReq := invWithContent(dated, contents[2]).request(nextKey())
-	next := e.invRemember(e.A, datedReq)
+	datedReq := withContent(dated, contents[2]).request(nextKey())
+	next := e.rememberReq(e.A, datedReq)
 
-	outcomes := []densemem.RelationshipOutcome{invOnly(t, prior), invOnly(t, held), invOnly(t, next)}
+	outcomes := []densemem.RelationshipOutcome{only(t, prior), only(t, held), only(t, next)}
 	if c := outcomes[0].Category; c != densemem.CategoryAccepted {
 		t.Fatalf("prior: category %s, want accepted", c)
 	}
@@ -304,7 +217,7 @@ func TestInvariant1_ConflictPreservesOldAndNewEvidence(t *testing.T) {
 		}
 
 		// Trace of each relationship, whatever its status, returns its own evidence verbatim.
-		tr := e.invTrace(e.A, outcomes[i].RelationshipID)
+		tr := e.trace(e.A, outcomes[i].RelationshipID)
 		found := false
 		for _, ev := range tr.Evidence {
 			if ev.FragmentID != fid {
@@ -341,8 +254,8 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 		e := newEnv(t)
 		f := fact{subject: "production", subjectKind: "environment", predicate: "is hosted on", object: "eu-west",
 			objectKind: "region", content: "The production environment is hosted on eu-west."}
-		pl := e.invRemember(e.A, f.request(nextKey()))
-		out := invOnly(t, pl)
+		pl := e.rememberReq(e.A, f.request(nextKey()))
+		out := only(t, pl)
 		if out.Category != densemem.CategoryPredicateReview {
 			t.Fatalf("category %s, want predicate_needs_review: %+v", out.Category, out)
 		}
@@ -357,7 +270,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			keys = append(keys, o.Key)
 		}
 		slices.Sort(keys)
-		if d := invDiff([]string{"deployed", "deploys_from", "owner_email", "works_on"}, keys); d != "" {
+		if d := diff([]string{"deployed", "deploys_from", "owner_email", "works_on"}, keys); d != "" {
 			t.Errorf("predicate options (-want +got):\n%s", d)
 		}
 		var phrase string
@@ -406,17 +319,17 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			}
 			return req
 		}
-		a := e.invRemember(e.A, withCtx(deploy("production", "main"), "a"))
-		b := e.invRemember(e.A, withCtx(deploy("staging", "main"), "b"))
-		mainA, mainB := invEntityID(t, a, "o"), invEntityID(t, b, "o")
+		a := e.rememberReq(e.A, withCtx(deploy("production", "main"), "a"))
+		b := e.rememberReq(e.A, withCtx(deploy("staging", "main"), "b"))
+		mainA, mainB := entityID(t, a, "o"), entityID(t, b, "o")
 		if mainA == mainB {
 			t.Fatalf("contradicting identity contexts resolved to one entity %s", mainA)
 		}
 		before := e.counts()
 		edgesBefore := e.count("semantic_edges")
 
-		pl := e.invRemember(e.A, withCtx(deploy("production", "main"), ""))
-		out := invOnly(t, pl)
+		pl := e.rememberReq(e.A, withCtx(deploy("production", "main"), ""))
+		out := only(t, pl)
 		if out.Category != densemem.CategoryIdentityReview {
 			t.Fatalf("category %s, want identity_needs_review: %+v", out.Category, out)
 		}
@@ -436,7 +349,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			}
 		}
 		slices.Sort(got)
-		if d := invDiff(want, got); d != "" {
+		if d := diff(want, got); d != "" {
 			t.Errorf("review candidates (-want +got):\n%s", d)
 		}
 		var ent *densemem.EntityOutcome
@@ -453,7 +366,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			got = append(got, c.EntityID)
 		}
 		slices.Sort(got)
-		if d := invDiff(want, got); d != "" {
+		if d := diff(want, got); d != "" {
 			t.Errorf("entity outcome candidates (-want +got):\n%s", d)
 		}
 		var cands []string
@@ -464,7 +377,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			t.Fatalf("ambiguous resolution event: %v", err)
 		}
 		slices.Sort(cands)
-		if d := invDiff([]string{string(want[0]), string(want[1])}, cands); d != "" {
+		if d := diff([]string{string(want[0]), string(want[1])}, cands); d != "" {
 			t.Errorf("resolution candidates (-want +got):\n%s", d)
 		}
 
@@ -480,7 +393,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 		if n := e.count("semantic_edges"); n != edgesBefore {
 			t.Errorf("semantic_edges %d -> %d", edgesBefore, n)
 		}
-		if n := e.invCountWhere(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID); n != 0 {
+		if n := e.ledger().Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID); n != 0 {
 			t.Errorf("the unresolved observation was verified %d times; the verifier must see only resolvable claims", n)
 		}
 	})
@@ -546,11 +459,11 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 			`SELECT count(*) FROM support_links WHERE ingest_id = $1 AND (profile_id <> $2 OR author_profile_id <> $2 OR created_at <> $3)`,
 			`SELECT count(*) FROM entity_resolution_events WHERE ingest_id = $1 AND (profile_id <> $2 OR created_at <> $3)`,
 		} {
-			if n := e.invCountWhere(q, pl.IngestID, e.A.ProfileID, at); n != 0 {
+			if n := e.ledger().Int(q, pl.IngestID, e.A.ProfileID, at); n != 0 {
 				t.Errorf("%d rows with wrong provenance: %s", n, q)
 			}
 		}
-		if n := e.invCountWhere(`SELECT count(*) FROM observations WHERE ingest_id = $1`, pl.IngestID); n != len(pl.RelationshipOutcomes) {
+		if n := e.ledger().Int(`SELECT count(*) FROM observations WHERE ingest_id = $1`, pl.IngestID); n != len(pl.RelationshipOutcomes) {
 			t.Errorf("ingest %s has %d observations, want %d", pl.IngestID, n, len(pl.RelationshipOutcomes))
 		}
 		for _, o := range pl.RelationshipOutcomes {
@@ -563,26 +476,26 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 	}
 
 	// Remember: a prior, then a dated supersession.
-	t1 := e.invStep()
+	t1 := e.step()
 	key1 := nextKey()
-	p1 := e.invRemember(e.A, deploy("production", "main").request(key1))
-	prior := invOnly(t, p1).RelationshipID
-	t2 := e.invStep()
+	p1 := e.rememberReq(e.A, deploy("production", "main").request(key1))
+	prior := only(t, p1).RelationshipID
+	t2 := e.step()
 	key2 := nextKey()
-	p2 := e.invRemember(e.A, deploy("production", "release").since(date("2026-05-01")).request(key2))
-	next := invOnly(t, p2)
+	p2 := e.rememberReq(e.A, deploy("production", "release").since(date("2026-05-01")).request(key2))
+	next := only(t, p2)
 	if next.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("category %s, want superseded_prior", next.Category)
 	}
 	actor := string(e.A.ProfileID)
-	if d := invDiff([]trn{
+	if d := diff([]trn{
 		{from: "", to: "active", actorKind: "profile", actor: actor, ingest: p1.IngestID, key: key1, toVersion: 1, createdAt: t1},
 		{from: "active", to: "superseded", actorKind: "profile", actor: actor, ingest: p2.IngestID, key: key2,
 			related: string(next.RelationshipID), fromVersion: 1, toVersion: 2, createdAt: t2},
 	}, transitionsOf(prior)); d != "" {
 		t.Errorf("prior transitions (-want +got):\n%s", d)
 	}
-	if d := invDiff([]trn{{from: "", to: "active", actorKind: "profile", actor: actor, ingest: p2.IngestID, key: key2,
+	if d := diff([]trn{{from: "", to: "active", actorKind: "profile", actor: actor, ingest: p2.IngestID, key: key2,
 		toVersion: 1, createdAt: t2}}, transitionsOf(next.RelationshipID)); d != "" {
 		t.Errorf("new relationship transitions (-want +got):\n%s", d)
 	}
@@ -601,10 +514,10 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 	checkIdempotency(key2, "remember", p2.IngestID, t2)
 
 	// A held decision records its review item with the targets it concerns.
-	t3 := e.invStep()
+	t3 := e.step()
 	key3 := nextKey()
-	p3 := e.invRemember(e.A, deploy("production", "hotfix").request(key3))
-	held := invOnly(t, p3)
+	p3 := e.rememberReq(e.A, deploy("production", "hotfix").request(key3))
+	held := only(t, p3)
 	if held.Category != densemem.CategoryNeedsReview || held.Review == nil {
 		t.Fatalf("held: %+v", held)
 	}
@@ -628,7 +541,7 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 	checkIdempotency(key3, "remember", p3.IngestID, t3)
 
 	// Forget records the same.
-	t4 := e.invStep()
+	t4 := e.step()
 	key4 := nextKey()
 	res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: next.RelationshipID, Reason: "moved to trunk",
 		IdempotencyKey: key4})
@@ -644,7 +557,7 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 		e.A.ProfileID, key4).Scan(&forgetIngest); err != nil {
 		t.Fatal(err)
 	}
-	if d := invDiff(trn{from: "active", to: "retracted", actorKind: "profile", actor: actor, ingest: forgetIngest, key: key4,
+	if d := diff(trn{from: "active", to: "retracted", actorKind: "profile", actor: actor, ingest: forgetIngest, key: key4,
 		fromVersion: 1, toVersion: 2, createdAt: t4}, trs[1]); d != "" {
 		t.Errorf("forget transition (-want +got):\n%s", d)
 	}
@@ -665,9 +578,9 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	e.remember(e.A, deploy("production", "main"))
-	e.invStep()
+	e.step()
 	e.remember(e.A, deploy("production", "hotfix")) // held for review
-	e.invStep()
+	e.step()
 	e.remember(e.B, deploy("production", "main")) // another owner's evidence on the same key
 
 	evidenceTables := invLedgers[3:9] // fragments, contents, observations, verifications, resolutions, supports
@@ -677,7 +590,7 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 			t.Fatalf("%s is empty before the correction; the test would prove nothing", table)
 		}
 	}
-	e.invStep()
+	e.step()
 	out := e.remember(e.A, deploy("production", "release").since(date("2026-05-01")))
 	if out.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("correction: category %s, want superseded_prior", out.Category)
@@ -712,10 +625,10 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 	id := out.RelationshipID
 
 	t.Run("semantic_edges is a view over relationships", func(t *testing.T) {
-		if n := e.invCountWhere(`SELECT count(*) FROM pg_views WHERE schemaname = current_schema() AND viewname = 'semantic_edges'`); n != 1 {
+		if n := e.ledger().Int(`SELECT count(*) FROM pg_views WHERE schemaname = current_schema() AND viewname = 'semantic_edges'`); n != 1 {
 			t.Errorf("pg_views has %d semantic_edges views, want 1", n)
 		}
-		if n := e.invCountWhere(`SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'semantic_edges'`); n != 0 {
+		if n := e.ledger().Int(`SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'semantic_edges'`); n != 0 {
 			t.Errorf("semantic_edges is also a table")
 		}
 		var typ string
@@ -723,7 +636,7 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 			WHERE table_schema = current_schema() AND table_name = 'semantic_edges'`).Scan(&typ); err != nil || typ != "VIEW" {
 			t.Errorf("information_schema table_type = %q (%v), want VIEW", typ, err)
 		}
-		if n := e.invCountWhere(`SELECT count(*) FROM information_schema.view_table_usage
+		if n := e.ledger().Int(`SELECT count(*) FROM information_schema.view_table_usage
 			WHERE view_schema = current_schema() AND view_name = 'semantic_edges' AND table_name = 'relationships'`); n != 1 {
 			t.Errorf("semantic_edges does not read relationships")
 		}
@@ -762,7 +675,7 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 		if st, _, _, v := e.relationshipState(id); st != "active" || v != 1 {
 			t.Errorf("after the refused commit: %s v%d, want active v1", st, v)
 		}
-		if e.invEdges(id) != 1 {
+		if e.ledger().Edges(id) != 1 {
 			t.Errorf("the edge left semantic_edges")
 		}
 	})
@@ -803,7 +716,7 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 		before := e.counts()
 		relsBefore := e.invSnapshot("relationships", "relationship_id")
 		ledgers := e.invLedgerSnapshot()
-		e.invStep()
+		e.step()
 		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, IdempotencyKey: nextKey()}); err != nil {
 			t.Fatal(err)
 		}
@@ -834,8 +747,8 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 		if st, _, _, v := e.relationshipState(id); st != "retracted" || v != 2 {
 			t.Errorf("forgotten: %s v%d, want retracted v2", st, v)
 		}
-		if e.invEdges(id) != 0 || e.invEdges(keep.RelationshipID) != 1 {
-			t.Errorf("semantic_edges: forgotten %d (want 0), kept %d (want 1)", e.invEdges(id), e.invEdges(keep.RelationshipID))
+		if e.ledger().Edges(id) != 0 || e.ledger().Edges(keep.RelationshipID) != 1 {
+			t.Errorf("semantic_edges: forgotten %d (want 0), kept %d (want 1)", e.ledger().Edges(id), e.ledger().Edges(keep.RelationshipID))
 		}
 	})
 }
@@ -857,7 +770,7 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
-		at := e.invStep()
+		at := e.step()
 		next := e.remember(e.A, deploy("production", "release").since(date("2026-05-01")))
 		if next.Category != densemem.CategorySupersededPrior {
 			t.Fatalf("category %s", next.Category)
@@ -886,11 +799,11 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 				tIngest, rIngest, related, tCreated, updated, at)
 		}
 		// Every version of every relationship has exactly one transition that produced it.
-		if n := e.invCountWhere(`SELECT count(*) FROM relationships r WHERE NOT EXISTS (SELECT 1 FROM relationship_transitions t
+		if n := e.ledger().Int(`SELECT count(*) FROM relationships r WHERE NOT EXISTS (SELECT 1 FROM relationship_transitions t
 			WHERE t.relationship_id = r.relationship_id AND t.to_version = r.version AND t.to_status = r.status)`); n != 0 {
 			t.Errorf("%d relationships without a transition to their current version", n)
 		}
-		if n := e.invCountWhere(`SELECT count(*) FROM relationships r
+		if n := e.ledger().Int(`SELECT count(*) FROM relationships r
 			WHERE (SELECT count(*) FROM relationship_transitions t WHERE t.relationship_id = r.relationship_id) <> r.version`); n != 0 {
 			t.Errorf("%d relationships whose transition count differs from their version", n)
 		}
@@ -917,8 +830,8 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 				t.Errorf("failed call wrote: %s", d)
 			}
 			// The same request then succeeds: the failure left no idempotency record either.
-			pl := e.invRemember(e.A, req)
-			if out := invOnly(t, pl); out.Category != densemem.CategorySupersededPrior || pl.Replayed {
+			pl := e.rememberReq(e.A, req)
+			if out := only(t, pl); out.Category != densemem.CategorySupersededPrior || pl.Replayed {
 				t.Errorf("retry: %+v replayed=%v", out, pl.Replayed)
 			}
 			if st, _, _, v := e.relationshipState(prior); st != "superseded" || v != 2 {
@@ -933,7 +846,7 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pl := e.invRemember(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+	pl := e.rememberReq(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
 	if len(pl.RelationshipOutcomes) != 2 {
 		t.Fatalf("outcomes: %+v", pl.RelationshipOutcomes)
 	}
@@ -944,20 +857,20 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 		}
 	}
 	// Supersede nothing, but give the edge a second support so there is more history to keep.
-	e.invStep()
-	if out := e.remember(e.A, invWithContent(deploy("production", "main"), "Runbook: the production environment deploys from main.")); out.Category != densemem.CategorySupported {
+	e.step()
+	if out := e.remember(e.A, withContent(deploy("production", "main"), "Runbook: the production environment deploys from main.")); out.Category != densemem.CategorySupported {
 		t.Fatalf("second support: %+v", out)
 	}
-	traceBefore := e.invTrace(e.A, edge)
+	traceBefore := e.trace(e.A, edge)
 
 	for _, id := range []densemem.RelationshipID{edge, value} {
 		before := e.counts()
 		ledgers := e.invLedgerSnapshot()
-		if e.invEdges(id) != 1 {
+		if e.ledger().Edges(id) != 1 {
 			t.Fatalf("%s is not an edge before forget", id)
 		}
 		_, _, _, version := e.relationshipState(id)
-		e.invStep()
+		e.step()
 		res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, Reason: "obsolete", IdempotencyKey: nextKey()})
 		if err != nil {
 			t.Fatal(err)
@@ -978,7 +891,7 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
 			t.Errorf("forget %s changed history:\n%s", id, strings.Join(bad, "\n"))
 		}
-		if e.invEdges(id) != 0 {
+		if e.ledger().Edges(id) != 0 {
 			t.Errorf("%s is still in semantic_edges", id)
 		}
 	}
@@ -989,7 +902,7 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 		t.Errorf("semantic_edges = %d after forgetting both", n)
 	}
 
-	tr := e.invTrace(e.A, edge)
+	tr := e.trace(e.A, edge)
 	if tr.Relationship.Status != "retracted" || tr.Relationship.Version != 3 {
 		t.Errorf("trace: %s v%d, want retracted v3", tr.Relationship.Status, tr.Relationship.Version)
 	}
@@ -1011,7 +924,7 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	for _, x := range tr.Transitions {
 		got = append(got, fmt.Sprintf("%s->%s v%d", x.FromStatus, x.ToStatus, x.ToVersion))
 	}
-	if d := invDiff([]string{"->active v1", "active->active v2", "active->retracted v3"}, got); d != "" {
+	if d := diff([]string{"->active v1", "active->active v2", "active->retracted v3"}, got); d != "" {
 		t.Errorf("trace transitions (-want +got):\n%s", d)
 	}
 	if len(tr.Transitions) == 0 {
@@ -1040,7 +953,7 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 	}
 	want := state{status: "active", tier: "validated_claim", version: 1}
 	supports := func() int {
-		return e.invCountWhere(`SELECT count(*) FROM support_links WHERE relationship_id = $1`, a.RelationshipID)
+		return e.ledger().Int(`SELECT count(*) FROM support_links WHERE relationship_id = $1`, a.RelationshipID)
 	}
 
 	before := e.counts()
@@ -1051,12 +964,12 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 	if d := invCountsDiff(before, e.counts()); d != "" {
 		t.Errorf("refused forget wrote: %s", d)
 	}
-	if d := invDiff(want, read()); d != "" {
+	if d := diff(want, read()); d != "" {
 		t.Errorf("A's relationship after B's forget (-want +got):\n%s", d)
 	}
 
 	// B's dated replacement is B's own relationship; A's row does not move.
-	e.invStep()
+	e.step()
 	b := e.remember(e.B, deploy("production", "release").since(date("2026-05-01")))
 	if b.Category != densemem.CategoryAccepted || b.Status != "active" || b.RelationshipID == a.RelationshipID ||
 		slices.Contains(b.Related, a.RelationshipID) {
@@ -1066,7 +979,7 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 	if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, b.RelationshipID).Scan(&owner); err != nil || owner != string(e.B.ProfileID) {
 		t.Errorf("B's relationship owner %q (%v), want %s", owner, err, e.B.ProfileID)
 	}
-	if d := invDiff(want, read()); d != "" {
+	if d := diff(want, read()); d != "" {
 		t.Errorf("A's relationship after B's replacement (-want +got):\n%s", d)
 	}
 	if tr := e.transitions(a.RelationshipID); len(tr) != 1 {
@@ -1074,15 +987,15 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 	}
 
 	// B confirming the same statement gets B's own relationship; A's support and tier do not change.
-	e.invStep()
-	b2 := e.remember(e.B, invWithContent(deploy("production", "main"), "B saw it too: the production environment deploys from main."))
+	e.step()
+	b2 := e.remember(e.B, withContent(deploy("production", "main"), "B saw it too: the production environment deploys from main."))
 	if b2.RelationshipID == a.RelationshipID || b2.Category == densemem.CategorySupported {
 		t.Errorf("B's identical statement joined A's relationship: %+v", b2)
 	}
 	if n := supports(); n != 1 {
 		t.Errorf("A's relationship has %d supports, want 1", n)
 	}
-	if d := invDiff(want, read()); d != "" {
+	if d := diff(want, read()); d != "" {
 		t.Errorf("A's relationship after B's confirmation (-want +got):\n%s", d)
 	}
 
@@ -1097,13 +1010,13 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pl := e.invRemember(e.A, deploy("production", "main").request(nextKey()))
-	relID := invOnly(t, pl).RelationshipID
-	production := invEntityID(t, pl, "s")
+	pl := e.rememberReq(e.A, deploy("production", "main").request(nextKey()))
+	relID := only(t, pl).RelationshipID
+	production := entityID(t, pl, "s")
 
 	team2 := e.mustTeam("globex")
-	admin2 := e.invProfileIn(team2, "admin2", "read", "vocabulary")
-	x := e.invProfileIn(team2, "X", "read", "write")
+	admin2 := e.profileIn(team2, "admin2", "read", "vocabulary")
+	x := e.profileIn(team2, "X", "read", "write")
 	e.registerVocabulary(admin2)
 
 	const missing = densemem.RelationshipID("rel_00000000000000000000000000")
@@ -1175,8 +1088,8 @@ func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 	}
 
 	t.Run("same names in another team are other entities", func(t *testing.T) {
-		pl2 := e.invRemember(x, deploy("production", "main").request(nextKey()))
-		out := invOnly(t, pl2)
+		pl2 := e.rememberReq(x, deploy("production", "main").request(nextKey()))
+		out := only(t, pl2)
 		if out.Category != densemem.CategoryAccepted {
 			t.Fatalf("team 2's first statement: %+v", out)
 		}
@@ -1191,7 +1104,7 @@ func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 		if _, err := e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: out.RelationshipID}); !errors.Is(err, densemem.ErrNotFound) {
 			t.Errorf("team 1 traces team 2's relationship: %v, want ErrNotFound", err)
 		}
-		tr := e.invTrace(e.A, relID)
+		tr := e.trace(e.A, relID)
 		for _, n := range tr.Neighbours {
 			if n.RelationshipID == out.RelationshipID {
 				t.Errorf("team 1's trace lists team 2's relationship as a neighbour")
@@ -1210,7 +1123,7 @@ func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.invRemember(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+	e.rememberReq(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
 
 	refused := func(t *testing.T, stmt string, args ...any) {
 		t.Helper()
@@ -1238,7 +1151,7 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 			t.Run("truncate", func(t *testing.T) {
 				refused(t, "TRUNCATE "+table+" CASCADE")
 			})
-			if d := invDiff(snap, e.invSnapshot(table, "ctid")); d != "" {
+			if d := diff(snap, e.invSnapshot(table, "ctid")); d != "" {
 				t.Errorf("%s changed:\n%s", table, d)
 			}
 		})
@@ -1286,7 +1199,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		e.remember(e.A, deploy("production", "main"))
-		e.invStep()
+		e.step()
 		req := invMerge(nextKey(), deploy("production", "release").since(date("2026-05-01")).request(""),
 			deploy("staging", "main").request(""), invEmail("Dense-Mem", "ops@example.com"))
 		first, err := e.client.Remember(e.ctx, e.A, req)
@@ -1297,12 +1210,12 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 			t.Fatal("first call reports Replayed")
 		}
 		// Change the state the first call produced, then replay: the original result comes back.
-		e.invStep()
+		e.step()
 		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: first.RelationshipOutcomes[0].RelationshipID,
 			IdempotencyKey: nextKey()}); err != nil {
 			t.Fatal(err)
 		}
-		e.invStep()
+		e.step()
 		before := e.counts()
 		ledgers := e.invLedgerSnapshot()
 		again, err := e.client.Remember(e.ctx, e.A, req)
@@ -1343,13 +1256,13 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		e := newEnv(t)
 		id := e.remember(e.A, deploy("production", "main")).RelationshipID
 		req := densemem.ForgetRequest{RelationshipID: id, Reason: "wrong", IdempotencyKey: nextKey()}
-		e.invStep()
+		e.step()
 		first, err := e.client.Forget(e.ctx, e.A, req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		before := e.counts()
-		e.invStep()
+		e.step()
 		again, err := e.client.Forget(e.ctx, e.A, req)
 		if err != nil {
 			t.Fatal(err)
@@ -1384,7 +1297,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		const n = 8
 		results := make([]*densemem.Placement, n)
 		errs := make([]error, n)
-		concRun(n, func(i int) { results[i], errs[i] = e.client.Remember(e.ctx, e.A, req) })
+		runTogether(n, func(i int) { results[i], errs[i] = e.client.Remember(e.ctx, e.A, req) })
 		fresh := 0
 		for i := range n {
 			if errs[i] != nil {
@@ -1435,7 +1348,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
-		e.invStep()
+		e.step()
 		// One call that creates entities (release, canary, staging, hotfix and a project with a value),
 		// fragments, observations, relationships, supports, transitions, an update of the prior (the
 		// supersession), a review item (canary is held against the new current release) and the
@@ -1469,7 +1382,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 				}
 			})
 		}
-		pl := e.invRemember(e.A, req)
+		pl := e.rememberReq(e.A, req)
 		if pl.Replayed {
 			t.Fatal("the successful call replays a failed one")
 		}
@@ -1477,7 +1390,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 		for _, o := range pl.RelationshipOutcomes {
 			cats = append(cats, o.Category)
 		}
-		if d := invDiff([]densemem.Category{densemem.CategorySupersededPrior, densemem.CategoryAccepted, densemem.CategoryAccepted,
+		if d := diff([]densemem.Category{densemem.CategorySupersededPrior, densemem.CategoryAccepted, densemem.CategoryAccepted,
 			densemem.CategoryNeedsReview}, cats); d != "" {
 			t.Errorf("categories (-want +got):\n%s", d)
 		}
@@ -1511,7 +1424,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 			}
 		}
 		v.mode.Store(0)
-		if out := invOnly(t, e.invRemember(e.A, req)); out.Category != densemem.CategorySupersededPrior {
+		if out := only(t, e.rememberReq(e.A, req)); out.Category != densemem.CategorySupersededPrior {
 			t.Errorf("after the verifier recovers: %+v", out)
 		}
 	})

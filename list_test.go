@@ -165,7 +165,7 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 
 	// Another team, its profile and its host, see none of it.
 	team2 := e.mustTeam("globex")
-	x := e.cfProfileIn(team2, "X", "read")
+	x := e.profileIn(team2, "X", "read")
 	for _, p := range []densemem.Principal{x, densemem.HostPrincipal(team2)} {
 		if got := e.lsConflictPages(p, densemem.ListConflictsRequest{Status: []string{"open", "overdue", "resolved", "dismissed"}}); len(got) != 0 {
 			t.Errorf("another team lists %v", lsIDs(got))
@@ -383,7 +383,7 @@ func TestListProfilesPredicatesReviewItemsPaged(t *testing.T) {
 
 	// Another team lists nothing of this one.
 	team2 := e.mustTeam("globex")
-	x := e.cfProfileIn(team2, "X", "read", "write")
+	x := e.profileIn(team2, "X", "read", "write")
 	if resp, err := e.client.ListProfiles(e.ctx, x, densemem.ListProfilesRequest{}); err != nil || len(resp.Profiles) != 1 ||
 		resp.Profiles[0].ProfileID != x.ProfileID {
 		t.Errorf("team 2 profiles: %+v, %v", resp, err)

@@ -254,7 +254,7 @@ func TestConcurrentNameLocksAcrossTheBound(t *testing.T) {
 	for i, r := range results {
 		concOutcome(t, fmt.Sprintf("call %d", i), r)
 	}
-	if ids := concEntities(t, e, "environment", "shared"); len(ids) != 1 {
+	if ids := e.ledger().Entities(e.team, "environment", "shared"); len(ids) != 1 {
 		t.Errorf("environment shared: entities %v, want exactly one", ids)
 	}
 

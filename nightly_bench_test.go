@@ -130,7 +130,7 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 		tb.Fatal(err)
 	}
 	defer pool.Close()
-	e := newEnvOnPool(tb, pool, ncQuiet)
+	e := newEnvOnPool(tb, pool, quiet)
 	cases, err := ncSeed(ctx, e.client, ncEnvTeam(e), 1, func(int) ncKind { return ncTwoOwners })
 	if err != nil {
 		tb.Fatalf("seed prototype: %v", err)

@@ -42,9 +42,6 @@ const ncPastDeadline = 8 * 24 * time.Hour
 // resolution's cutoff comes from.
 var ncSince = date("2026-05-01")
 
-// ncQuiet silences the reviewer's warnings in tests that make it fail on purpose.
-func ncQuiet(c *densemem.Config) { c.Logger = slog.New(slog.DiscardHandler) }
-
 // ncTeam is a team of these tests: three writers over a registered deploys_from.
 type ncTeam struct {
 	id      densemem.TeamID
@@ -536,7 +533,7 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	tms := make([]ncTeam, teams)
 	seeded := make([][]*ncCase, teams)
 	errs := make([]error, teams)
-	concRun(teams, func(i int) {
+	runTogether(teams, func(i int) {
 		if tms[i], errs[i] = ncNewTeam(ctx, e.client, fmt.Sprintf("team-%02d", i)); errs[i] != nil {
 			return
 		}
@@ -564,7 +561,7 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	began = time.Now()
 	reps := make([]*densemem.NightlyReviewReport, workers)
 	runErrs := make([]error, workers)
-	concRun(workers, func(w int) {
+	runTogether(workers, func(w int) {
 		req := densemem.NightlyReviewRequest{WorkerID: fmt.Sprintf("worker-%d", w)}
 		if w%2 == 1 {
 			req.TeamIDs = reversed // half the workers walk the teams the other way round
@@ -798,7 +795,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		// One failed attempt per case, then a healthy run once the claims are free.
 		t.Run(fp+"/one attempt", func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, ncQuiet)
+			e := newEnv(t, quiet)
 			cases := ncMustSeed(t, e, n, ncMixed)
 			e.clock.Advance(ncPastDeadline)
 			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
@@ -843,7 +840,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		// unresolved, for the next run date, even from a healthy worker; the next run date resolves it.
 		t.Run(fp+"/attempts exhausted", func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t, ncQuiet)
+			e := newEnv(t, quiet)
 			cases := ncMustSeed(t, e, n, ncMixed)
 			e.clock.Advance(ncPastDeadline)
 			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
@@ -927,7 +924,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 	t.Run("context cancelled inside a review", func(t *testing.T) {
 		t.Parallel()
 		const k = 4
-		e := newEnv(t, ncQuiet)
+		e := newEnv(t, quiet)
 		cases := ncMustSeed(t, e, n, ncMixed)
 		e.clock.Advance(ncPastDeadline)
 		client, fs := ncFaultClient(t, e)
@@ -973,7 +970,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 	// is reviewed.
 	t.Run("context cancelled during the write batch", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, ncQuiet)
+		e := newEnv(t, quiet)
 		// Only cases that resolve: an overdue case is due again on every run date, and each round
 		// runs on the next one.
 		cases := ncMustSeed(t, e, n, func(i int) ncKind { return ncTwoGroups + ncKind(i%2) })
@@ -1038,7 +1035,7 @@ func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
 	t.Parallel()
 	const n = 12
 	lost := []int64{2, 5, 9} // the reviews whose COMMIT loses its answer
-	e := newEnv(t, ncQuiet)
+	e := newEnv(t, quiet)
 	cases := ncMustSeed(t, e, n, ncMixed)
 	e.clock.Advance(ncPastDeadline)
 	client, fs := ncFaultClient(t, e)
@@ -1132,7 +1129,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 	// transaction, holding the key lock and the case and relationship rows.
 	t.Run("transaction connection", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, ncQuiet)
+		e := newEnv(t, quiet)
 		cases := ncMustSeed(t, e, n, ncMixed)
 		e.clock.Advance(ncPastDeadline)
 		client, fs := ncFaultClient(t, e)
@@ -1208,7 +1205,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 	// idle pool connections die with it, so the next statements fail wherever they land.
 	t.Run("whole pool", func(t *testing.T) {
 		t.Parallel()
-		e := newEnv(t, ncQuiet)
+		e := newEnv(t, quiet)
 		cases := ncMustSeed(t, e, n, ncMixed)
 		e.clock.Advance(ncPastDeadline)
 		client, fs := ncFaultClient(t, e)
@@ -1302,7 +1299,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 	t.Cleanup(func() { t.Logf("orders seen in %d races: %v", races, seen) })
 	for i, m := range modes {
 		t.Run(fmt.Sprintf("%d %s", i, m.name), func(t *testing.T) {
-			e := newEnv(t, ncQuiet)
+			e := newEnv(t, quiet)
 			c := ncMustSeed(t, e, 1, func(int) ncKind { return ncTwoGroups })[0]
 			e.clock.Advance(ncPastDeadline)
 			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
@@ -1364,7 +1361,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 				}
 				forgetWith(writer)
 			default:
-				concRun(2, func(i int) {
+				runTogether(2, func(i int) {
 					if i == 0 {
 						forget()
 					} else {
@@ -1435,7 +1432,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 	t.Parallel()
 	const n = 6
-	e := newEnv(t, ncQuiet)
+	e := newEnv(t, quiet)
 	cases := ncMustSeed(t, e, n, ncMixed)
 	resolved, overdue := ncWant(cases)
 	e.clock.Advance(ncPastDeadline)
@@ -1487,7 +1484,7 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
 	t.Parallel()
 	const n = 6
-	e := newEnv(t, ncQuiet)
+	e := newEnv(t, quiet)
 	cases := ncMustSeed(t, e, n, ncMixed)
 	e.clock.Advance(ncPastDeadline)
 	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)

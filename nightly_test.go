@@ -126,28 +126,6 @@ func (e *env) nrEvents(caseID string) []nrEvent {
 	return out
 }
 
-// nrRows returns every row of table as JSON text, sorted: a byte-exact picture of the table.
-func (e *env) nrRows(table string) []string {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, fmt.Sprintf(`SELECT to_jsonb(t)::text FROM %s t ORDER BY 1`, table))
-	if err != nil {
-		e.t.Fatalf("rows of %s: %v", table, err)
-	}
-	defer rows.Close()
-	out := []string{}
-	for rows.Next() {
-		var s string
-		if err := rows.Scan(&s); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, s)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
 // nrTransition is one relationship_transitions row.
 type nrTransition struct {
 	From, To, Reason, ActorKind, Actor string
@@ -177,32 +155,6 @@ func (e *env) nrTransitions(id densemem.RelationshipID) []nrTransition {
 		e.t.Fatal(err)
 	}
 	return out
-}
-
-// nrRecall recalls query at the given instants (nil: the current view).
-func (e *env) nrRecall(p densemem.Principal, query string, validAt, knownAt *time.Time) *densemem.RecallResponse {
-	e.t.Helper()
-	r, err := e.client.Recall(e.ctx, p, densemem.RecallRequest{Query: query, ValidAt: validAt, KnownAt: knownAt, Limit: 50})
-	if err != nil {
-		e.t.Fatalf("recall %q: %v", query, err)
-	}
-	return r
-}
-
-// nrResult returns the recall result of id, or nil.
-func nrResult(r *densemem.RecallResponse, id densemem.RelationshipID) *densemem.RecallResult {
-	for i := range r.Results {
-		if r.Results[i].Relationship.RelationshipID == id {
-			return &r.Results[i]
-		}
-	}
-	return nil
-}
-
-// nrNextMidnightUTC is the start of the UTC day after t: the next run date of a UTC team.
-func nrNextMidnightUTC(t time.Time) time.Time {
-	t = t.UTC()
-	return time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, time.UTC)
 }
 
 // nrStory is the specification's stale team knowledge example: A1 "production deploys_from main"
@@ -337,14 +289,14 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 
 	// Current recall for production: the release side with a compact resolved reference; not main,
 	// and not the main clause of A's fragment as evidence of anything.
-	prod := e.nrRecall(e.C, "production", nil, nil)
-	if nrResult(prod, s.A1) != nil {
+	prod := e.recall(e.C, "production", nil, nil)
+	if resultFor(prod, s.A1) != nil {
 		t.Errorf("current recall still returns the superseded A1 (production -> main)")
 	}
 	for _, id := range []densemem.RelationshipID{s.B1, s.C1} {
-		r := nrResult(prod, id)
+		r := resultFor(prod, id)
 		if r == nil {
-			t.Errorf("current recall misses %s of the preferred position; got %v", id, cfRecallIDs(prod))
+			t.Errorf("current recall misses %s of the preferred position; got %v", id, recallIDs(prod))
 			continue
 		}
 		if r.Relationship.Object.Name != "release" || r.ConflictID != "" {
@@ -374,10 +326,10 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	}
 
 	// The same fragment still supports staging -> develop in primary results.
-	stg := e.nrRecall(e.C, "staging", nil, nil)
-	r := nrResult(stg, s.Staging)
+	stg := e.recall(e.C, "staging", nil, nil)
+	r := resultFor(stg, s.Staging)
 	if r == nil {
-		t.Fatalf("recall for staging lost staging -> develop: %v", cfRecallIDs(stg))
+		t.Fatalf("recall for staging lost staging -> develop: %v", recallIDs(stg))
 	}
 	if r.Relationship.Status != "active" || r.Relationship.Object.Name != "develop" || r.ResolvedConflict != nil {
 		t.Errorf("staging result: %+v resolved %+v", r.Relationship, r.ResolvedConflict)
@@ -494,7 +446,7 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 			t.Fatalf("placement %d changed A1 to %s", i, st)
 		}
 	}
-	recall := e.nrRecall(e.C, "production", nil, nil)
+	recall := e.recall(e.C, "production", nil, nil)
 	if len(recall.Conflicts) != 1 || len(recall.Conflicts[0].Positions) != 2 || recall.Conflicts[0].Kind != "cross_profile_current_state" {
 		t.Fatalf("recall conflicts = %+v", recall.Conflicts)
 	}
@@ -527,11 +479,11 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 	if c.Status != "resolved" || !e.clock.Now().Before(c.ReviewDueAt) {
 		t.Fatalf("case = %+v, want resolved before its deadline", c)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND
 		(actor_kind <> 'system_conflict_reviewer' OR actor_profile_id IS NOT NULL)`); n != 0 {
 		t.Errorf("%d resolved events by an actor other than the reviewer", n)
 	}
-	if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND actor_kind = 'profile'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND actor_kind = 'profile'`); n != 0 {
 		t.Errorf("a placement resolved a case: %d events", n)
 	}
 	evs := e.nrEvents(caseID)
@@ -555,7 +507,7 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 		}
 	}
 	// Every transition the reviewer wrote names it, and no profile-actor transition happened during the run.
-	if n := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded' AND actor_kind <> 'system_conflict_reviewer'`); n != 0 {
+	if n := e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded' AND actor_kind <> 'system_conflict_reviewer'`); n != 0 {
 		t.Errorf("%d supersessions by another actor", n)
 	}
 }
@@ -580,9 +532,9 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		}
 		c := e.nrCase(s.ConflictID)
 		if c.Status != "open" || c.Version != opened.Version || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
-			!c.NextReviewAt.Equal(nrNextMidnightUTC(now)) || c.ClaimToken != nil || c.LastEvaluatedAt == nil ||
+			!c.NextReviewAt.Equal(nextMidnightUTC(now)) || c.ClaimToken != nil || c.LastEvaluatedAt == nil ||
 			!c.LastEvaluatedAt.Equal(now) {
-			t.Errorf("before the deadline: case %+v, want open v%d, next review %v", c, opened.Version, nrNextMidnightUTC(now))
+			t.Errorf("before the deadline: case %+v, want open v%d, next review %v", c, opened.Version, nextMidnightUTC(now))
 		}
 		if n := len(e.nrEvents(s.ConflictID)); n != 1 {
 			t.Errorf("before the deadline: %d events, want only the opening", n)
@@ -602,7 +554,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		}
 		c = e.nrCase(s.ConflictID)
 		if c.Status != "overdue" || c.Version != opened.Version+1 || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
-			!c.NextReviewAt.Equal(nrNextMidnightUTC(at)) || c.ResolvedAt != nil || c.Preferred != "" || c.EffectiveAt != nil {
+			!c.NextReviewAt.Equal(nextMidnightUTC(at)) || c.ResolvedAt != nil || c.Preferred != "" || c.EffectiveAt != nil {
 			t.Errorf("at the deadline: case %+v", c)
 		}
 		evs := e.nrEvents(s.ConflictID)
@@ -620,10 +572,10 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		e.nrRun("w2")
 		c = e.nrCase(s.ConflictID)
 		if c.Status != "overdue" || c.Version != opened.Version+1 || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
-			!c.NextReviewAt.Equal(nrNextMidnightUTC(next)) {
+			!c.NextReviewAt.Equal(nextMidnightUTC(next)) {
 			t.Errorf("the day after: case %+v", c)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, s.ConflictID); n != 1 {
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, s.ConflictID); n != 1 {
 			t.Errorf("%d escalation events, want 1", n)
 		}
 		if n := len(e.nrEvents(s.ConflictID)); n != 2 {
@@ -640,8 +592,8 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 			t.Errorf("relationship_transitions %d -> %d", transitionsBefore, n)
 		}
 		// Current recall still shows both positions as an overdue case.
-		r := e.nrRecall(e.C, "production", nil, nil)
-		if d := cmp.Diff(cfSorted(s.A1, s.B1), cfRecallIDs(r)); d != "" {
+		r := e.recall(e.C, "production", nil, nil)
+		if d := cmp.Diff(sortedIDs(s.A1, s.B1), recallIDs(r)); d != "" {
 			t.Errorf("recall (-want +got):\n%s", d)
 		}
 		if len(r.Conflicts) != 1 || r.Conflicts[0].Status != "overdue" {
@@ -668,7 +620,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		caseID := b.Conflict.ConflictID
 		e.clock.Advance(time.Hour)
 		c1 := e.nrAccepted(e.C, nrRelease("Ops confirmed:")).RelationshipID
-		r := e.nrRecall(e.C, "production", nil, nil)
+		r := e.recall(e.C, "production", nil, nil)
 		if len(r.Conflicts) != 1 {
 			t.Fatalf("recall conflicts = %+v", r.Conflicts)
 		}
@@ -686,7 +638,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 			t.Errorf("at the deadline: %+v, want overdue", rep)
 		}
 		cs := e.nrCase(caseID)
-		if cs.Status != "overdue" || cs.ResolvedAt != nil || cs.Preferred != "" || !cs.NextReviewAt.Equal(nrNextMidnightUTC(at)) {
+		if cs.Status != "overdue" || cs.ResolvedAt != nil || cs.Preferred != "" || !cs.NextReviewAt.Equal(nextMidnightUTC(at)) {
 			t.Errorf("case = %+v", cs)
 		}
 		evs := e.nrEvents(caseID)
@@ -747,7 +699,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		s := e.nrStaleStory(true, true)
 		before := map[string][]string{}
 		for _, table := range nrImmutableTables {
-			before[table] = e.nrRows(table)
+			before[table] = e.ledger().Rows(table)
 		}
 		for _, table := range []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
 			"support_links", "relationship_cross_references", "entity_resolution_events", "entities", "entity_names"} {
@@ -758,13 +710,13 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		authored := e.nrAuthoredRows()
 		var winnersBefore []string
 		for _, id := range []densemem.RelationshipID{s.B1, s.C1, s.Staging} {
-			winnersBefore = append(winnersBefore, e.nrRows(fmt.Sprintf("(SELECT * FROM relationships WHERE relationship_id = '%s')", id))...)
+			winnersBefore = append(winnersBefore, e.ledger().Rows(fmt.Sprintf("(SELECT * FROM relationships WHERE relationship_id = '%s')", id))...)
 		}
 
 		e.nrResolveStory(s)
 
 		for _, table := range nrImmutableTables {
-			if d := cmp.Diff(before[table], e.nrRows(table)); d != "" {
+			if d := cmp.Diff(before[table], e.ledger().Rows(table)); d != "" {
 				t.Errorf("the reviewer changed %s (-before +after):\n%s", table, d)
 			}
 		}
@@ -773,7 +725,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		}
 		var winnersAfter []string
 		for _, id := range []densemem.RelationshipID{s.B1, s.C1, s.Staging} {
-			winnersAfter = append(winnersAfter, e.nrRows(fmt.Sprintf("(SELECT * FROM relationships WHERE relationship_id = '%s')", id))...)
+			winnersAfter = append(winnersAfter, e.ledger().Rows(fmt.Sprintf("(SELECT * FROM relationships WHERE relationship_id = '%s')", id))...)
 		}
 		if d := cmp.Diff(winnersBefore, winnersAfter); d != "" {
 			t.Errorf("non-losing relationships changed (-before +after):\n%s", d)
@@ -858,7 +810,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		}
 		snapshot := map[string][]string{}
 		for _, table := range append(slices.Clone(nrImmutableTables), "relationships", "relationship_transitions") {
-			snapshot[table] = e.nrRows(table)
+			snapshot[table] = e.ledger().Rows(table)
 		}
 		for _, p := range refused {
 			t.Run(p.name, func(t *testing.T) {
@@ -902,7 +854,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 			}
 		})
 		for table, rows := range snapshot {
-			if d := cmp.Diff(rows, e.nrRows(table)); d != "" {
+			if d := cmp.Diff(rows, e.ledger().Rows(table)); d != "" {
 				t.Errorf("a rolled-back probe left rows in %s:\n%s", table, d)
 			}
 		}
@@ -938,9 +890,9 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 					return // refused, as it should be
 				}
 				st, _, _, v := e.relationshipState(s.B1)
-				r := e.nrRecall(e.C, "production", nil, nil)
+				r := e.recall(e.C, "production", nil, nil)
 				t.Errorf("as the reviewer, a lone %s transition of B1 committed without any change of B1 (row still %s v%d); "+
-					"current recall now returns %v without B1 %s", to, st, v, cfRecallIDs(r), s.B1)
+					"current recall now returns %v without B1 %s", to, st, v, recallIDs(r), s.B1)
 			})
 			if t.Failed() {
 				break // the first committed probe already changed B1's ledger
@@ -968,7 +920,7 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 			t.Fatalf("%s: no case", name)
 		}
 		cases[i] = b.Conflict.ConflictID
-		e.nrAccepted(e.C, cfSay(deploy(name, "release").since(nrCutoff),
+		e.nrAccepted(e.C, withContent(deploy(name, "release").since(nrCutoff),
 			fmt.Sprintf("Ops confirmed: since 2026-05-01 the %s environment deploys from the release branch.", name)))
 	}
 	e.clock.Advance(nrTTL + time.Hour)
@@ -1010,7 +962,7 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 		t.Errorf("claimed %d with %d failures, want %d successful claims", claimed, failed, n)
 	}
 	for i, id := range cases {
-		if k := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, id); k != 1 {
+		if k := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, id); k != 1 {
 			t.Errorf("case %d (%s): %d resolved events, want 1", i, id, k)
 		}
 		if c := e.nrCase(id); c.Status != "resolved" || c.ClaimToken != nil || c.LeaseExpiresAt != nil {
@@ -1018,20 +970,20 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 		}
 	}
 	for i, id := range losers {
-		if k := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = 'superseded'`, id); k != 1 {
+		if k := e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = 'superseded'`, id); k != 1 {
 			t.Errorf("loser %d (%s): %d superseded transitions, want 1", i, id, k)
 		}
 		if st, _, vt, v := e.relationshipState(id); st != "superseded" || vt == nil || !vt.Equal(nrCutoff) || v != 2 {
 			t.Errorf("loser %d: %s valid_to %v v%d", i, st, vt, v)
 		}
 	}
-	if k := e.cfInt(`SELECT count(*) FROM conflict_cases WHERE claim_token IS NOT NULL`); k != 0 {
+	if k := e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE claim_token IS NOT NULL`); k != 0 {
 		t.Errorf("%d cases left claimed", k)
 	}
-	if k := e.cfInt(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded'`); k != n {
+	if k := e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE to_status = 'superseded'`); k != n {
 		t.Errorf("%d supersessions, want %d", k, n)
 	}
-	if k := e.cfInt(`SELECT count(*) FROM nightly_runs`); k != 1 {
+	if k := e.ledger().Int(`SELECT count(*) FROM nightly_runs`); k != 1 {
 		t.Errorf("nightly_runs has %d rows, want 1", k)
 	}
 }
@@ -1112,7 +1064,7 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if !cs.ReviewDueAt.Equal(due) || cs.Status != "overdue" {
 			t.Errorf("after duplicates: case %+v, want overdue with review_due_at %v", cs, due)
 		}
-		r := e.nrRecall(e.C, "production", nil, nil)
+		r := e.recall(e.C, "production", nil, nil)
 		if len(r.Conflicts) != 1 {
 			t.Fatalf("recall conflicts = %+v", r.Conflicts)
 		}
@@ -1135,7 +1087,7 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if n := len(e.nrEvents(caseID)); n != eventsBefore {
 			t.Errorf("next run appended %d events", n-eventsBefore)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, caseID); n != 1 {
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, caseID); n != 1 {
 			t.Errorf("%d escalation events, want 1", n)
 		}
 		for _, id := range []densemem.RelationshipID{a1, b.RelationshipID, copied.RelationshipID, sameGroup.RelationshipID} {
@@ -1176,12 +1128,12 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if nc.Status != "open" || !nc.OpenedAt.Equal(now) || !nc.ReviewDueAt.Equal(now.Add(nrTTL)) || nc.Subject != resolved.Subject {
 			t.Errorf("new case = %+v", nc)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`); n != 1 {
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`); n != 1 {
 			t.Errorf("%d live cases, want 1", n)
 		}
 		var members []string
 		for id := range map[densemem.RelationshipID]bool{a2.RelationshipID: true, s.B1: true, s.C1: true} {
-			if e.cfInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2
+			if e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2
 				AND removed_version IS NULL`, a2.Conflict.ConflictID, id) != 1 {
 				members = append(members, string(id))
 			}
@@ -1189,7 +1141,7 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if len(members) > 0 {
 			t.Errorf("new case lacks members %v", members)
 		}
-		if e.cfInt(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2`,
+		if e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2`,
 			a2.Conflict.ConflictID, s.A1) != 0 {
 			t.Errorf("the superseded A1 is a member of the new case")
 		}
@@ -1207,8 +1159,8 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	e.clock.Advance(time.Hour)
 
 	t.Run("current view", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nil, nil)
-		if d := cmp.Diff(cfSorted(s.B1, s.C1), cfRecallIDs(r)); d != "" {
+		r := e.recall(e.A, "production", nil, nil)
+		if d := cmp.Diff(sortedIDs(s.B1, s.C1), recallIDs(r)); d != "" {
 			t.Errorf("current view (-want +got):\n%s", d)
 		}
 		for _, x := range r.Results {
@@ -1222,8 +1174,8 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("valid_at before the cutoff", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", cfAt(date("2026-04-01")), nil)
-		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, cfRecallIDs(r)); d != "" {
+		r := e.recall(e.A, "production", ptr(date("2026-04-01")), nil)
+		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, recallIDs(r)); d != "" {
 			t.Fatalf("valid_at 2026-04-01 (-want +got):\n%s", d)
 		}
 		rel := r.Results[0].Relationship
@@ -1233,15 +1185,15 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("valid_at at the cutoff", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", cfAt(nrCutoff), nil)
-		if d := cmp.Diff(cfSorted(s.B1, s.C1), cfRecallIDs(r)); d != "" {
+		r := e.recall(e.A, "production", ptr(nrCutoff), nil)
+		if d := cmp.Diff(sortedIDs(s.B1, s.C1), recallIDs(r)); d != "" {
 			t.Errorf("valid_at 2026-05-01 (-want +got):\n%s", d)
 		}
 	})
 
 	t.Run("known_at before the correction", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nil, cfAt(s.T2.Add(-time.Minute)))
-		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, cfRecallIDs(r)); d != "" {
+		r := e.recall(e.A, "production", nil, ptr(s.T2.Add(-time.Minute)))
+		if d := cmp.Diff([]densemem.RelationshipID{s.A1}, recallIDs(r)); d != "" {
 			t.Fatalf("known_at before B (-want +got):\n%s", d)
 		}
 		rel := r.Results[0].Relationship
@@ -1254,8 +1206,8 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 	})
 
 	t.Run("known_at before the resolution", func(t *testing.T) {
-		r := e.nrRecall(e.A, "production", nil, cfAt(beforeResolution))
-		if d := cmp.Diff(cfSorted(s.A1, s.B1, s.C1), cfRecallIDs(r)); d != "" {
+		r := e.recall(e.A, "production", nil, ptr(beforeResolution))
+		if d := cmp.Diff(sortedIDs(s.A1, s.B1, s.C1), recallIDs(r)); d != "" {
 			t.Errorf("known_at before the resolution (-want +got):\n%s", d)
 		}
 		for _, x := range r.Results {
@@ -1464,7 +1416,7 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 		if rep.Overdue != 1 || rep.Escalated != 0 {
 			t.Errorf("at the deadline: %+v, want overdue and nothing escalated as exhausted", rep)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
 			s.ConflictID); n != 0 {
 			t.Errorf("%d max_attempts_exhausted events for a case whose every review succeeded", n)
 		}
@@ -1493,7 +1445,7 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 		if c := e.nrCase(s.ConflictID); c.Version != opened.Version {
 			t.Errorf("case version %d -> %d after a successful review", opened.Version, c.Version)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
 			s.ConflictID); n != 0 {
 			t.Errorf("%d max_attempts_exhausted events after the successful attempt", n)
 		}
@@ -1552,7 +1504,7 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 			t.Errorf("after the day's attempts: %+v, want no claim and no second escalation", rep)
 		}
 		c := e.nrCase(s.ConflictID)
-		if c.Status != "open" || c.ClaimToken != nil || c.Version != before.Version+1 || !c.NextReviewAt.Equal(nrNextMidnightUTC(due)) {
+		if c.Status != "open" || c.ClaimToken != nil || c.Version != before.Version+1 || !c.NextReviewAt.Equal(nextMidnightUTC(due)) {
 			t.Errorf("case after escalation = %+v", c)
 		}
 		evs := e.nrEvents(s.ConflictID)
@@ -1591,7 +1543,7 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 		if rep := e.nrRun("other"); rep.Claimed != 1 || rep.Resolved != 1 {
 			t.Errorf("after the lease: %+v, want the case reclaimed and resolved", rep)
 		}
-		if n := e.cfInt(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, s.ConflictID); n != 1 {
+		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, s.ConflictID); n != 1 {
 			t.Errorf("%d resolved events", n)
 		}
 	})

@@ -24,7 +24,7 @@ var allTables = []string{"teams", "profiles", "team_policies", "predicate_defini
 func (e *env) snapshotAll() map[string][]string {
 	out := map[string][]string{}
 	for _, t := range allTables {
-		out[t] = e.nrRows(t)
+		out[t] = e.ledger().Rows(t)
 	}
 	return out
 }

@@ -61,9 +61,6 @@ func ssRequest(f fact, validTo *time.Time) densemem.RememberRequest {
 	return req
 }
 
-// ssTimePtr returns a pointer to t.
-func ssTimePtr(t time.Time) *time.Time { return &t }
-
 var (
 	ssChoices          = []string{"supersede_prior", "keep_prior_reject_new", "both_valid"}
 	ssCreated          = []string{"->active:accepted"}
@@ -84,7 +81,7 @@ var ssCoexist = ssWant{category: densemem.CategoryAccepted, status: "active", ti
 
 // ssInsufficient is deploy(env, branch) cited from a text that does not name the branch.
 func ssInsufficient(env, branch string) fact {
-	return invWithContent(deploy(env, branch), fmt.Sprintf("The %s environment deploys from the usual branch.", env))
+	return withContent(deploy(env, branch), fmt.Sprintf("The %s environment deploys from the usual branch.", env))
 }
 
 func TestSupersessionTable(t *testing.T) {
@@ -120,7 +117,7 @@ func TestSupersessionTable(t *testing.T) {
 				return e.remember(e.A, f)
 			},
 			next: func(e *env) densemem.RememberRequest {
-				f := invWithContent(deploy("production", "main"), "Runbook: production deploys from main.")
+				f := withContent(deploy("production", "main"), "Runbook: production deploys from main.")
 				f.sourceGroup = "runbook"
 				return f.request(nextKey())
 			},
@@ -202,15 +199,15 @@ func TestSupersessionTable(t *testing.T) {
 			name: "6 cardinality one with non-overlapping validity coexists",
 			prior: func(e *env) densemem.RelationshipOutcome {
 				to := date("2026-03-01")
-				pl := e.invRemember(e.A, ssRequest(ssDated(deploy("production", "main"), date("2026-01-01"), &to), &to))
-				return invOnly(e.t, pl)
+				pl := e.rememberReq(e.A, ssRequest(ssDated(deploy("production", "main"), date("2026-01-01"), &to), &to))
+				return only(e.t, pl)
 			},
 			next: func(e *env) densemem.RememberRequest {
 				return ssDated(deploy("production", "release"), apr1, nil).request(nextKey())
 			},
 			want: ssWant{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim", transitions: ssCreated,
 				newRows: 1, supports: 1,
-				prior: ssPrior{status: "active", tier: "validated_claim", validTo: ssTimePtr(date("2026-03-01")), version: 1,
+				prior: ssPrior{status: "active", tier: "validated_claim", validTo: ptr(date("2026-03-01")), version: 1,
 					transitions: ssCreated}},
 		},
 		{
@@ -285,7 +282,7 @@ func TestSupersessionTable(t *testing.T) {
 			name:  "11a same object, opposite polarity, undated, is held",
 			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, deploy("production", "main")) },
 			next: func(e *env) densemem.RememberRequest {
-				f := invWithContent(deploy("production", "main"), "The production environment no longer deploys from the main branch.")
+				f := withContent(deploy("production", "main"), "The production environment no longer deploys from the main branch.")
 				f.polarity = "-"
 				return f.request(nextKey())
 			},
@@ -295,7 +292,7 @@ func TestSupersessionTable(t *testing.T) {
 			name:  "11b same object, opposite polarity, with a confirmed later date, supersedes",
 			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, deploy("production", "main")) },
 			next: func(e *env) densemem.RememberRequest {
-				f := invWithContent(deploy("production", "main"),
+				f := withContent(deploy("production", "main"),
 					"Since 2026-05-01 the production environment does not deploy from the main branch.")
 				f.polarity, f.validFrom = "-", &may1
 				return f.request(nextKey())
@@ -317,7 +314,7 @@ func TestSupersessionTable(t *testing.T) {
 			name:  "13 a hypothetical is an observation only",
 			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, deploy("production", "main")) },
 			next: func(e *env) densemem.RememberRequest {
-				f := invWithContent(deploy("production", "release"),
+				f := withContent(deploy("production", "release"),
 					"If we switched, the production environment would deploy from the release branch.")
 				f.modality = "hypothetical"
 				return f.request(nextKey())
@@ -363,8 +360,8 @@ func TestSupersessionTable(t *testing.T) {
 				t.Fatalf("setup: the prior is not a relationship: %+v", prior)
 			}
 			before := e.counts()
-			e.invStep()
-			pl := e.invRemember(e.A, row.next(e))
+			e.step()
+			pl := e.rememberReq(e.A, row.next(e))
 			ssCheck(t, e, pl, prior.RelationshipID, before, row.want)
 		})
 	}
@@ -382,7 +379,7 @@ func TestSupersessionTable(t *testing.T) {
 			t.Fatalf("setup: %+v", pending)
 		}
 		before := e.counts()
-		e.invStep()
+		e.step()
 		out := e.remember(e.A, deploy("production", "release").since(may1))
 		if d := ssGrowth(e, before, "relationships"); d != 0 {
 			t.Errorf("relationships +%d, want the pending one to gain the support", d)
@@ -400,7 +397,7 @@ func TestSupersessionTable(t *testing.T) {
 		if st != "active" || vt != nil || v != 1 {
 			t.Errorf("prior %s valid_to %v v%d, want active, open, v1", st, vt, v)
 		}
-		if d := invDiff([]string{"->pending_evidence:evidence_insufficient", "pending_evidence->needs_review:evidence_accepted_held"},
+		if d := diff([]string{"->pending_evidence:evidence_insufficient", "pending_evidence->needs_review:evidence_accepted_held"},
 			e.transitions(pending.RelationshipID)); d != "" {
 			t.Errorf("pending relationship transitions (-want +got):\n%s", d)
 		}
@@ -410,9 +407,9 @@ func TestSupersessionTable(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		main := e.remember(e.A, deploy("production", "main")).RelationshipID
-		e.invStep()
+		e.step()
 		may10 := date("2026-05-10")
-		pl := e.invRemember(e.A, invMerge(nextKey(),
+		pl := e.rememberReq(e.A, invMerge(nextKey(),
 			deploy("production", "release").since(may1).request(""),
 			deploy("production", "hotfix").since(may10).request("")))
 		if len(pl.RelationshipOutcomes) != 2 {
@@ -422,7 +419,7 @@ func TestSupersessionTable(t *testing.T) {
 		if release.Category != densemem.CategorySupersededPrior || hotfix.Category != densemem.CategorySupersededPrior {
 			t.Fatalf("categories %s, %s; want both superseded_prior", release.Category, hotfix.Category)
 		}
-		if d := invDiff([]densemem.RelationshipID{release.RelationshipID}, hotfix.Related); d != "" {
+		if d := diff([]densemem.RelationshipID{release.RelationshipID}, hotfix.Related); d != "" {
 			t.Errorf("hotfix supersedes (-want +got):\n%s", d)
 		}
 		type state struct {
@@ -443,10 +440,10 @@ func TestSupersessionTable(t *testing.T) {
 			{release.RelationshipID, state{"superseded", &may10, 2}, ssPriorSuperseded},
 			{hotfix.RelationshipID, state{"active", nil, 1}, ssCreated},
 		} {
-			if d := invDiff(c.want, read(c.id)); d != "" {
+			if d := diff(c.want, read(c.id)); d != "" {
 				t.Errorf("%s (-want +got):\n%s", c.id, d)
 			}
-			if d := invDiff(c.transitions, e.transitions(c.id)); d != "" {
+			if d := diff(c.transitions, e.transitions(c.id)); d != "" {
 				t.Errorf("%s transitions (-want +got):\n%s", c.id, d)
 			}
 		}
@@ -465,7 +462,7 @@ func ssGrowth(e *env, before map[string]int, table string) int {
 // ssCheck asserts one row's outcome, the new relationship, the prior and both ledgers.
 func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.RelationshipID, before map[string]int, want ssWant) {
 	t.Helper()
-	out := invOnly(t, pl)
+	out := only(t, pl)
 	if out.Category != want.category {
 		t.Fatalf("category %s, want %s (reason %q)", out.Category, want.category, out.Reason)
 	}
@@ -500,10 +497,10 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 		if validTo != nil {
 			t.Errorf("new relationship valid_to %v, want none", validTo)
 		}
-		if d := invDiff(want.transitions, e.transitions(out.RelationshipID)); d != "" {
+		if d := diff(want.transitions, e.transitions(out.RelationshipID)); d != "" {
 			t.Errorf("new relationship transitions (-want +got):\n%s", d)
 		}
-		if got, wantEdges := e.invEdges(out.RelationshipID), ssEdge(want.status); got != wantEdges {
+		if got, wantEdges := e.ledger().Edges(out.RelationshipID), ssEdge(want.status); got != wantEdges {
 			t.Errorf("new relationship has %d semantic edges, want %d", got, wantEdges)
 		}
 	}
@@ -514,15 +511,15 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 		u := gotPrior.validTo.UTC()
 		gotPrior.validTo = &u
 	}
-	if d := invDiff(want.prior, gotPrior); d != "" {
+	if d := diff(want.prior, gotPrior); d != "" {
 		t.Errorf("prior (-want +got):\n%s", d)
 	}
-	if got, wantEdges := e.invEdges(prior), ssEdge(densemem.Status(want.prior.status)); got != wantEdges {
+	if got, wantEdges := e.ledger().Edges(prior), ssEdge(densemem.Status(want.prior.status)); got != wantEdges {
 		t.Errorf("prior has %d semantic edges, want %d", got, wantEdges)
 	}
 
 	if want.related {
-		if d := invDiff([]densemem.RelationshipID{prior}, out.Related); d != "" {
+		if d := diff([]densemem.RelationshipID{prior}, out.Related); d != "" {
 			t.Errorf("related (-want +got):\n%s", d)
 		}
 	} else if len(out.Related) > 0 {
@@ -540,7 +537,7 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 		for _, c := range out.Review.Choices {
 			actions = append(actions, c.Action)
 		}
-		if d := invDiff(want.review, actions); d != "" {
+		if d := diff(want.review, actions); d != "" {
 			t.Errorf("review choices (-want +got):\n%s", d)
 		}
 		if strings.TrimSpace(out.Review.Question) == "" {
@@ -559,8 +556,8 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 	if err := e.pool.QueryRow(e.ctx, `SELECT modality FROM observations WHERE observation_id = $1`, out.ObservationID).Scan(&modality); err != nil {
 		t.Fatalf("observation %s: %v", out.ObservationID, err)
 	}
-	verifications := e.invCountWhere(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID)
-	granted := e.invCountWhere(`SELECT count(*) FROM verification_events WHERE observation_id = $1 AND support_granted`, out.ObservationID)
+	verifications := e.ledger().Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID)
+	granted := e.ledger().Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1 AND support_granted`, out.ObservationID)
 	switch {
 	case want.category == densemem.CategoryNotAsserted:
 		if modality != "hypothetical" || verifications != 0 {
@@ -609,5 +606,5 @@ func ssEmailRequest(address string) densemem.RememberRequest {
 
 func ssRememberEmail(e *env, address string) densemem.RelationshipOutcome {
 	e.t.Helper()
-	return invOnly(e.t, e.invRemember(e.A, ssEmailRequest(address)))
+	return only(e.t, e.rememberReq(e.A, ssEmailRequest(address)))
 }

@@ -149,7 +149,7 @@ func (e *env) tbStory() densemem.RelationshipID {
 	}
 	e.clock.Advance(time.Minute)
 	// A second source group makes m a fact: its second transition.
-	g2 := cfSay(deploy("production", "main"), "The runbook: the production environment deploys from the main branch.")
+	g2 := withContent(deploy("production", "main"), "The runbook: the production environment deploys from the main branch.")
 	g2.sourceGroup = "runbook"
 	want(e.remember(e.A, g2), densemem.CategorySupported)
 	// Case 1: B, C and D disagree with A in turn, then withdraw: six events, three cross-references.
@@ -179,28 +179,28 @@ func (e *env) tbWant(id densemem.RelationshipID) map[string][]string {
 	obs := `(SELECT observation_id FROM support_links WHERE relationship_id = $1
 	         UNION SELECT observation_id FROM relationships WHERE relationship_id = $1)`
 	want := map[string][]string{
-		densemem.TraceListEvidence: e.cfStrings(`SELECT support_id FROM support_links WHERE relationship_id = $1
+		densemem.TraceListEvidence: e.ledger().Strings(`SELECT support_id FROM support_links WHERE relationship_id = $1
 			ORDER BY created_at, observation_id, verification_id, support_id`, id),
-		densemem.TraceListObservations: e.cfStrings(`SELECT observation_id FROM observations WHERE observation_id IN `+obs+`
+		densemem.TraceListObservations: e.ledger().Strings(`SELECT observation_id FROM observations WHERE observation_id IN `+obs+`
 			ORDER BY created_at, observation_id`, id),
-		densemem.TraceListVerifications: e.cfStrings(`SELECT v.verification_id FROM verification_events v
+		densemem.TraceListVerifications: e.ledger().Strings(`SELECT v.verification_id FROM verification_events v
 			JOIN observations o ON o.team_id = v.team_id AND o.observation_id = v.observation_id
 			WHERE o.observation_id IN `+obs+` ORDER BY o.created_at, o.observation_id, v.verification_id`, id),
-		densemem.TraceListTransitions: e.cfStrings(`SELECT transition_id FROM relationship_transitions WHERE relationship_id = $1
+		densemem.TraceListTransitions: e.ledger().Strings(`SELECT transition_id FROM relationship_transitions WHERE relationship_id = $1
 			ORDER BY to_version`, id),
-		densemem.TraceListIdentityResolutions: e.cfStrings(`SELECT e.resolution_id FROM entity_resolution_events e, relationships r
+		densemem.TraceListIdentityResolutions: e.ledger().Strings(`SELECT e.resolution_id FROM entity_resolution_events e, relationships r
 			WHERE r.relationship_id = $1 AND (e.entity_id IN (r.subject_entity_id, r.object_entity_id) OR e.observation_id = r.observation_id)
 			ORDER BY e.created_at, e.resolution_id`, id),
-		densemem.TraceListReviewItems: e.cfStrings(`SELECT review_id FROM review_items WHERE relationship_id = $1 OR $1 = ANY(related_ids)
+		densemem.TraceListReviewItems: e.ledger().Strings(`SELECT review_id FROM review_items WHERE relationship_id = $1 OR $1 = ANY(related_ids)
 			ORDER BY created_at, review_id`, id),
-		densemem.TraceListCrossReferences: e.cfStrings(`SELECT xref_id FROM relationship_cross_references
+		densemem.TraceListCrossReferences: e.ledger().Strings(`SELECT xref_id FROM relationship_cross_references
 			WHERE from_relationship_id = $1 OR to_relationship_id = $1 ORDER BY created_at, xref_id`, id),
-		densemem.TraceListConflicts: e.cfStrings(`SELECT conflict_id FROM conflict_cases
+		densemem.TraceListConflicts: e.ledger().Strings(`SELECT conflict_id FROM conflict_cases
 			WHERE conflict_id IN (SELECT conflict_id FROM conflict_position_members WHERE relationship_id = $1)
 			ORDER BY opened_at, conflict_id`, id),
 	}
 	for _, c := range want[densemem.TraceListConflicts] {
-		want[densemem.TraceConflictEventsList(c)] = e.cfStrings(`SELECT event_id FROM conflict_events WHERE conflict_id = $1
+		want[densemem.TraceConflictEventsList(c)] = e.ledger().Strings(`SELECT event_id FROM conflict_events WHERE conflict_id = $1
 			ORDER BY case_version`, c)
 	}
 	return want
@@ -373,7 +373,7 @@ func TestTraceContentBudget(t *testing.T) {
 	}
 	var m densemem.RelationshipID
 	for range 5 {
-		m = e.remember(e.A, cfSay(deploy("production", "main"), content)).RelationshipID
+		m = e.remember(e.A, withContent(deploy("production", "main"), content)).RelationshipID
 	}
 	perEntry := 2 * len(content) // whole content, and the cited span is all of it
 	fit := budget / perEntry     // 2

@@ -30,8 +30,6 @@ func vwSaid(r densemem.RecallResult) vwSays {
 	return vwSays{Status: r.Relationship.Status, ValidDuring: r.ValidDuring, Current: r.Current, TrueAtValidAt: r.TrueAtValidAt}
 }
 
-func vwTrue() *bool { t := true; return &t }
-
 // TestRecallSaysWhatWasTrueAndWhatIsCurrent: a relationship superseded by a dated correction is
 // returned by a valid_at recall before the change as true then and not current, with its validity
 // ending at the change; the correction is current; a current recall returns only the correction; a
@@ -80,35 +78,35 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 	}
 
 	// World time before the change: the old relationship, true then, superseded and not current now.
-	check("valid_at before the change", e.nrRecall(e.C, "production", &beforeChange, nil), map[densemem.RelationshipID]vwSays{
-		old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: vwTrue()},
+	check("valid_at before the change", e.recall(e.C, "production", &beforeChange, nil), map[densemem.RelationshipID]vwSays{
+		old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
 	})
 	// World time after the change: the correction, true then and current.
-	check("valid_at after the change", e.nrRecall(e.C, "production", &afterChange, nil), map[densemem.RelationshipID]vwSays{
-		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: vwTrue()},
+	check("valid_at after the change", e.recall(e.C, "production", &afterChange, nil), map[densemem.RelationshipID]vwSays{
+		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
 	})
 	// valid_at at the change itself: validity is [from, to), so the correction and not the old one.
-	check("valid_at at the change", e.nrRecall(e.C, "production", &change, nil), map[densemem.RelationshipID]vwSays{
-		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: vwTrue()},
+	check("valid_at at the change", e.recall(e.C, "production", &change, nil), map[densemem.RelationshipID]vwSays{
+		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
 	})
 	// Now: only the correction, current; no valid_at, so nothing said about one.
-	check("current", e.nrRecall(e.C, "production", nil, nil), map[densemem.RelationshipID]vwSays{
+	check("current", e.recall(e.C, "production", nil, nil), map[densemem.RelationshipID]vwSays{
 		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true},
 	})
 	// Recorded time before the correction: the old relationship was the current belief then.
 	knownBefore := corrected.Add(-time.Microsecond)
-	check("known_at before the correction", e.nrRecall(e.C, "production", nil, &knownBefore), map[densemem.RelationshipID]vwSays{
+	check("known_at before the correction", e.recall(e.C, "production", nil, &knownBefore), map[densemem.RelationshipID]vwSays{
 		old.RelationshipID: {Status: "active", ValidDuring: vwInterval(nil, nil), Current: true},
 	})
-	check("known_at before the correction, valid_at before the change", e.nrRecall(e.C, "production", &beforeChange, &knownBefore),
+	check("known_at before the correction, valid_at before the change", e.recall(e.C, "production", &beforeChange, &knownBefore),
 		map[densemem.RelationshipID]vwSays{
-			old.RelationshipID: {Status: "active", ValidDuring: vwInterval(nil, nil), Current: true, TrueAtValidAt: vwTrue()},
+			old.RelationshipID: {Status: "active", ValidDuring: vwInterval(nil, nil), Current: true, TrueAtValidAt: ptr(true)},
 		})
 	// Recorded time after the correction, world time before the change: true then, not current then.
 	knownAfter := corrected
-	check("known_at at the correction, valid_at before the change", e.nrRecall(e.C, "production", &beforeChange, &knownAfter),
+	check("known_at at the correction, valid_at before the change", e.recall(e.C, "production", &beforeChange, &knownAfter),
 		map[densemem.RelationshipID]vwSays{
-			old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: vwTrue()},
+			old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
 		})
 
 	// The current view returns the correction starting in July, not current; a valid_at recall of
@@ -125,13 +123,13 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 	}
 	if d := cmp.Diff(map[densemem.RelationshipID]vwSays{
 		later.RelationshipID: {Status: "active", ValidDuring: vwInterval(&july, nil), Current: false},
-	}, previewSays("current", e.nrRecall(e.C, "preview", nil, nil))); d != "" {
+	}, previewSays("current", e.recall(e.C, "preview", nil, nil))); d != "" {
 		t.Errorf("preview, current recall (-want +got):\n%s", d)
 	}
 	today := e.clock.Now()
 	if d := cmp.Diff(map[densemem.RelationshipID]vwSays{
-		preview.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &july), Current: false, TrueAtValidAt: vwTrue()},
-	}, previewSays("valid_at today", e.nrRecall(e.C, "preview", &today, nil))); d != "" {
+		preview.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &july), Current: false, TrueAtValidAt: ptr(true)},
+	}, previewSays("valid_at today", e.recall(e.C, "preview", &today, nil))); d != "" {
 		t.Errorf("preview, valid_at today (-want +got):\n%s", d)
 	}
 
@@ -145,7 +143,7 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 		{"valid_at", &beforeChange, `{"from":null,"to":"2026-05-01T00:00:00Z"} false true`},
 		{"current", nil, `{"from":"2026-05-01T00:00:00Z","to":null} true absent`},
 	} {
-		r := e.nrRecall(e.C, "production", tc.validAt, nil)
+		r := e.recall(e.C, "production", tc.validAt, nil)
 		if len(r.Results) != 1 {
 			t.Fatalf("%s: %d results, want 1", tc.name, len(r.Results))
 		}
@@ -188,8 +186,8 @@ func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
 		t.Fatalf("wiki support for release: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.B1)
 	}
 	// A literal-valued case: owner_email, two owners, undated.
-	email := invOnly(t, e.invRemember(e.A, ssEmailRequest("ops@example.com")))
-	other := invOnly(t, e.invRemember(e.B, func() densemem.RememberRequest {
+	email := only(t, e.rememberReq(e.A, ssEmailRequest("ops@example.com")))
+	other := only(t, e.rememberReq(e.B, func() densemem.RememberRequest {
 		req := invEmail("Dense-Mem", "dev@example.com")
 		req.IdempotencyKey = nextKey()
 		return req
@@ -200,7 +198,7 @@ func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
 
 	recallPositions := func(query, conflictID string) []densemem.RecallPosition {
 		t.Helper()
-		r := e.nrRecall(e.C, query, nil, nil)
+		r := e.recall(e.C, query, nil, nil)
 		for _, c := range r.Conflicts {
 			if c.ConflictID == conflictID {
 				return c.Positions
