@@ -2,7 +2,6 @@ package densemem_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -26,10 +25,7 @@ import (
 //
 //	go test -race -count=3 -run 'ConcurrentConflict|ConcurrentIncompatible|ConcurrentForgetAndRespond' .
 
-// ccTimeout bounds every racing call, so a lock or pool starvation fails the test instead of hanging it.
-const ccTimeout = 2 * time.Minute
-
-// ccGate lines the racing calls up inside their transactions. Released together by a closed channel,
+// lockGate lines the racing calls up inside their transactions. Released together by a closed channel,
 // two calls still reach the database milliseconds apart (each first reads outside its transaction and
 // runs the verifier), often enough for the first to commit before the second begins, so the locks
 // under test would rarely be contended. The gate holds the racers' profile rows FOR UPDATE in a
@@ -37,7 +33,7 @@ const ccTimeout = 2 * time.Minute
 // profile (or behind an advisory lock an earlier racer took), and the gate commits only once all of
 // them wait, so they leave the gate together, right before their conflict-key locks and reads. This
 // is synchronisation on database locks, not a sleep: who wins stays up to PostgreSQL.
-type ccGate struct {
+type lockGate struct {
 	t    *testing.T
 	e    *env
 	tx   pgx.Tx
@@ -45,14 +41,14 @@ type ccGate struct {
 	done atomic.Int32 // racing calls that have returned
 }
 
-// ccHold opens the gate transaction and locks the profiles' rows.
-func ccHold(t *testing.T, e *env, ps ...densemem.Principal) *ccGate {
+// holdProfiles opens the gate transaction and locks the profiles' rows.
+func holdProfiles(t *testing.T, e *env, ps ...densemem.Principal) *lockGate {
 	t.Helper()
 	tx, err := e.pool.Begin(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	g := &ccGate{t: t, e: e, tx: tx, pid: tx.Conn().PgConn().PID()}
+	g := &lockGate{t: t, e: e, tx: tx, pid: tx.Conn().PgConn().PID()}
 	ids := make([]string, len(ps))
 	for i, p := range ps {
 		ids[i] = string(p.ProfileID)
@@ -66,10 +62,10 @@ func ccHold(t *testing.T, e *env, ps ...densemem.Principal) *ccGate {
 	return g
 }
 
-// race runs fn(i) for i in 0..n-1 released together (ccRun), and commits the gate once all n
+// race runs fn(i) for i in 0..n-1 released together (runTogether), and commits the gate once all n
 // transactions wait on a lock, or once every call that has not returned waits (a call that failed
 // before its transaction must not hold the others back). It fails the test when ctx expires first.
-func (g *ccGate) race(ctx context.Context, n int, fn func(i int)) {
+func (g *lockGate) race(ctx context.Context, n int, fn func(i int)) {
 	g.t.Helper()
 	released := make(chan error, 1)
 	go func() { released <- g.releaseWhenWaiting(ctx, n) }()
@@ -82,7 +78,7 @@ func (g *ccGate) race(ctx context.Context, n int, fn func(i int)) {
 	}
 }
 
-func (g *ccGate) releaseWhenWaiting(ctx context.Context, n int) error {
+func (g *lockGate) releaseWhenWaiting(ctx context.Context, n int) error {
 	defer func() { _ = g.tx.Rollback(context.Background()) }() // no-op after a commit
 	for {
 		var waiting int
@@ -97,436 +93,30 @@ func (g *ccGate) releaseWhenWaiting(ctx context.Context, n int) error {
 	}
 }
 
-// ccTables returns every table of the test database's public schema except goose's bookkeeping, so
-// a row-count comparison cannot miss a table a later migration adds.
-func ccTables(t *testing.T, e *env) []string {
-	t.Helper()
-	return e.ledger().Strings(`SELECT table_name::text FROM information_schema.tables
-		WHERE table_schema = current_schema() AND table_type = 'BASE TABLE' AND table_name NOT LIKE 'goose%'
-		ORDER BY table_name`)
-}
-
-// ccCounts snapshots the row count of every table.
-func ccCounts(t *testing.T, e *env) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for _, table := range ccTables(t, e) {
-		out[table] = e.ledger().Int("SELECT count(*) FROM " + table)
-	}
-	return out
-}
-
-// ccDelta returns after - before per table.
-func ccDelta(before, after map[string]int) map[string]int {
-	out := map[string]int{}
-	for table, n := range after {
-		out[table] = n - before[table]
-	}
-	for table, n := range before {
-		if _, ok := after[table]; !ok {
-			out[table] = -n
-		}
-	}
-	return out
-}
-
-// ccIngestTables returns the tables that record the ingest that wrote each row.
-func ccIngestTables(t *testing.T, e *env) []string {
-	t.Helper()
-	return e.ledger().Strings(`SELECT c.table_name::text FROM information_schema.columns c
-		JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name
-		WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE' AND c.column_name = 'ingest_id'
-		ORDER BY c.table_name`)
-}
-
-// ccEvent is one stored conflict event.
-type ccEvent struct {
-	Version            int
-	Prior, Resulting   string
-	Reason, Actor      string
-	IngestID           string
-	PositionsJSON      []byte
-	PositionsMembers   []string // "position|relationship|version|owner", sorted
-	PositionsPositions int
-}
-
-// ccMember is one stored membership row.
-type ccMember struct {
-	Position, Relationship, Owner string
-	Version, Added                int
-	Removed                       *int
-}
-
-func (m ccMember) String() string {
-	return fmt.Sprintf("%s|%s|%d|%s", m.Position, m.Relationship, m.Version, m.Owner)
-}
-
-// ccCase is one stored conflict case with its events and every membership row.
-type ccCase struct {
-	ID, Status, OpenedBy         string
-	Subject, PredicateKey, Scope string
-	Version                      int
-	Events                       []ccEvent // by version
-	Members                      []ccMember
-}
-
-// Current returns the current membership (no removed version), sorted.
-func (c ccCase) Current() []string {
-	var out []string
-	for _, m := range c.Members {
-		if m.Removed == nil {
-			out = append(out, m.String())
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// CurrentRelationships returns the relationships of the current membership, sorted.
-func (c ccCase) CurrentRelationships() []densemem.RelationshipID {
-	var out []densemem.RelationshipID
-	for _, m := range c.Members {
-		if m.Removed == nil {
-			out = append(out, densemem.RelationshipID(m.Relationship))
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// AsOf returns the membership the case had at version v, sorted.
-func (c ccCase) AsOf(v int) []string {
-	var out []string
-	for _, m := range c.Members {
-		if m.Added <= v && (m.Removed == nil || *m.Removed > v) {
-			out = append(out, m.String())
-		}
-	}
-	slices.Sort(out)
-	return out
-}
-
-// Reasons returns the events' reason codes in version order.
-func (c ccCase) Reasons() []string {
-	out := make([]string, len(c.Events))
-	for i, ev := range c.Events {
-		out[i] = ev.Reason
-	}
-	return out
-}
-
-// ccEventPosition is the positions JSON of a conflict event.
-type ccEventPosition struct {
-	PositionID string `json:"position_id"`
-	Members    []struct {
-		RelationshipID string `json:"relationship_id"`
-		Version        int    `json:"version"`
-		Owner          string `json:"owner_profile_id"`
-	} `json:"members"`
-}
-
-// ccCases loads every conflict case of the database with its events and membership rows, in one
-// snapshot.
-func ccCases(t *testing.T, e *env) []ccCase {
-	t.Helper()
-	var cases []ccCase
-	readSnapshot(t, e.pool, func(q pgx.Tx) { cases = ccCasesIn(t, q) })
-	return cases
-}
-
-// ccCasesIn loads every conflict case with its events and membership rows as q sees them.
-func ccCasesIn(t *testing.T, q dbReader) []ccCase {
-	t.Helper()
-	ctx := context.Background()
-	var cases []ccCase
-	byID := map[string]int{}
-	rows, err := q.Query(ctx, `SELECT conflict_id, status, opened_by_profile_id, subject_entity_id, predicate_key,
-		scope, version FROM conflict_cases ORDER BY conflict_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var c ccCase
-		if err := rows.Scan(&c.ID, &c.Status, &c.OpenedBy, &c.Subject, &c.PredicateKey, &c.Scope, &c.Version); err != nil {
-			t.Fatal(err)
-		}
-		byID[c.ID] = len(cases)
-		cases = append(cases, c)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	rows, err = q.Query(ctx, `SELECT conflict_id, case_version, COALESCE(prior_status, ''), resulting_status,
-		reason_code, COALESCE(actor_profile_id, actor_kind), ingest_id, positions FROM conflict_events
-		ORDER BY conflict_id, case_version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var ev ccEvent
-		if err := rows.Scan(&id, &ev.Version, &ev.Prior, &ev.Resulting, &ev.Reason, &ev.Actor, &ev.IngestID,
-			&ev.PositionsJSON); err != nil {
-			t.Fatal(err)
-		}
-		var ps []ccEventPosition
-		if err := json.Unmarshal(ev.PositionsJSON, &ps); err != nil {
-			t.Fatalf("case %s event %d: positions %s: %v", id, ev.Version, ev.PositionsJSON, err)
-		}
-		ev.PositionsPositions = len(ps)
-		for _, p := range ps {
-			for _, m := range p.Members {
-				ev.PositionsMembers = append(ev.PositionsMembers, fmt.Sprintf("%s|%s|%d|%s", p.PositionID, m.RelationshipID, m.Version, m.Owner))
-			}
-		}
-		slices.Sort(ev.PositionsMembers)
-		i, ok := byID[id]
-		if !ok {
-			t.Fatalf("event %d of unknown case %s", ev.Version, id)
-		}
-		cases[i].Events = append(cases[i].Events, ev)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-
-	rows, err = q.Query(ctx, `SELECT conflict_id, position_id, relationship_id, relationship_version, owner_profile_id,
-		added_version, removed_version FROM conflict_position_members ORDER BY conflict_id, relationship_id, added_version`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for rows.Next() {
-		var id string
-		var m ccMember
-		if err := rows.Scan(&id, &m.Position, &m.Relationship, &m.Version, &m.Owner, &m.Added, &m.Removed); err != nil {
-			t.Fatal(err)
-		}
-		i, ok := byID[id]
-		if !ok {
-			t.Fatalf("member %s of unknown case %s", m.Relationship, id)
-		}
-		cases[i].Members = append(cases[i].Members, m)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return cases
-}
-
-// ccOnlyCase returns the database's only conflict case, failing the test when there is not exactly one.
-func ccOnlyCase(t *testing.T, e *env) ccCase {
-	t.Helper()
-	cases := ccCases(t, e)
-	if len(cases) != 1 {
-		ids := make([]string, len(cases))
-		for i, c := range cases {
-			ids[i] = c.ID + " (" + c.Status + ")"
-		}
-		t.Fatalf("conflict cases: %v, want exactly one", ids)
-	}
-	return cases[0]
-}
-
-// ccRel is one stored relationship as the ledger check needs it.
-type ccRel struct {
-	ID, Owner, Status, Tier       string
-	Subject, PredicateKey, Scope  string
-	ObjectEntity, ObjectValue     string
-	Polarity                      string
-	Version                       int
-	ValidTo                       *time.Time
-	Transitions, MinTo, MaxTo, Dn int
-}
-
-// ccCheckLedger asserts that the conflict ledgers and the relationship ledger agree with the rows
-// they describe, whatever order the racing calls committed in:
-//   - every relationship's version equals its number of transitions, numbered 1..version;
-//   - every case's events are numbered 1..version without gaps, each starts in the status the previous
-//     one ended in, and the last ends in the case's status;
-//   - at every version v, the membership rows in force at v (added at or before v, not removed by v)
-//     are exactly the members listed in event v's positions JSON; in particular the current
-//     membership (removed_version IS NULL) equals the last event's;
-//   - no membership row refers to a version the case has not reached, and every row's position
-//     belongs to its case and has its relationship's object and polarity;
-//   - a live case has members in at least two positions from at least two owners, every current
-//     member is active at the recorded version, on the case's key; a dismissed case has none;
-//   - at most one live case per key.
-func ccCheckLedger(t *testing.T, e *env) {
-	t.Helper()
-	ctx := context.Background()
-
-	// Relationships, positions and cases are read in one snapshot, so they agree with each other
-	// whatever commits meanwhile.
-	rels := map[string]ccRel{}
-	type position struct{ conflict, objectEntity, objectValue, polarity string }
-	positions := map[string]position{}
-	var cases []ccCase
-	readSnapshot(t, e.pool, func(q pgx.Tx) {
-		rows, err := q.Query(ctx, `
-			SELECT r.relationship_id, r.owner_profile_id, r.status, r.tier, r.subject_entity_id, r.predicate_key, r.scope,
-			       COALESCE(r.object_entity_id, ''), COALESCE(r.object_value_id, ''), r.polarity, r.version, r.valid_to,
-			       count(t.transition_id)::int, COALESCE(min(t.to_version), 0), COALESCE(max(t.to_version), 0),
-			       count(DISTINCT t.to_version)::int
-			FROM relationships r
-			LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-			GROUP BY r.team_id, r.relationship_id
-			ORDER BY r.relationship_id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var r ccRel
-			if err := rows.Scan(&r.ID, &r.Owner, &r.Status, &r.Tier, &r.Subject, &r.PredicateKey, &r.Scope, &r.ObjectEntity,
-				&r.ObjectValue, &r.Polarity, &r.Version, &r.ValidTo, &r.Transitions, &r.MinTo, &r.MaxTo, &r.Dn); err != nil {
-				t.Fatal(err)
-			}
-			rels[r.ID] = r
-			if r.Transitions != r.Version || r.Dn != r.Version || r.MinTo != 1 || r.MaxTo != r.Version {
-				t.Errorf("relationship %s (%s) is at version %d but has %d transitions (to_version %d..%d, %d distinct): %v",
-					r.ID, r.Status, r.Version, r.Transitions, r.MinTo, r.MaxTo, r.Dn, e.transitions(densemem.RelationshipID(r.ID)))
-			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-
-		rows, err = q.Query(ctx, `SELECT position_id, conflict_id, COALESCE(object_entity_id, ''), COALESCE(object_value_id, ''),
-			polarity FROM conflict_positions`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id string
-			var p position
-			if err := rows.Scan(&id, &p.conflict, &p.objectEntity, &p.objectValue, &p.polarity); err != nil {
-				t.Fatal(err)
-			}
-			positions[id] = p
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		cases = ccCasesIn(t, q)
-	})
-
-	live := map[string][]string{}
-	for _, c := range cases {
-		versions := make([]int, len(c.Events))
-		for i, ev := range c.Events {
-			versions[i] = ev.Version
-		}
-		want := make([]int, c.Version)
-		for i := range want {
-			want[i] = i + 1
-		}
-		if !slices.Equal(versions, want) {
-			t.Errorf("case %s (%s) is at version %d, its events are numbered %v (reasons %v)", c.ID, c.Status, c.Version,
-				versions, c.Reasons())
-			continue
-		}
-		for i, ev := range c.Events {
-			prior := ""
-			if i > 0 {
-				prior = c.Events[i-1].Resulting
-			}
-			if ev.Prior != prior {
-				t.Errorf("case %s event %d (%s): prior status %q, the previous event ended in %q", c.ID, ev.Version, ev.Reason,
-					ev.Prior, prior)
-			}
-			if got := c.AsOf(ev.Version); !slices.Equal(got, ev.PositionsMembers) {
-				t.Errorf("case %s event %d (%s): membership rows in force at that version\n  %v\nevent positions JSON\n  %v",
-					c.ID, ev.Version, ev.Reason, got, ev.PositionsMembers)
-			}
-		}
-		if last := c.Events[len(c.Events)-1]; last.Resulting != c.Status {
-			t.Errorf("case %s is %s, its last event (%d, %s) ends in %s", c.ID, c.Status, last.Version, last.Reason, last.Resulting)
-		}
-		if last := c.Events[len(c.Events)-1]; !slices.Equal(c.Current(), last.PositionsMembers) {
-			t.Errorf("case %s: current membership %v, last event (%d, %s) lists %v", c.ID, c.Current(), last.Version,
-				last.Reason, last.PositionsMembers)
-		}
-		ownersCurrent, positionsCurrent := map[string]bool{}, map[string]bool{}
-		for _, m := range c.Members {
-			if m.Added < 1 || m.Added > c.Version || (m.Removed != nil && (*m.Removed <= m.Added || *m.Removed > c.Version)) {
-				t.Errorf("case %s at version %d: member %s added at %d, removed at %v", c.ID, c.Version, m.Relationship,
-					m.Added, m.Removed)
-			}
-			p, ok := positions[m.Position]
-			r, rok := rels[m.Relationship]
-			switch {
-			case !ok || p.conflict != c.ID:
-				t.Errorf("case %s: member %s sits in position %s of case %q", c.ID, m.Relationship, m.Position, p.conflict)
-			case !rok:
-				t.Errorf("case %s: member %s is not a relationship", c.ID, m.Relationship)
-			case p.objectEntity != r.ObjectEntity || p.objectValue != r.ObjectValue || p.polarity != r.Polarity || m.Owner != r.Owner:
-				t.Errorf("case %s: member %s (%s%s %s, owner %s) sits in position %s (%s%s %s) as owner %s", c.ID, m.Relationship,
-					r.ObjectEntity, r.ObjectValue, r.Polarity, r.Owner, m.Position, p.objectEntity, p.objectValue, p.polarity, m.Owner)
-			}
-			if m.Removed != nil {
-				continue
-			}
-			ownersCurrent[m.Owner], positionsCurrent[m.Position] = true, true
-			if c.Status == "open" || c.Status == "overdue" {
-				if r.Status != string(relationship.StatusActive) || r.Version != m.Version ||
-					r.Subject != c.Subject || r.PredicateKey != c.PredicateKey || r.Scope != c.Scope {
-					t.Errorf("live case %s: current member %s at version %d is %s at version %d on (%s, %s, %q)", c.ID,
-						m.Relationship, m.Version, r.Status, r.Version, r.Subject, r.PredicateKey, r.Scope)
-				}
-			}
-		}
-		switch c.Status {
-		case "open", "overdue":
-			if len(positionsCurrent) < 2 || len(ownersCurrent) < 2 {
-				t.Errorf("live case %s has members in %d positions from %d owners, want >= 2 and >= 2: %v", c.ID,
-					len(positionsCurrent), len(ownersCurrent), c.Current())
-			}
-			k := c.Subject + "|" + c.PredicateKey + "|" + c.Scope
-			live[k] = append(live[k], c.ID)
-		case "dismissed":
-			if len(c.Current()) != 0 {
-				t.Errorf("dismissed case %s keeps current members %v", c.ID, c.Current())
-			}
-		}
-	}
-	for k, ids := range live {
-		if len(ids) > 1 {
-			t.Errorf("key %s has %d live cases: %v", k, len(ids), ids)
-		}
-	}
-}
-
-// ccRecallCase reads the live case of production's deploys_from through Recall, as a responding
+// recallProductionCase reads the live case of production's deploys_from through Recall, as a responding
 // host would, and returns its ID and version.
-func ccRecallCase(t *testing.T, e *env, p densemem.Principal) (string, int) {
+func recallProductionCase(t *testing.T, e *env, p densemem.Principal) (string, int) {
 	t.Helper()
-	resp, err := e.client.Recall(e.ctx, p, densemem.RecallRequest{Query: "production"})
-	if err != nil {
-		t.Fatalf("recall: %v", err)
-	}
+	resp := e.recall(p, "production", nil, nil)
 	if len(resp.Conflicts) != 1 {
 		t.Fatalf("recall of production lists %d conflicts, want 1: %+v", len(resp.Conflicts), resp.Conflicts)
 	}
 	return resp.Conflicts[0].ConflictID, resp.Conflicts[0].Version
 }
 
-// ccOpened is the opening state every response and forget scenario starts from.
-type ccOpened struct {
+// productionCase is the opening state every response and forget scenario starts from.
+type productionCase struct {
 	a, b    densemem.RelationshipOutcome // A1: production -> main (undated); B1: production -> release since 2026-05-01
 	caseID  string
 	version int
 }
 
-// ccOpenCase gives A production→main (undated) and B production→release since 2026-05-01: B's dated,
-// verifier-confirmed statement corrects A's and opens the case at version 1 (DESIGN §6.5, §7).
-func ccOpenCase(t *testing.T, e *env) ccOpened {
+// openProductionCase gives A production→main (undated) and B production→release since 2026-05-01:
+// B's dated, verifier-confirmed statement corrects A's and opens the case at version 1 (DESIGN §6.5,
+// §7).
+func openProductionCase(t *testing.T, e *env) productionCase {
 	t.Helper()
-	var o ccOpened
+	var o productionCase
 	o.a = e.remember(e.A, deploy("production", "main"))
 	o.b = e.remember(e.B, deploy("production", "release").since(date("2026-05-01")))
 	if o.b.Category != densemem.CategoryAccepted || o.b.Conflict == nil || o.b.Conflict.Version != 1 || o.b.Conflict.Status != "open" {
@@ -540,9 +130,9 @@ func ccOpenCase(t *testing.T, e *env) ccOpened {
 	return o
 }
 
-// ccResponse is responder i's statement that production deploys from object, in its own words,
+// productionResponse is responder i's statement that production deploys from object, in its own words,
 // answering caseID at version.
-func ccResponse(i int, object, caseID string, version int, key string) densemem.RememberRequest {
+func productionResponse(i int, object, caseID string, version int, key string) densemem.RememberRequest {
 	f := deploy("production", object)
 	f.content = fmt.Sprintf("Responder %d checked today: the production environment deploys from the %s branch.", i, object)
 	req := f.request(key)
@@ -550,28 +140,13 @@ func ccResponse(i int, object, caseID string, version int, key string) densemem.
 	return req
 }
 
-// ccXrefs returns "kind->to" for the cross-references of an outcome, sorted.
-func ccXrefs(xs []densemem.CrossReferenceOutcome) []string {
+// crossReferenceTargets returns "kind->to" for the cross-references of an outcome, sorted.
+func crossReferenceTargets(xs []densemem.CrossReferenceOutcome) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = x.Kind + "->" + string(x.ToRelationshipID)
 	}
 	slices.Sort(out)
-	return out
-}
-
-// ccWrittenBy counts the rows a profile authored in the knowledge tables.
-func ccWrittenBy(t *testing.T, e *env, p densemem.Principal) map[string]int {
-	t.Helper()
-	out := map[string]int{}
-	for table, col := range map[string]string{"evidence_fragments": "author_profile_id", "observations": "profile_id",
-		"relationships": "owner_profile_id", "support_links": "profile_id", "idempotency_records": "profile_id",
-		"relationship_cross_references": "author_profile_id", "entity_resolution_events": "profile_id",
-		"review_items": "profile_id", "conflict_events": "actor_profile_id", "relationship_transitions": "actor_profile_id"} {
-		if n := e.ledger().Int(fmt.Sprintf("SELECT count(*) FROM %s WHERE %s = $1", table, col), p.ProfileID); n != 0 {
-			out[table] = n
-		}
-	}
 	return out
 }
 
@@ -587,16 +162,16 @@ func TestConcurrentConflictResponsesOneWins(t *testing.T) {
 	var single [2]map[string]int
 	for side, object := range objects {
 		ce := newEnv(t)
-		cf := ccOpenCase(t, ce)
+		cf := openProductionCase(t, ce)
 		r := ce.mustProfile("responder", "read", "write")
-		before := ccCounts(t, ce)
-		pl, err := ce.client.Remember(ce.ctx, r, ccResponse(0, object, cf.caseID, cf.version, "control"))
-		o := concOutcome(t, "control response "+object, concResult{pl, err})
+		before := ce.allCounts()
+		pl, err := ce.client.Remember(ce.ctx, r, productionResponse(0, object, cf.caseID, cf.version, "control"))
+		o := onlyOutcome(t, "control response "+object, rememberResult{pl, err})
 		if o.Category != densemem.CategoryAccepted || o.Conflict == nil || o.Conflict.Version != 2 {
 			t.Fatalf("control response %s: %+v (conflict %+v), want accepted at case version 2", object, o, o.Conflict)
 		}
-		single[side] = ccDelta(before, ccCounts(t, ce))
-		ccCheckLedger(t, ce)
+		single[side] = countDelta(before, ce.allCounts())
+		ce.checkLedger()
 	}
 	// The computed expectation the control worlds must agree with: one evidence item, one observation
 	// with its verification and two resolution events, one relationship with its support, transition
@@ -620,37 +195,37 @@ func TestConcurrentConflictResponsesOneWins(t *testing.T) {
 		for rep := range 3 {
 			t.Run(fmt.Sprintf("%s/%d", mode, rep), func(t *testing.T) {
 				t.Parallel()
-				ccRespondersRace(t, mode, objects, single)
+				raceTenResponders(t, mode, objects, single)
 			})
 		}
 	}
 }
 
-// ccRespondersRace is one world of TestConcurrentConflictResponsesOneWins; single holds the rows one
+// raceTenResponders is one world of TestConcurrentConflictResponsesOneWins; single holds the rows one
 // response of each side writes.
-func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]map[string]int) {
+func raceTenResponders(t *testing.T, mode string, objects [2]string, single [2]map[string]int) {
 	const n = 10 // responders; with the gate and the poll they use every connection of the test pool
 	e := newEnv(t)
-	cf := ccOpenCase(t, e)
+	cf := openProductionCase(t, e)
 	responders := make([]densemem.Principal, n)
 	reqs := make([]densemem.RememberRequest, n)
 	for i := range n {
 		responders[i] = e.mustProfile(fmt.Sprintf("responder-%02d", i), "read", "write")
-		id, version := ccRecallCase(t, e, responders[i])
+		id, version := recallProductionCase(t, e, responders[i])
 		if id != cf.caseID || version != 1 {
 			t.Fatalf("responder %d read case %s at version %d, want %s at 1", i, id, version, cf.caseID)
 		}
-		reqs[i] = ccResponse(i, objects[i%2], id, version, fmt.Sprintf("respond-%02d", i))
+		reqs[i] = productionResponse(i, objects[i%2], id, version, fmt.Sprintf("respond-%02d", i))
 		if mode == "by id" {
 			reqs[i] = byID(t, e, reqs[i])
 		}
 	}
-	before := ccCounts(t, e)
+	before := e.allCounts()
 
-	ctx, cancel := context.WithTimeout(context.Background(), ccTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
-	results := make([]concResult, n)
-	ccHold(t, e, responders...).race(ctx, n, func(i int) {
+	results := make([]rememberResult, n)
+	holdProfiles(t, e, responders...).race(ctx, n, func(i int) {
 		results[i].pl, results[i].err = e.client.Remember(ctx, responders[i], reqs[i])
 	})
 
@@ -672,7 +247,7 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 	}
 	side := winner % 2
 	t.Logf("responder %d (%s) won", winner, objects[side])
-	w := concOutcome(t, "winner", results[winner])
+	w := onlyOutcome(t, "winner", results[winner])
 	if w.Category != densemem.CategoryAccepted || w.Status != relationship.StatusActive {
 		t.Errorf("winner: %s %s, want accepted and active", w.Category, w.Status)
 	}
@@ -685,17 +260,17 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 		wantX = []string{"challenges->" + string(cf.b.RelationshipID), "confirms->" + string(cf.a.RelationshipID)}
 	}
 	slices.Sort(wantX)
-	if got := ccXrefs(w.CrossReferences); !slices.Equal(got, wantX) {
+	if got := crossReferenceTargets(w.CrossReferences); !slices.Equal(got, wantX) {
 		t.Errorf("winner's cross-references %v, want %v", got, wantX)
 	}
 
 	// The rows written are one response's rows, all of them the winner's.
-	delta := ccDelta(before, ccCounts(t, e))
+	delta := countDelta(before, e.allCounts())
 	if !maps.Equal(delta, single[side]) {
 		t.Errorf("rows written by %d racing responses:\n  %v\nrows written by one %s response:\n  %v", n, delta,
 			objects[side], single[side])
 	}
-	for _, table := range ccIngestTables(t, e) {
+	for _, table := range e.ledger().IngestTables() {
 		if got := e.ledger().Int(fmt.Sprintf("SELECT count(*) FROM %s WHERE ingest_id = $1", table), results[winner].pl.IngestID); got != delta[table] {
 			t.Errorf("%s: %d new rows, %d of them from the winner's ingest", table, delta[table], got)
 		}
@@ -704,12 +279,13 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 		if i == winner {
 			continue
 		}
-		if got := ccWrittenBy(t, e, p); len(got) != 0 {
+		if got := e.ledger().WrittenBy(p); len(got) != 0 {
 			t.Errorf("stale responder %d wrote rows: %v", i, got)
 		}
 	}
 
-	c := ccOnlyCase(t, e)
+	var c caseRow
+	e.snapshot(func(l ledgerView) { c = l.OnlyCase() })
 	if c.ID != cf.caseID || c.Status != "open" || c.Version != 2 || len(c.Events) != 2 {
 		t.Fatalf("case %s %s at version %d with %d events %v, want %s open at version 2 with 2 events", c.ID, c.Status,
 			c.Version, len(c.Events), c.Reasons(), cf.caseID)
@@ -723,10 +299,10 @@ func ccRespondersRace(t *testing.T, mode string, objects [2]string, single [2]ma
 	if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 		t.Errorf("current members %v, want A1, B1 and the winner's %v", got, want)
 	}
-	if got := e.ledger().Int(`SELECT count(*) FROM conflict_positions`); got != 2 {
+	if got := e.count("conflict_positions"); got != 2 {
 		t.Errorf("positions: %d, want 2", got)
 	}
-	ccCheckLedger(t, e)
+	e.checkLedger()
 }
 
 // TestConcurrentIncompatibleFirstWritesOneCase: A and B write incompatible first relationships on an
@@ -762,15 +338,15 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 						reqs[i] = byID(t, e, reqs[i])
 					}
 				}
-				before := ccCounts(t, e)
+				before := e.allCounts()
 
-				ctx, cancel := context.WithTimeout(context.Background(), ccTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 				defer cancel()
-				results := make([]concResult, 2)
-				ccHold(t, e, writers...).race(ctx, 2, func(i int) {
+				results := make([]rememberResult, 2)
+				holdProfiles(t, e, writers...).race(ctx, 2, func(i int) {
 					results[i].pl, results[i].err = e.client.Remember(ctx, writers[i], reqs[i])
 				})
-				outs := []densemem.RelationshipOutcome{concOutcome(t, "A", results[0]), concOutcome(t, "B", results[1])}
+				outs := []densemem.RelationshipOutcome{onlyOutcome(t, "A", results[0]), onlyOutcome(t, "B", results[1])}
 				for i, o := range outs {
 					if o.Category != densemem.CategoryAccepted || o.Status != relationship.StatusActive {
 						t.Errorf("%s: %s %s, want accepted and active", []string{"A", "B"}[i], o.Category, o.Status)
@@ -788,28 +364,27 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				if f.Conflict != nil || len(f.CrossReferences) != 0 {
 					t.Errorf("first writer saw a disagreement: cross-references %+v, conflict %+v", f.CrossReferences, f.Conflict)
 				}
-				if got, want := ccXrefs(s.CrossReferences), []string{"challenges->" + string(f.RelationshipID)}; !slices.Equal(got, want) {
+				if got, want := crossReferenceTargets(s.CrossReferences), []string{"challenges->" + string(f.RelationshipID)}; !slices.Equal(got, want) {
 					t.Errorf("second writer's cross-references %v, want %v", got, want)
 				}
 				if s.Conflict == nil || s.Conflict.Version != 1 || s.Conflict.Status != "open" {
 					t.Errorf("second writer's conflict %+v, want a case opened at version 1", s.Conflict)
 				}
 
-				var kind, from, to, author string
-				if got := e.ledger().Int(`SELECT count(*) FROM relationship_cross_references`); got != 1 {
+				if got := e.count("relationship_cross_references"); got != 1 {
 					t.Fatalf("cross-references: %d, want exactly 1", got)
 				}
-				if err := e.pool.QueryRow(e.ctx, `SELECT kind, from_relationship_id, to_relationship_id, author_profile_id
-					FROM relationship_cross_references`).Scan(&kind, &from, &to, &author); err != nil {
-					t.Fatal(err)
-				}
-				if kind != "challenges" || from != string(s.RelationshipID) || to != string(f.RelationshipID) ||
-					author != string(writers[second].ProfileID) {
-					t.Errorf("cross-reference %s %s -> %s by %s, want challenges %s -> %s by %s", kind, from, to, author,
-						s.RelationshipID, f.RelationshipID, writers[second].ProfileID)
+				// The only cross-reference, as the second writer's relationship's trace shows it.
+				if xs := e.trace(e.admin, s.RelationshipID).CrossReferences; len(xs) != 1 {
+					t.Errorf("cross-references of the second writer's relationship: %+v, want the one stored", xs)
+				} else if x := xs[0]; x.Kind != "challenges" || x.FromRelationshipID != s.RelationshipID ||
+					x.ToRelationshipID != f.RelationshipID || x.AuthorProfileID != writers[second].ProfileID {
+					t.Errorf("cross-reference %s %s -> %s by %s, want challenges %s -> %s by %s", x.Kind, x.FromRelationshipID,
+						x.ToRelationshipID, x.AuthorProfileID, s.RelationshipID, f.RelationshipID, writers[second].ProfileID)
 				}
 
-				c := ccOnlyCase(t, e)
+				var c caseRow
+				e.snapshot(func(l ledgerView) { c = l.OnlyCase() })
 				if c.Status != "open" || c.Version != 1 || !slices.Equal(c.Reasons(), []string{"opened"}) {
 					t.Errorf("case %s %s at version %d with events %v, want open at version 1 with one opened event", c.ID,
 						c.Status, c.Version, c.Reasons())
@@ -825,10 +400,10 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 				if got := c.CurrentRelationships(); !slices.Equal(got, want) {
 					t.Errorf("members %v, want %v", got, want)
 				}
-				if got := e.ledger().Int(`SELECT count(*) FROM conflict_positions`); got != 2 {
+				if got := e.count("conflict_positions"); got != 2 {
 					t.Errorf("positions: %d, want 2", got)
 				}
-				if got := e.ledger().Int(`SELECT count(*) FROM conflict_position_members`); got != 2 {
+				if got := e.count("conflict_position_members"); got != 2 {
 					t.Errorf("membership rows: %d, want 2", got)
 				}
 				for _, o := range outs {
@@ -841,19 +416,19 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 					WHERE n.normalized_name = 'production' AND r.predicate_key = 'deploys_from' AND r.scope = ''`); got != 2 {
 					t.Errorf("relationships on the key: %d, want 2", got)
 				}
-				if got := e.ledger().Int(`SELECT count(*) FROM review_items`); got != 0 {
+				if got := e.count("review_items"); got != 0 {
 					t.Errorf("review items: %d, want none", got)
 				}
 				if got := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 &&
 					mode != "by id" {
 					t.Errorf("environments: %d, want 1", got)
 				}
-				delta := ccDelta(before, ccCounts(t, e))
+				delta := countDelta(before, e.allCounts())
 				if delta["relationships"] != 2 || delta["idempotency_records"] != 2 || delta["conflict_cases"] != 1 ||
 					delta["conflict_events"] != 1 {
 					t.Errorf("rows written: %v", delta)
 				}
-				ccCheckLedger(t, e)
+				e.checkLedger()
 			})
 		}
 	}
@@ -878,21 +453,21 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 			t.Run(fmt.Sprintf("C says %s/%d", object, rep), func(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t)
-				cf := ccOpenCase(t, e)
-				id, version := ccRecallCase(t, e, e.C)
+				cf := openProductionCase(t, e)
+				id, version := recallProductionCase(t, e, e.C)
 				if id != cf.caseID || version != 1 {
 					t.Fatalf("C read case %s at version %d, want %s at 1", id, version, cf.caseID)
 				}
-				respond := ccResponse(0, object, id, version, "respond")
+				respond := productionResponse(0, object, id, version, "respond")
 				forget := densemem.ForgetRequest{RelationshipID: cf.a.RelationshipID, Reason: "wrong branch", IdempotencyKey: "forget-a1"}
-				beforeC := ccWrittenBy(t, e, e.C)
+				beforeC := e.ledger().WrittenBy(e.C)
 
-				ctx, cancel := context.WithTimeout(context.Background(), ccTimeout)
+				ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 				defer cancel()
 				var forgot *densemem.ForgetResult
 				var placed *densemem.Placement
 				var forgetErr, respondErr error
-				ccHold(t, e, e.A, e.C).race(ctx, 2, func(i int) {
+				holdProfiles(t, e, e.A, e.C).race(ctx, 2, func(i int) {
 					if i == 0 {
 						forgot, forgetErr = e.client.Forget(ctx, e.A, forget)
 					} else {
@@ -906,7 +481,8 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 					forgot.Status != relationship.StatusRetracted || forgot.Version != 2 || forgot.AlreadyRetracted {
 					t.Errorf("A1 stored %s version %d; forget answered %+v", st, v, forgot)
 				}
-				c := ccOnlyCase(t, e)
+				var c caseRow
+				e.snapshot(func(l ledgerView) { c = l.OnlyCase() })
 				if c.ID != cf.caseID {
 					t.Fatalf("case %s, want %s", c.ID, cf.caseID)
 				}
@@ -914,7 +490,7 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 				switch {
 				case respondErr == nil: // the response committed first, at version 2
 					t.Log("order: respond, then forget")
-					o := concOutcome(t, "response", concResult{placed, nil})
+					o := onlyOutcome(t, "response", rememberResult{placed, nil})
 					if o.Category != densemem.CategoryAccepted || o.Status != relationship.StatusActive ||
 						o.Conflict == nil || o.Conflict.Version != 2 || o.Conflict.Status != "open" {
 						t.Errorf("response: %s %s conflict %+v, want accepted, active, case at version 2 open", o.Category, o.Status, o.Conflict)
@@ -959,7 +535,7 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 						forgot.Conflict.Status != "dismissed" {
 						t.Errorf("forget's conflict %+v, want %s at version 2 dismissed", forgot.Conflict, c.ID)
 					}
-					if got := ccWrittenBy(t, e, e.C); !maps.Equal(got, beforeC) {
+					if got := e.ledger().WrittenBy(e.C); !maps.Equal(got, beforeC) {
 						t.Errorf("the stale response wrote rows: before %v, after %v", beforeC, got)
 					}
 
@@ -969,7 +545,7 @@ func TestConcurrentForgetAndRespond(t *testing.T) {
 				if st, _, _, v := e.relationshipState(cf.b.RelationshipID); st != "active" || v != 1 {
 					t.Errorf("B1 stored %s version %d, want active version 1 (another owner's change never touches it)", st, v)
 				}
-				ccCheckLedger(t, e)
+				e.checkLedger()
 			})
 		}
 	}

@@ -6,11 +6,11 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 )
 
@@ -21,38 +21,38 @@ import (
 //
 //	go test -race -count=3 -run Concurrent .
 
-// concTimeout bounds every call of these tests, so a lock or pool starvation fails the test with
+// raceTimeout bounds every call of these tests, so a lock or pool starvation fails the test with
 // an error instead of hanging the binary.
-const concTimeout = 2 * time.Minute
+const raceTimeout = 2 * time.Minute
 
-// concRepeats is how many fresh worlds a racy scenario is replayed in, to make both orders likely.
-const concRepeats = 5
+// raceRepeats is how many fresh worlds a racy scenario is replayed in, to make both orders likely.
+const raceRepeats = 5
 
-// concResult is one Remember call's answer.
-type concResult struct {
+// rememberResult is one Remember call's answer.
+type rememberResult struct {
 	pl  *densemem.Placement
 	err error
 }
 
-// concRemember runs n concurrent Remember calls of p, the i-th with req(i), and returns their results
-// in call order.
-func concRemember(t *testing.T, e *env, p densemem.Principal, n int, req func(i int) densemem.RememberRequest) []concResult {
+// rememberConcurrently runs n concurrent Remember calls of p, the i-th with req(i), and returns their
+// results in call order.
+func rememberConcurrently(t *testing.T, e *env, p densemem.Principal, n int, req func(i int) densemem.RememberRequest) []rememberResult {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), concTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
 	reqs := make([]densemem.RememberRequest, n)
 	for i := range n {
 		reqs[i] = req(i)
 	}
-	out := make([]concResult, n)
+	out := make([]rememberResult, n)
 	runTogether(n, func(i int) {
 		out[i].pl, out[i].err = e.client.Remember(ctx, p, reqs[i])
 	})
 	return out
 }
 
-// concOutcome returns the only relationship outcome of a successful call, failing the test otherwise.
-func concOutcome(t *testing.T, what string, r concResult) densemem.RelationshipOutcome {
+// onlyOutcome returns the only relationship outcome of a successful call, failing the test otherwise.
+func onlyOutcome(t *testing.T, what string, r rememberResult) densemem.RelationshipOutcome {
 	t.Helper()
 	if r.err != nil {
 		t.Fatalf("%s: %v", what, r.err)
@@ -63,37 +63,8 @@ func concOutcome(t *testing.T, what string, r concResult) densemem.RelationshipO
 	return r.pl.RelationshipOutcomes[0]
 }
 
-// concKeyStatuses returns relationship ID → status of p's relationships on (subject, predicate, scope),
-// the subject named by its environment name.
-func concKeyStatuses(t *testing.T, e *env, p densemem.Principal, subject, predicate, scope string) map[densemem.RelationshipID]string {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-		SELECT r.relationship_id, r.status
-		FROM relationships r
-		JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
-		WHERE r.team_id = $1 AND r.owner_profile_id = $2 AND n.normalized_name = $3
-		  AND r.predicate_key = $4 AND r.scope = $5`,
-		e.team, p.ProfileID, identity.NormalizeName(subject), predicate, scope)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[densemem.RelationshipID]string{}
-	for rows.Next() {
-		var id, status string
-		if err := rows.Scan(&id, &status); err != nil {
-			t.Fatal(err)
-		}
-		out[densemem.RelationshipID(id)] = status
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
-// concActive returns the IDs among statuses whose status is active, sorted.
-func concActive(statuses map[densemem.RelationshipID]string) []densemem.RelationshipID {
+// activeAmong returns the IDs among statuses whose status is active, sorted.
+func activeAmong(statuses map[densemem.RelationshipID]string) []densemem.RelationshipID {
 	var out []densemem.RelationshipID
 	for id, s := range statuses {
 		if s == string(relationship.StatusActive) {
@@ -104,105 +75,31 @@ func concActive(statuses map[densemem.RelationshipID]string) []densemem.Relation
 	return out
 }
 
-// concCheckLedger asserts the transition ledger agrees with every relationship row of the database:
-// the stored version equals the number of transitions, the versions run 1..version without gaps, each
-// transition starts where the previous one ended (status, tier, valid_to, version), and the last one
-// ends in the row's current status, tier and valid_to. A lost update or a double transition of
-// concurrent writers breaks one of these.
-func concCheckLedger(t *testing.T, e *env) {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-		WITH t AS (
-		    SELECT t.*, lag(t.to_status) OVER w AS prev_status, lag(t.to_tier) OVER w AS prev_tier,
-		           lag(t.to_valid_to) OVER w AS prev_valid_to, lag(t.to_version) OVER w AS prev_version
-		    FROM relationship_transitions t
-		    WINDOW w AS (PARTITION BY t.team_id, t.relationship_id ORDER BY t.to_version))
-		SELECT r.relationship_id, r.status, r.version, count(t.transition_id) AS n,
-		       COALESCE(bool_or(t.to_version = r.version AND t.to_status = r.status AND t.to_tier = r.tier
-		                        AND t.to_valid_to IS NOT DISTINCT FROM r.valid_to), false) AS current_ok,
-		       COALESCE(bool_and(CASE WHEN t.prev_version IS NULL
-		                              THEN t.to_version = 1 AND t.from_status IS NULL AND t.from_version IS NULL
-		                              ELSE t.to_version = t.prev_version + 1 AND t.from_version = t.prev_version
-		                                   AND t.from_status = t.prev_status AND t.from_tier = t.prev_tier
-		                                   AND t.from_valid_to IS NOT DISTINCT FROM t.prev_valid_to END), false) AS chain_ok,
-		       string_agg(COALESCE(t.from_status, '') || '->' || t.to_status || ' v' || t.to_version || ' (' || t.reason || ')',
-		                  ', ' ORDER BY t.to_version) AS history
-		FROM relationships r
-		LEFT JOIN t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-		GROUP BY r.relationship_id, r.status, r.version
-		ORDER BY r.relationship_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id, status string
-		var version, n int
-		var currentOK, chainOK bool
-		var history *string
-		if err := rows.Scan(&id, &status, &version, &n, &currentOK, &chainOK, &history); err != nil {
-			t.Fatal(err)
-		}
-		h := ""
-		if history != nil {
-			h = *history
-		}
-		if n != version || !currentOK || !chainOK {
-			t.Errorf("relationship %s (%s, version %d) disagrees with its %d transitions (current matches: %v, chain intact: %v): %s",
-				id, status, version, n, currentOK, chainOK, h)
+// countTransitionsTo counts the transitions to status in a history of "from->to:reason" entries
+// (e.transitions).
+func countTransitionsTo(history []string, status relationship.Status) int {
+	n := 0
+	for _, h := range history {
+		_, rest, _ := strings.Cut(h, "->")
+		if to, _, _ := strings.Cut(rest, ":"); to == string(status) {
+			n++
 		}
 	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
+	return n
 }
 
-// concSupersededOnce asserts every superseded relationship has exactly one transition to superseded.
-func concSupersededOnce(t *testing.T, e *env) {
-	t.Helper()
-	rows, err := e.pool.Query(context.Background(), `
-		SELECT r.relationship_id, count(t.transition_id) FILTER (WHERE t.to_status = 'superseded')
-		FROM relationships r
-		LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-		WHERE r.status = 'superseded'
-		GROUP BY r.relationship_id`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			t.Fatal(err)
-		}
-		if n != 1 {
-			t.Errorf("superseded relationship %s has %d transitions to superseded, want 1", id, n)
-		}
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// concTransitionsTo counts a relationship's transitions to status.
-func concTransitionsTo(t *testing.T, e *env, id densemem.RelationshipID, status relationship.Status) int {
-	t.Helper()
-	return e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = $2`,
-		id, status)
-}
-
-// concBranches creates git_branch entities (as what throwaway environments deploy from), so later
+// rememberBranches creates git_branch entities (as what throwaway environments deploy from), so later
 // calls can name them by known_entity_id.
-func concBranches(e *env, branches ...string) {
+func rememberBranches(e *env, branches ...string) {
 	for _, b := range branches {
 		e.remember(e.A, deploy("sandbox-"+b, b))
 	}
 }
 
-// concModes are the two ways the racing calls of a scenario name their entities: by name (the calls
-// also share entity-name locks) and by known_entity_id (only the conflict-key lock orders them).
-var concModes = []struct {
+// entityNamingModes are the two ways the racing calls of a scenario name their entities: by name
+// (the calls also share entity-name locks) and by known_entity_id (only the conflict-key lock orders
+// them).
+var entityNamingModes = []struct {
 	name string
 	byID bool
 }{{"by name", false}, {"by id", true}}
@@ -229,12 +126,12 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 	before := e.counts()
 	// Every goroutine gets the same request value: a host may retry one request from several places.
 	req := f.request("same-key")
-	results := concRemember(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
+	results := rememberConcurrently(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
 
-	first := concOutcome(t, fmt.Sprintf("call %d", 0), results[0])
+	first := onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0])
 	fresh := 0
 	for i, r := range results {
-		o := concOutcome(t, fmt.Sprintf("call %d", i), r)
+		o := onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 		if !r.pl.Replayed {
 			fresh++
 		}
@@ -280,7 +177,7 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 	if ids := e.ledger().Entities(e.team, "git_branch", "main"); len(ids) != 1 {
 		t.Errorf("git_branch main: entities %v, want exactly one", ids)
 	}
-	concCheckLedger(t, e)
+	e.checkLedger()
 
 	// The key now belongs to that request: another payload under it is refused and writes nothing.
 	before = e.counts()
@@ -298,26 +195,26 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 // ErrIdempotencyConflict.
 func TestConcurrentIdempotencyConflict(t *testing.T) {
 	t.Parallel()
-	for rep := range concRepeats {
+	for rep := range raceRepeats {
 		t.Run(fmt.Sprint(rep), func(t *testing.T) {
 			t.Parallel()
 			const n = 20
 			e := newEnv(t)
 			payloads := [2]fact{deploy("production", "main"), deploy("production", "release")}
-			results := concRemember(t, e, e.A, n, func(i int) densemem.RememberRequest {
+			results := rememberConcurrently(t, e, e.A, n, func(i int) densemem.RememberRequest {
 				return payloads[i%2].request("shared-key")
 			})
 
 			var ok, refused [2]int
 			winner := -1
-			var won concResult
+			var won rememberResult
 			fresh := 0
 			for i, r := range results {
 				side := i % 2
 				switch {
 				case r.err == nil:
 					ok[side]++
-					o := concOutcome(t, fmt.Sprintf("call %d", i), r)
+					o := onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 					if winner == -1 {
 						winner, won = side, r
 					}
@@ -367,7 +264,7 @@ func TestConcurrentIdempotencyConflict(t *testing.T) {
 			if ids := e.ledger().Entities(e.team, "git_branch", otherObject); len(ids) != 0 {
 				t.Errorf("the refused payload's branch %s was created: %v", otherObject, ids)
 			}
-			concCheckLedger(t, e)
+			e.checkLedger()
 		})
 	}
 }
@@ -381,7 +278,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 	t.Run("different objects", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		results := concRemember(t, e, e.A, n, func(i int) densemem.RememberRequest {
+		results := rememberConcurrently(t, e, e.A, n, func(i int) densemem.RememberRequest {
 			// Spellings that normalise to one name take one lock.
 			name := []string{"staging", "Staging", "STAGING"}[i%3]
 			return deploy(name, fmt.Sprintf("feature-%02d", i)).request(fmt.Sprintf("staging-%02d", i))
@@ -393,7 +290,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 		accepted, held := 0, 0
 		var activeID densemem.RelationshipID
 		for i, r := range results {
-			o := concOutcome(t, fmt.Sprintf("call %d", i), r)
+			o := onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 			if got := r.pl.Entities[0].EntityID; string(got) != ids[0] {
 				t.Errorf("call %d: subject resolved to %s, want %s", i, got, ids[0])
 			}
@@ -417,19 +314,19 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 				t.Errorf("call %d: held against %v, want [%s]", i, o.Related, activeID)
 			}
 		}
-		if active := concActive(concKeyStatuses(t, e, e.A, "staging", "deploys_from", "")); len(active) != 1 {
+		if active := activeAmong(e.ledger().KeyStatuses(e.A, "staging", "deploys_from", "")); len(active) != 1 {
 			t.Errorf("active relationships of staging: %v, want exactly one", active)
 		}
 		if got := e.count("entities"); got != n+1 {
 			t.Errorf("entities: %d, want %d (one environment, %d branches)", got, n+1, n)
 		}
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 
 	t.Run("same object", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		results := concRemember(t, e, e.A, n, func(i int) densemem.RememberRequest {
+		results := rememberConcurrently(t, e, e.A, n, func(i int) densemem.RememberRequest {
 			return deploy("qa", "main").request(fmt.Sprintf("qa-%02d", i))
 		})
 		for _, name := range [][2]string{{"environment", "qa"}, {"git_branch", "main"}} {
@@ -441,9 +338,9 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 			t.Errorf("entities: %d, want 2", got)
 		}
 		accepted, supported := 0, 0
-		rel := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]).RelationshipID
+		rel := onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0]).RelationshipID
 		for i, r := range results {
-			o := concOutcome(t, fmt.Sprintf("call %d", i), r)
+			o := onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 			if o.RelationshipID != rel {
 				t.Errorf("call %d: relationship %s, call 0: %s", i, o.RelationshipID, rel)
 			}
@@ -465,7 +362,7 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 		if got := e.count("support_links"); got != n {
 			t.Errorf("support_links: %d, want %d", got, n)
 		}
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 }
 
@@ -473,24 +370,24 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 // exactly once (DESIGN §5 step 9, §6.4 rule 4).
 func TestConcurrentDatedSupersession(t *testing.T) {
 	t.Parallel()
-	for _, mode := range concModes {
-		for rep := range concRepeats {
+	for _, mode := range entityNamingModes {
+		for rep := range raceRepeats {
 			t.Run(fmt.Sprintf("same replacement/%s/%d", mode.name, rep), func(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t)
 				prior := e.remember(e.A, deploy("production", "main"))
 				if mode.byID {
-					concBranches(e, "release")
+					rememberBranches(e, "release")
 				}
 				e.clock.Advance(time.Second)
-				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
+				results := rememberConcurrently(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := deploy("production", "release").since(date("2026-05-01")).request(fmt.Sprintf("release-%d", i))
 					if mode.byID {
 						req = byID(t, e, req)
 					}
 					return req
 				})
-				a, b := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
+				a, b := onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0]), onlyOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 				if a.RelationshipID != b.RelationshipID {
 					t.Errorf("two successors: %s and %s", a.RelationshipID, b.RelationshipID)
 				}
@@ -512,11 +409,11 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 				if status != "superseded" || version != 2 || validTo == nil || !validTo.Equal(date("2026-05-01")) {
 					t.Errorf("prior: %s version %d valid_to %v, want superseded version 2 valid_to 2026-05-01", status, version, validTo)
 				}
-				if got := concTransitionsTo(t, e, prior.RelationshipID, relationship.StatusSuperseded); got != 1 {
+				if got := countTransitionsTo(e.transitions(prior.RelationshipID), relationship.StatusSuperseded); got != 1 {
 					t.Errorf("prior has %d transitions to superseded, want 1: %v", got, e.transitions(prior.RelationshipID))
 				}
-				statuses := concKeyStatuses(t, e, e.A, "production", "deploys_from", "")
-				if active := concActive(statuses); !slices.Equal(active, []densemem.RelationshipID{a.RelationshipID}) {
+				statuses := e.ledger().KeyStatuses(e.A, "production", "deploys_from", "")
+				if active := activeAmong(statuses); !slices.Equal(active, []densemem.RelationshipID{a.RelationshipID}) {
 					t.Errorf("active relationships %v, want only the successor %s (all: %v)", active, a.RelationshipID, statuses)
 				}
 				if len(statuses) != 2 {
@@ -526,34 +423,34 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 					[]string{string(prior.RelationshipID), string(a.RelationshipID)}); got != 3 {
 					t.Errorf("support links of the prior and the successor: %d, want 3 (prior 1, successor 2)", got)
 				}
-				concCheckLedger(t, e)
-				concSupersededOnce(t, e)
+				e.checkLedger()
+				e.ledger().checkSupersededOnce()
 			})
 		}
 	}
 
-	for _, mode := range concModes {
-		for rep := range concRepeats {
+	for _, mode := range entityNamingModes {
+		for rep := range raceRepeats {
 			t.Run(fmt.Sprintf("different replacements/%s/%d", mode.name, rep), func(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t)
 				prior := e.remember(e.A, deploy("production", "main"))
 				if mode.byID {
-					concBranches(e, "release", "hotfix")
+					rememberBranches(e, "release", "hotfix")
 				}
 				e.clock.Advance(time.Second)
 				facts := []fact{
 					deploy("production", "release").since(date("2026-05-01")),
 					deploy("production", "hotfix").since(date("2026-05-02")),
 				}
-				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
+				results := rememberConcurrently(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := facts[i].request(fmt.Sprintf("replacement-%d", i))
 					if mode.byID {
 						req = byID(t, e, req)
 					}
 					return req
 				})
-				release, hotfix := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
+				release, hotfix := onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0]), onlyOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 
 				// Whatever the order, the later-dated hotfix ends current: it supersedes whichever of main
 				// and release is current when it commits; release either superseded main first or is held
@@ -594,15 +491,15 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 				if _, _, _, v := e.relationshipState(prior.RelationshipID); v != 2 {
 					t.Errorf("prior version %d, want 2", v)
 				}
-				if got := concTransitionsTo(t, e, prior.RelationshipID, relationship.StatusSuperseded); got != 1 {
+				if got := countTransitionsTo(e.transitions(prior.RelationshipID), relationship.StatusSuperseded); got != 1 {
 					t.Errorf("prior has %d transitions to superseded, want 1: %v", got, e.transitions(prior.RelationshipID))
 				}
-				statuses := concKeyStatuses(t, e, e.A, "production", "deploys_from", "")
-				if active := concActive(statuses); !slices.Equal(active, []densemem.RelationshipID{hotfix.RelationshipID}) {
+				statuses := e.ledger().KeyStatuses(e.A, "production", "deploys_from", "")
+				if active := activeAmong(statuses); !slices.Equal(active, []densemem.RelationshipID{hotfix.RelationshipID}) {
 					t.Errorf("active relationships %v, want only hotfix %s (all: %v)", active, hotfix.RelationshipID, statuses)
 				}
-				concCheckLedger(t, e)
-				concSupersededOnce(t, e)
+				e.checkLedger()
+				e.ledger().checkSupersededOnce()
 			})
 		}
 	}
@@ -616,7 +513,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 	// another scope of the key, so the unscoped key is empty); by id: every entity exists and is named
 	// by known_entity_id, so no entity-name lock orders the calls.
 	for _, mode := range []string{"new subject", "known subject", "by id"} {
-		for rep := range concRepeats {
+		for rep := range raceRepeats {
 			t.Run(fmt.Sprintf("%s/%d", mode, rep), func(t *testing.T) {
 				t.Parallel()
 				e := newEnv(t)
@@ -626,17 +523,17 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 					e.remember(e.A, other)
 				}
 				if mode == "by id" {
-					concBranches(e, "main", "release")
+					rememberBranches(e, "main", "release")
 				}
 				objects := []string{"main", "release"}
-				results := concRemember(t, e, e.A, 2, func(i int) densemem.RememberRequest {
+				results := rememberConcurrently(t, e, e.A, 2, func(i int) densemem.RememberRequest {
 					req := deploy("production", objects[i]).request(fmt.Sprintf("first-%d", i))
 					if mode == "by id" {
 						req = byID(t, e, req)
 					}
 					return req
 				})
-				outs := []densemem.RelationshipOutcome{concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])}
+				outs := []densemem.RelationshipOutcome{onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0]), onlyOutcome(t, fmt.Sprintf("call %d", 1), results[1])}
 				won := slices.IndexFunc(outs, func(o densemem.RelationshipOutcome) bool { return o.Category == densemem.CategoryAccepted })
 				if won == -1 {
 					t.Fatalf("no call was accepted: %+v", outs)
@@ -658,8 +555,8 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 						t.Errorf("held relationship stored as %s version %d, want needs_review version 1", st, v)
 					}
 				}
-				statuses := concKeyStatuses(t, e, e.A, "production", "deploys_from", "")
-				if active := concActive(statuses); !slices.Equal(active, []densemem.RelationshipID{acc.RelationshipID}) {
+				statuses := e.ledger().KeyStatuses(e.A, "production", "deploys_from", "")
+				if active := activeAmong(statuses); !slices.Equal(active, []densemem.RelationshipID{acc.RelationshipID}) {
 					t.Errorf("active relationships on the key %v, want only %s (all: %v)", active, acc.RelationshipID, statuses)
 				}
 				if len(statuses) != 2 {
@@ -668,7 +565,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 				if ids := e.ledger().Entities(e.team, "environment", "production"); len(ids) != 1 {
 					t.Errorf("environment production: entities %v, want exactly one", ids)
 				}
-				concCheckLedger(t, e)
+				e.checkLedger()
 			})
 		}
 	}
@@ -678,13 +575,13 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 // replacement of it. The two serialise on the conflict key; either order leaves a consistent ledger.
 func TestConcurrentForgetAndSupersede(t *testing.T) {
 	t.Parallel()
-	for rep := range concRepeats {
+	for rep := range raceRepeats {
 		t.Run(fmt.Sprint(rep), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			prior := e.remember(e.A, deploy("production", "main"))
 			e.clock.Advance(time.Second)
-			ctx, cancel := context.WithTimeout(context.Background(), concTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 			defer cancel()
 			forgetReq := densemem.ForgetRequest{RelationshipID: prior.RelationshipID, Reason: "wrong branch", IdempotencyKey: "forget-main"}
 			rememberReq := deploy("production", "release").since(date("2026-05-01")).request("release")
@@ -701,7 +598,7 @@ func TestConcurrentForgetAndSupersede(t *testing.T) {
 			if forgetErr != nil {
 				t.Fatalf("forget: %v", forgetErr)
 			}
-			next := concOutcome(t, fmt.Sprintf("call %d", 1), concResult{placed, rememberErr})
+			next := onlyOutcome(t, fmt.Sprintf("call %d", 1), rememberResult{placed, rememberErr})
 
 			st, _, validTo, version := e.relationshipState(prior.RelationshipID)
 			if st != "retracted" || forgot.Status != relationship.StatusRetracted || forgot.Version != version || forgot.AlreadyRetracted {
@@ -726,12 +623,12 @@ func TestConcurrentForgetAndSupersede(t *testing.T) {
 			if next.Status != relationship.StatusActive {
 				t.Errorf("replacement status %s, want active", next.Status)
 			}
-			statuses := concKeyStatuses(t, e, e.A, "production", "deploys_from", "")
-			if active := concActive(statuses); !slices.Equal(active, []densemem.RelationshipID{next.RelationshipID}) {
+			statuses := e.ledger().KeyStatuses(e.A, "production", "deploys_from", "")
+			if active := activeAmong(statuses); !slices.Equal(active, []densemem.RelationshipID{next.RelationshipID}) {
 				t.Errorf("active relationships %v, want only the replacement %s (all: %v)", active, next.RelationshipID, statuses)
 			}
-			concCheckLedger(t, e)
-			concSupersededOnce(t, e)
+			e.checkLedger()
+			e.ledger().checkSupersededOnce()
 		})
 	}
 }
@@ -777,12 +674,12 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 		})
 	}
 
-	for rep := range concRepeats {
+	for rep := range raceRepeats {
 		t.Run(fmt.Sprintf("concurrent/%d", rep), func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			results := concRemember(t, e, e.A, 2, request)
-			a, b := concOutcome(t, fmt.Sprintf("call %d", 0), results[0]), concOutcome(t, fmt.Sprintf("call %d", 1), results[1])
+			results := rememberConcurrently(t, e, e.A, 2, request)
+			a, b := onlyOutcome(t, fmt.Sprintf("call %d", 0), results[0]), onlyOutcome(t, fmt.Sprintf("call %d", 1), results[1])
 			if got := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); got != 1 {
 				t.Errorf("environments: %d, want 1 (subjects: %s and %s; outcomes %s and %s)", got,
 					results[0].pl.Entities[0].EntityID, results[1].pl.Entities[0].EntityID, a.Category, b.Category)
@@ -792,7 +689,7 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 					t.Errorf("environments named %s: %v, want exactly one", name, ids)
 				}
 			}
-			concCheckLedger(t, e)
+			e.checkLedger()
 		})
 	}
 }
@@ -808,9 +705,9 @@ func TestConcurrentSharedRequest(t *testing.T) {
 	validFrom := time.Date(2026, 5, 1, 0, 0, 0, 0, time.UTC)
 	req := deploy("production", "release").since(validFrom).request("shared-dated")
 	callerPtr := req.Proposal.Relationships[0].ValidFrom
-	results := concRemember(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
+	results := rememberConcurrently(t, e, e.A, n, func(int) densemem.RememberRequest { return req })
 	for i, r := range results {
-		o := concOutcome(t, fmt.Sprintf("call %d", i), r)
+		o := onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 		if r.pl.IngestID != results[0].pl.IngestID || o.RelationshipID != results[0].pl.RelationshipOutcomes[0].RelationshipID {
 			t.Errorf("call %d: ingest %s relationship %s, call 0: ingest %s relationship %s", i, r.pl.IngestID,
 				o.RelationshipID, results[0].pl.IngestID, results[0].pl.RelationshipOutcomes[0].RelationshipID)
@@ -831,7 +728,7 @@ func TestConcurrentForgetTwice(t *testing.T) {
 	const n = 10
 	e := newEnv(t)
 	rel := e.remember(e.A, deploy("production", "main"))
-	ctx, cancel := context.WithTimeout(context.Background(), concTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), raceTimeout)
 	defer cancel()
 	results := make([]*densemem.ForgetResult, n)
 	errs := make([]error, n)
@@ -857,11 +754,11 @@ func TestConcurrentForgetTwice(t *testing.T) {
 	if st, _, _, v := e.relationshipState(rel.RelationshipID); st != "retracted" || v != 2 {
 		t.Errorf("stored %s version %d, want retracted version 2", st, v)
 	}
-	if got := concTransitionsTo(t, e, rel.RelationshipID, relationship.StatusRetracted); got != 1 {
+	if got := countTransitionsTo(e.transitions(rel.RelationshipID), relationship.StatusRetracted); got != 1 {
 		t.Errorf("%d transitions to retracted, want 1: %v", got, e.transitions(rel.RelationshipID))
 	}
 	if got := e.count("idempotency_records"); got != n+1 {
 		t.Errorf("idempotency records: %d, want %d (one remember, %d forgets)", got, n+1, n)
 	}
-	concCheckLedger(t, e)
+	e.checkLedger()
 }

@@ -654,3 +654,235 @@ func (e *env) allCounts() map[string]int {
 	e.snapshot(func(l ledgerView) { out = l.Counts(l.Tables()) })
 	return out
 }
+
+// ---- added for concurrency_test.go, concurrency_conflict_test.go ----
+
+// checkLedger asserts, in one snapshot, that the relationship and conflict ledgers agree with the rows
+// they describe, whatever order racing calls committed in (checkTransitions, checkCases).
+func (e *env) checkLedger() {
+	e.t.Helper()
+	e.snapshot(func(l ledgerView) {
+		l.checkTransitions()
+		l.checkCases()
+	})
+}
+
+// checkTransitions asserts the transition ledger agrees with every relationship row: the stored
+// version equals the number of transitions, the versions run 1..version without gaps, each transition
+// starts where the previous one ended (status, tier, valid_to, version), and the last one ends in the
+// row's current status, tier and valid_to. A lost update or a double transition of concurrent writers
+// breaks one of these.
+func (l ledgerView) checkTransitions() {
+	l.t.Helper()
+	rows, err := l.q.Query(l.ctx, `
+		WITH t AS (
+		    SELECT t.*, lag(t.to_status) OVER w AS prev_status, lag(t.to_tier) OVER w AS prev_tier,
+		           lag(t.to_valid_to) OVER w AS prev_valid_to, lag(t.to_version) OVER w AS prev_version
+		    FROM relationship_transitions t
+		    WINDOW w AS (PARTITION BY t.team_id, t.relationship_id ORDER BY t.to_version))
+		SELECT r.relationship_id, r.status, r.version, count(t.transition_id) AS n,
+		       COALESCE(bool_or(t.to_version = r.version AND t.to_status = r.status AND t.to_tier = r.tier
+		                        AND t.to_valid_to IS NOT DISTINCT FROM r.valid_to), false) AS current_ok,
+		       COALESCE(bool_and(CASE WHEN t.prev_version IS NULL
+		                              THEN t.to_version = 1 AND t.from_status IS NULL AND t.from_version IS NULL
+		                              ELSE t.to_version = t.prev_version + 1 AND t.from_version = t.prev_version
+		                                   AND t.from_status = t.prev_status AND t.from_tier = t.prev_tier
+		                                   AND t.from_valid_to IS NOT DISTINCT FROM t.prev_valid_to END), false) AS chain_ok,
+		       COALESCE(string_agg(COALESCE(t.from_status, '') || '->' || t.to_status || ' v' || t.to_version ||
+		                           ' (' || t.reason || ')', ', ' ORDER BY t.to_version), '') AS history
+		FROM relationships r
+		LEFT JOIN t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+		GROUP BY r.relationship_id, r.status, r.version
+		ORDER BY r.relationship_id`)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, status, history string
+		var version, n int
+		var currentOK, chainOK bool
+		if err := rows.Scan(&id, &status, &version, &n, &currentOK, &chainOK, &history); err != nil {
+			l.t.Fatal(err)
+		}
+		if n != version || !currentOK || !chainOK {
+			l.t.Errorf("relationship %s (%s, version %d) disagrees with its %d transitions (current matches: %v, chain intact: %v): %s",
+				id, status, version, n, currentOK, chainOK, history)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+}
+
+// checkCases asserts the conflict ledgers agree with the rows they describe:
+//   - every case's events are numbered 1..version without gaps, each starts in the status the previous
+//     one ended in, and the last ends in the case's status (checkEvents);
+//   - at every version v, the membership rows in force at v (added at or before v, not removed by v)
+//     are exactly the members listed in event v's positions JSON; in particular the current
+//     membership (removed_version IS NULL) equals the last event's;
+//   - no membership row refers to a version the case has not reached, and every row's position
+//     belongs to its case and has its relationship's object and polarity;
+//   - a live case has members in at least two positions from at least two owners, every current
+//     member is active at the recorded version, on the case's key; a dismissed case has none;
+//   - at most one live case per key.
+//
+// Read it in a snapshot (checkLedger), so the relationships, positions and cases agree.
+func (l ledgerView) checkCases() {
+	l.t.Helper()
+	type rel struct {
+		owner, status, subject, predicate, scope, objectEntity, objectValue, polarity string
+		version                                                                       int
+	}
+	rels := map[densemem.RelationshipID]rel{}
+	rows, err := l.q.Query(l.ctx, `SELECT relationship_id, owner_profile_id, status, subject_entity_id, predicate_key,
+		scope, COALESCE(object_entity_id, ''), COALESCE(object_value_id, ''), polarity, version FROM relationships`)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for rows.Next() {
+		var id densemem.RelationshipID
+		var r rel
+		if err := rows.Scan(&id, &r.owner, &r.status, &r.subject, &r.predicate, &r.scope, &r.objectEntity, &r.objectValue,
+			&r.polarity, &r.version); err != nil {
+			l.t.Fatal(err)
+		}
+		rels[id] = r
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	type position struct{ conflict, objectEntity, objectValue, polarity string }
+	positions := map[string]position{}
+	rows, err = l.q.Query(l.ctx, `SELECT position_id, conflict_id, COALESCE(object_entity_id, ''),
+		COALESCE(object_value_id, ''), polarity FROM conflict_positions`)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		var p position
+		if err := rows.Scan(&id, &p.conflict, &p.objectEntity, &p.objectValue, &p.polarity); err != nil {
+			l.t.Fatal(err)
+		}
+		positions[id] = p
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+
+	live := map[string][]string{}
+	for _, c := range l.Cases() {
+		if !l.checkEvents(c) {
+			continue
+		}
+		owners, inPositions := map[densemem.ProfileID]bool{}, map[string]bool{}
+		for _, m := range c.Members {
+			if m.Added < 1 || m.Added > c.Version || (m.Removed != nil && (*m.Removed <= m.Added || *m.Removed > c.Version)) {
+				l.t.Errorf("case %s at version %d: member %s added at %d, removed at %v", c.ID, c.Version, m.Relationship,
+					m.Added, m.Removed)
+			}
+			p, ok := positions[m.Position]
+			r, rok := rels[m.Relationship]
+			switch {
+			case !ok || p.conflict != c.ID:
+				l.t.Errorf("case %s: member %s sits in position %s of case %q", c.ID, m.Relationship, m.Position, p.conflict)
+			case !rok:
+				l.t.Errorf("case %s: member %s is not a relationship", c.ID, m.Relationship)
+			case p.objectEntity != r.objectEntity || p.objectValue != r.objectValue || p.polarity != r.polarity ||
+				string(m.Owner) != r.owner:
+				l.t.Errorf("case %s: member %s (%s%s %s, owner %s) sits in position %s (%s%s %s) as owner %s", c.ID,
+					m.Relationship, r.objectEntity, r.objectValue, r.polarity, r.owner, m.Position, p.objectEntity,
+					p.objectValue, p.polarity, m.Owner)
+			}
+			if m.Removed != nil {
+				continue
+			}
+			owners[m.Owner], inPositions[m.Position] = true, true
+			if (c.Status == "open" || c.Status == "overdue") && (r.status != string(relationship.StatusActive) ||
+				r.version != m.Version || r.subject != c.Subject || r.predicate != c.Predicate || r.scope != c.Scope) {
+				l.t.Errorf("live case %s: current member %s at version %d is %s at version %d on (%s, %s, %q)", c.ID,
+					m.Relationship, m.Version, r.status, r.version, r.subject, r.predicate, r.scope)
+			}
+		}
+		switch c.Status {
+		case "open", "overdue":
+			if len(inPositions) < 2 || len(owners) < 2 {
+				l.t.Errorf("live case %s has members in %d positions from %d owners, want >= 2 and >= 2: %v", c.ID,
+					len(inPositions), len(owners), c.Current())
+			}
+			k := c.Subject + "|" + c.Predicate + "|" + c.Scope
+			live[k] = append(live[k], c.ID)
+		case "dismissed":
+			if len(c.Current()) != 0 {
+				l.t.Errorf("dismissed case %s keeps current members %v", c.ID, c.Current())
+			}
+		}
+	}
+	for k, ids := range live {
+		if len(ids) > 1 {
+			l.t.Errorf("key %s has %d live cases: %v", k, len(ids), ids)
+		}
+	}
+}
+
+// checkEvents asserts a case's events are numbered 1..version, each starting in the status the
+// previous one ended in, the last ending in the case's status, and that each event's positions JSON
+// lists exactly the membership rows in force at its version (the last one's: the current membership).
+// It reports whether the events are numbered right (the other checks need that).
+func (l ledgerView) checkEvents(c caseRow) bool {
+	l.t.Helper()
+	versions := make([]int, len(c.Events))
+	for i, ev := range c.Events {
+		versions[i] = ev.Version
+	}
+	want := make([]int, c.Version)
+	for i := range want {
+		want[i] = i + 1
+	}
+	if !slices.Equal(versions, want) {
+		l.t.Errorf("case %s (%s) is at version %d, its events are numbered %v (reasons %v)", c.ID, c.Status, c.Version,
+			versions, c.Reasons())
+		return false
+	}
+	for i, ev := range c.Events {
+		prior := ""
+		if i > 0 {
+			prior = c.Events[i-1].Resulting
+		}
+		if ev.Prior != prior {
+			l.t.Errorf("case %s event %d (%s): prior status %q, the previous event ended in %q", c.ID, ev.Version, ev.Reason,
+				ev.Prior, prior)
+		}
+		if got := c.AsOf(ev.Version); !slices.Equal(got, ev.Listed) {
+			l.t.Errorf("case %s event %d (%s): membership rows in force at that version\n  %v\nevent positions JSON\n  %v",
+				c.ID, ev.Version, ev.Reason, got, ev.Listed)
+		}
+	}
+	last := c.Events[len(c.Events)-1]
+	if last.Resulting != c.Status {
+		l.t.Errorf("case %s is %s, its last event (%d, %s) ends in %s", c.ID, c.Status, last.Version, last.Reason, last.Resulting)
+	}
+	if !slices.Equal(c.Current(), last.Listed) {
+		l.t.Errorf("case %s: current membership %v, last event (%d, %s) lists %v", c.ID, c.Current(), last.Version,
+			last.Reason, last.Listed)
+	}
+	return true
+}
+
+// checkSupersededOnce asserts every superseded relationship has exactly one transition to superseded.
+func (l ledgerView) checkSupersededOnce() {
+	l.t.Helper()
+	for id, n := range l.Keyed(`SELECT r.relationship_id,
+		(count(t.transition_id) FILTER (WHERE t.to_status = 'superseded'))::text
+		FROM relationships r
+		LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+		WHERE r.status = 'superseded'
+		GROUP BY r.team_id, r.relationship_id`) {
+		if n != "1" {
+			l.t.Errorf("superseded relationship %s has %s transitions to superseded, want 1", id, n)
+		}
+	}
+}

@@ -241,7 +241,7 @@ func TestConcurrentNameLocksAcrossTheBound(t *testing.T) {
 	t.Parallel()
 	const n, max = 12, 4
 	e := newEnv(t, func(c *densemem.Config) { c.Limits.MaxAdvisoryLocks = max })
-	results := concRemember(t, e, e.A, n, func(i int) densemem.RememberRequest {
+	results := rememberConcurrently(t, e, e.A, n, func(i int) densemem.RememberRequest {
 		req := place("shared", fmt.Sprintf("branch-%d", i)).request(fmt.Sprintf("shared-%d", i))
 		if i%2 == 0 {
 			for j := range max + 2 { // past the bound: the team's name lock, exclusive
@@ -252,13 +252,13 @@ func TestConcurrentNameLocksAcrossTheBound(t *testing.T) {
 		return req
 	})
 	for i, r := range results {
-		concOutcome(t, fmt.Sprintf("call %d", i), r)
+		onlyOutcome(t, fmt.Sprintf("call %d", i), r)
 	}
 	if ids := e.ledger().Entities(e.team, "environment", "shared"); len(ids) != 1 {
 		t.Errorf("environment shared: entities %v, want exactly one", ids)
 	}
 
-	results = concRemember(t, e, e.B, 2, func(i int) densemem.RememberRequest {
+	results = rememberConcurrently(t, e, e.B, 2, func(i int) densemem.RememberRequest {
 		return place([]string{"production", "pr\u043eduction"}[i], "main").request(fmt.Sprintf("look-alike-%d", i))
 	})
 	created, asked := 0, 0

@@ -593,8 +593,8 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	// reservation per team; nothing else.
 	ncCheckCounts(t, ncCounts(e), before, map[string]int{"conflict_events": len(cases),
 		"relationship_transitions": wantResolved, "search_refresh_queue": wantResolved, "nightly_runs": teams})
-	concCheckLedger(t, e)
-	concSupersededOnce(t, e)
+	e.checkLedger()
+	e.ledger().checkSupersededOnce()
 
 	// Overdue cases wait for the next run date in the team's time zone (UTC).
 	next := time.Date(2026, 6, 10, 0, 0, 0, 0, time.UTC)
@@ -687,7 +687,7 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 			t.Errorf("case %s: %d attempts, want 2 (the crashed one and the rescuer's)", c.id, a)
 		}
 	}
-	concCheckLedger(t, e)
+	e.checkLedger()
 }
 
 // ncFaultStore is the real PostgreSQL store with a fault injected into its transactions: before runs
@@ -833,7 +833,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				t.Errorf("healthy run: %+v, want no failure", *rep)
 			}
 			ncCheckDone(t, ncRead(t, e), cases)
-			concCheckLedger(t, e)
+			e.checkLedger()
 		})
 
 		// The day's attempts (5) all fail: each case then gets one escalation event and waits,
@@ -914,7 +914,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				t.Errorf("next-day run (-want +got):\n%s", d)
 			}
 			ncCheckDone(t, ncRead(t, e), cases)
-			concCheckLedger(t, e)
+			e.checkLedger()
 		})
 	}
 
@@ -962,7 +962,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			t.Errorf("rescuer: %+v, want the %d cases left", *rep, n-(k-1))
 		}
 		ncCheckDone(t, ncRead(t, e), cases)
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 
 	// The context is cancelled while the write batch (with its COMMIT) is on its way: the
@@ -1020,7 +1020,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			e.clock.Advance(24 * time.Hour)
 		}
 		ncCheckDone(t, ncRead(t, e), cases)
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 }
 
@@ -1085,8 +1085,8 @@ func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
 			acked, rep.Unknown)
 	}
 	ncCheckDone(t, st, cases)
-	concCheckLedger(t, e)
-	concSupersededOnce(t, e)
+	e.checkLedger()
+	e.ledger().checkSupersededOnce()
 }
 
 // ncAdminConn opens a connection of its own to the env's database, closed when the test ends.
@@ -1198,7 +1198,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		ncCheckDone(t, ncRead(t, e), cases)
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 
 	// Every backend of the reviewer's pool is killed just before the 4th review transaction starts:
@@ -1257,7 +1257,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 			t.Logf("later run %d: %+v, %v; %d cases reviewed", round, rep, err, done)
 		}
 		ncCheckDone(t, ncRead(t, e), cases)
-		concCheckLedger(t, e)
+		e.checkLedger()
 	})
 }
 
@@ -1420,7 +1420,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 				seen[order]++
 				mu.Unlock()
 			}
-			concCheckLedger(t, e)
+			e.checkLedger()
 		})
 	}
 }
@@ -1472,8 +1472,8 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 		t.Errorf("slow worker, want every claim lost (-want +got):\n%s", d)
 	}
 	ncCheckDone(t, ncRead(t, e), cases)
-	concCheckLedger(t, e)
-	concSupersededOnce(t, e)
+	e.checkLedger()
+	e.ledger().checkSupersededOnce()
 }
 
 // TestReviewerEscalatesOnTheDaysLastFailedAttempt: a host runs the reviewer every lease period for a
