@@ -41,7 +41,7 @@ func TestEntityNameVariantsResolveToOneEntity(t *testing.T) {
 			t.Errorf("%+q resolved %s to %s, want reuse of %s", variant, got.Decision, got.EntityID, cafe)
 		}
 	}
-	if n := e.count("entities WHERE entity_kind = 'environment'"); n != 1 {
+	if n := e.ledger().Int(`SELECT count(*) FROM entities WHERE entity_kind = 'environment'`); n != 1 {
 		t.Errorf("%d environment entities, want 1", n)
 	}
 
@@ -145,14 +145,12 @@ func TestAliasAndNameLimits(t *testing.T) {
 	// At the limit it is accepted.
 	req = place("prod", "main").request(nextKey())
 	req.Proposal.Entities[0].Aliases = aliases(densemem.DefaultMaxAliasesPerEntity)
-	if _, err := e.client.Remember(e.ctx, e.A, req); err != nil {
+	pl, err := e.client.Remember(e.ctx, e.A, req)
+	if err != nil {
 		t.Fatalf("%d aliases: %v", densemem.DefaultMaxAliasesPerEntity, err)
 	}
 	// The database bound: 256 names per entity.
-	var entity string
-	if err := e.pool.QueryRow(e.ctx, `SELECT entity_id FROM entity_names WHERE normalized_name = 'prod'`).Scan(&entity); err != nil {
-		t.Fatal(err)
-	}
+	entity := entityID(t, pl, "s")
 	_, err = e.pool.Exec(e.ctx, `INSERT INTO entity_names (team_id, entity_id, name, normalized_name, skeleton, name_kind, created_at)
 		SELECT $1, $2, 'x' || i, 'x' || i, 'x' || i, 'alias', now() FROM generate_series(1, 256) i`, e.team, entity)
 	if err == nil || !strings.Contains(err.Error(), "DM001") {
