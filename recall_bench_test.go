@@ -27,8 +27,8 @@ import (
 //
 // docs/recall-plans.md holds the query plans behind these figures.
 
-// rbSizes are the team sizes of BenchmarkRecall.
-var rbSizes = []struct {
+// recallBenchSizes are the team sizes of BenchmarkRecall.
+var recallBenchSizes = []struct {
 	label  string
 	active int
 }{
@@ -36,15 +36,15 @@ var rbSizes = []struct {
 	{"100k", 100_000},
 }
 
-// rbWorld is a benchEnv whose team holds bulk-loaded relationships.
-type rbWorld struct {
+// bulkLoadedTeam is a benchEnv whose team holds bulk-loaded relationships.
+type bulkLoadedTeam struct {
 	*benchEnv
 	params benchload.Params
 }
 
-// rbLoad returns a fresh database whose team (the env's "acme") holds active relationships owned
-// by A, loaded after the env's vocabulary was registered; the clock is moved past the load.
-func rbLoad(tb testing.TB, active int) *rbWorld {
+// loadBulkTeam returns a fresh database whose team (the env's "acme") holds active relationships
+// owned by A, loaded after the env's vocabulary was registered; the clock is moved past the load.
+func loadBulkTeam(tb testing.TB, active int) *bulkLoadedTeam {
 	tb.Helper()
 	be := newBenchEnv(tb, 0)
 	p := benchload.Params{Team: string(be.team), Owner: string(be.A.ProfileID), Active: active,
@@ -56,11 +56,11 @@ func rbLoad(tb testing.TB, active int) *rbWorld {
 	tb.Logf("loaded %d active relationships (%d filler, %d query subjects) in %s",
 		p.Active, p.Filler(), p.SubjectCount(), time.Since(start).Round(time.Millisecond))
 	be.clock.Advance(p.End().Sub(be.clock.Now()) + 24*time.Hour)
-	return &rbWorld{benchEnv: be, params: p}
+	return &bulkLoadedTeam{benchEnv: be, params: p}
 }
 
 // request is the Recall of query subject i in view v.
-func (w *rbWorld) request(i int, v benchload.View) densemem.RecallRequest {
+func (w *bulkLoadedTeam) request(i int, v benchload.View) densemem.RecallRequest {
 	req := densemem.RecallRequest{Query: w.params.SubjectName(i), Limit: 10}
 	switch v {
 	case benchload.ViewValidAt:
@@ -75,7 +75,7 @@ func (w *rbWorld) request(i int, v benchload.View) densemem.RecallRequest {
 
 // recall runs the Recall of query subject i in view v and checks it found as many relationships as
 // designed.
-func (w *rbWorld) recall(tb testing.TB, i int, v benchload.View) *densemem.RecallResponse {
+func (w *bulkLoadedTeam) recall(tb testing.TB, i int, v benchload.View) *densemem.RecallResponse {
 	res, err := w.client.Recall(w.ctx, w.A, w.request(i, v))
 	if err != nil {
 		tb.Fatalf("recall %s (%s): %v", w.params.SubjectName(i), v, err)
@@ -86,9 +86,9 @@ func (w *rbWorld) recall(tb testing.TB, i int, v benchload.View) *densemem.Recal
 	return res
 }
 
-// rbPlanCounts sums, over the pool's idle connections, how many times the RecallSearch statement
-// ran a generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
-func rbPlanCounts(tb testing.TB, w *rbWorld) (generic, custom int64) {
+// recallSearchPlanCounts sums, over the pool's idle connections, how many times the RecallSearch
+// statement ran a generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
+func recallSearchPlanCounts(tb testing.TB, w *bulkLoadedTeam) (generic, custom int64) {
 	tb.Helper()
 	ctx := context.Background()
 	for _, c := range w.pool.AcquireAllIdle(ctx) {
@@ -104,8 +104,8 @@ FROM pg_prepared_statements WHERE statement LIKE '-- name: RecallSearch%'`).Scan
 	return generic, custom
 }
 
-// rbPercentile returns the q-quantile (nearest rank) of sorted latencies, in milliseconds.
-func rbPercentile(sorted []time.Duration, q float64) float64 {
+// latencyPercentile returns the q-quantile (nearest rank) of sorted latencies, in milliseconds.
+func latencyPercentile(sorted []time.Duration, q float64) float64 {
 	if len(sorted) == 0 {
 		return 0
 	}
@@ -117,18 +117,19 @@ func rbPercentile(sorted []time.Duration, q float64) float64 {
 // BenchmarkRecall recalls query subjects, whose matching relationships are the same at every size,
 // in teams of 10k and 100k active relationships, in the current, valid_at and known_at views.
 func BenchmarkRecall(b *testing.B) {
-	for _, size := range rbSizes {
+	for _, size := range recallBenchSizes {
 		b.Run("size="+size.label, func(b *testing.B) {
-			w := rbLoad(b, size.active)
+			w := loadBulkTeam(b, size.active)
 			for _, v := range benchload.Views {
-				b.Run("view="+string(v), func(b *testing.B) { rbMeasure(b, w, v) })
+				b.Run("view="+string(v), func(b *testing.B) { measureRecallView(b, w, v) })
 			}
 		})
 	}
 }
 
-// rbMeasure runs the ops of one view and reports their latency percentiles, round trips and plans.
-func rbMeasure(b *testing.B, w *rbWorld, v benchload.View) {
+// measureRecallView runs the ops of one view and reports their latency percentiles, round trips and
+// plans.
+func measureRecallView(b *testing.B, w *bulkLoadedTeam, v benchload.View) {
 	subjects := w.params.SubjectCount()
 	// Warm up: every subject once, so statements are prepared, the plan cache has settled
 	// (plan_cache_mode auto picks generic or custom plans after five executions) and the pages
@@ -136,7 +137,7 @@ func rbMeasure(b *testing.B, w *rbWorld, v benchload.View) {
 	for i := range subjects {
 		w.recall(b, i, v)
 	}
-	generic0, custom0 := rbPlanCounts(b, w)
+	generic0, custom0 := recallSearchPlanCounts(b, w)
 	lat := make([]time.Duration, 0, 1024)
 	w.reset()
 	i := 0
@@ -148,11 +149,11 @@ func rbMeasure(b *testing.B, w *rbWorld, v benchload.View) {
 	}
 	b.StopTimer()
 	trips := w.trips.Load()
-	generic, custom := rbPlanCounts(b, w)
+	generic, custom := recallSearchPlanCounts(b, w)
 	generic, custom = generic-generic0, custom-custom0
 	slices.Sort(lat)
-	b.ReportMetric(rbPercentile(lat, 0.50), "p50-ms")
-	b.ReportMetric(rbPercentile(lat, 0.95), "p95-ms")
+	b.ReportMetric(latencyPercentile(lat, 0.50), "p50-ms")
+	b.ReportMetric(latencyPercentile(lat, 0.95), "p95-ms")
 	b.ReportMetric(float64(trips)/float64(len(lat)), "roundtrips/op")
 	if generic+custom > 0 {
 		b.ReportMetric(float64(generic)/float64(generic+custom), "generic-plans/op")
@@ -164,7 +165,7 @@ func rbMeasure(b *testing.B, w *rbWorld, v benchload.View) {
 // evidence and the status of the view, and the loaded rows work with the write pipeline and Trace.
 func TestRecallFindsSeededSubjects(t *testing.T) {
 	t.Parallel()
-	w := rbLoad(t, 400)
+	w := loadBulkTeam(t, 400)
 	p := w.params
 	for i := range p.SubjectCount() {
 		name := p.SubjectName(i)
@@ -237,7 +238,7 @@ func TestRecallFindsSeededSubjects(t *testing.T) {
 //
 //	go test -run '^$' -bench RecallHostileQueries -benchtime 30x .
 func BenchmarkRecallHostileQueries(b *testing.B) {
-	w := rbLoad(b, 20_000)
+	w := loadBulkTeam(b, 20_000)
 	unbounded, err := densemem.New(w.store, &densemem.Config{Clock: w.clock.Now,
 		Limits: densemem.Limits{MaxQueryTerms: 1 << 20, MaxRecallHits: 1 << 30, StatementTimeout: time.Minute}})
 	if err != nil {
@@ -282,7 +283,7 @@ func BenchmarkRecallHostileQueries(b *testing.B) {
 			}
 			slices.Sort(bounded)
 			slices.Sort(open)
-			pb, po := rbPercentile(bounded, 0.5), rbPercentile(open, 0.5)
+			pb, po := latencyPercentile(bounded, 0.5), latencyPercentile(open, 0.5)
 			b.ReportMetric(pb, "p50-ms-bounded")
 			b.ReportMetric(po, "p50-ms-unbounded")
 			b.ReportMetric(pb/po, "ratio-bounded/unbounded")
