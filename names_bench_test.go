@@ -20,14 +20,8 @@ import (
 func BenchmarkRememberBesideAliasHubs(b *testing.B) {
 	be := newBenchEnv(b, 0)
 	e := be.env
-	quiet := e.A
-	hubTeam := e.mustTeam("hubs")
-	hubAdmin := densemem.Principal{TeamID: hubTeam}
-	var err error
-	if hubAdmin.ProfileID, err = e.client.CreateProfile(e.ctx, hubTeam, densemem.CreateProfileRequest{Name: "admin",
-		Scopes: []densemem.Scope{"read", "write", "vocabulary"}}); err != nil {
-		b.Fatal(err)
-	}
+	noHubs := e.A
+	hubAdmin := e.profileIn(e.mustTeam("hubs"), "admin", "read", "write", "vocabulary")
 	e.registerVocabulary(hubAdmin)
 	for h := range 50 {
 		f := place(fmt.Sprintf("hub-%d", h), "main")
@@ -54,11 +48,11 @@ func BenchmarkRememberBesideAliasHubs(b *testing.B) {
 	for b.Loop() {
 		i++
 		if i%2 == 0 {
-			quietTimes = append(quietTimes, remember(quiet, i))
+			quietTimes = append(quietTimes, remember(noHubs, i))
 			hubTimes = append(hubTimes, remember(hubAdmin, i))
 		} else {
 			hubTimes = append(hubTimes, remember(hubAdmin, i))
-			quietTimes = append(quietTimes, remember(quiet, i))
+			quietTimes = append(quietTimes, remember(noHubs, i))
 		}
 	}
 	median := func(ds []time.Duration) time.Duration {
