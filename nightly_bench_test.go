@@ -33,7 +33,7 @@ import (
 // stay at most nbMaxRatio.
 //
 // Seeding 10k cases through Remember takes ~30k calls, so one prototype case is built through the
-// client (ncSeed, kind ncTwoOwners: A holds "main", B and C hold "release" since 2026-05-01, each
+// client (seedCases, kind seededTwoOwners: A holds "main", B and C hold "release" since 2026-05-01, each
 // confirmed by its cited text; after the deadline the policy resolves for "release"), and then copied
 // nbCases-1 times in SQL: every row the prototype wrote (entities, names, evidence, observations,
 // verifications, resolution events, relationships, supports, transitions, the case with its
@@ -52,7 +52,7 @@ const nbUnrelated = 1_000_000
 // nbMaxRatio is the bound on review time with nbUnrelated relationships over none.
 const nbMaxRatio = 1.3
 
-// nbProtoSubject is the prototype case's subject name (ncSeed's first subject).
+// nbProtoSubject is the prototype case's subject name (seedCases's first subject).
 const nbProtoSubject = "env-000"
 
 // nbTables are the tables the prototype case wrote, in foreign-key order, each with the column that
@@ -131,7 +131,7 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 	}
 	defer pool.Close()
 	e := newEnvOnPool(tb, pool, quiet)
-	cases, err := ncSeed(ctx, e.client, ncEnvTeam(e), 1, func(int) ncKind { return ncTwoOwners })
+	cases, err := seedCases(ctx, e.client, envSeedTeam(e), 1, func(int) seededKind { return seededTwoOwners })
 	if err != nil {
 		tb.Fatalf("seed prototype: %v", err)
 	}
@@ -341,7 +341,7 @@ func nbNewWorld(tb testing.TB, tpl *nbTemplate, maxConns int) *nbWorld {
 		tb.Fatal(err)
 	}
 	clock := newTestClock()
-	clock.Advance(ncPastDeadline)
+	clock.Advance(pastReviewDeadline)
 	client, err := densemem.New(postgres.New(pool, nil), &densemem.Config{Clock: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
@@ -397,7 +397,7 @@ func (w *nbWorld) review(tb testing.TB, workers int) (time.Duration, densemem.Ni
 			tb.Fatalf("worker %d: %v", i, err)
 		}
 	}
-	return elapsed, ncSum(reps)
+	return elapsed, sumReports(reps)
 }
 
 // TestNightlyBenchSeedResolves checks the benchmark's seeding: 20 copied cases are all due, and one

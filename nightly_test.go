@@ -27,6 +27,8 @@ import (
 // attempts (DESIGN §9.5).
 
 // releaseCutoff is the business change of the story (t1): production deploys from release since then.
+// It is also the confirmed valid_from of every seeded "release" relationship (seedCases): the evidence
+// time a resolution's cutoff comes from.
 var releaseCutoff = date("2026-05-01")
 
 // defaultReviewTTL is the default review TTL of a new team's policy.
