@@ -886,3 +886,54 @@ func (l ledgerView) checkSupersededOnce() {
 		}
 	}
 }
+
+// ---- added for nightly_concurrency_test.go ----
+
+// Relationships reads every relationship's stored status, tier, valid_to and version, by ID.
+func (l ledgerView) Relationships() map[densemem.RelationshipID]relationshipRow {
+	l.t.Helper()
+	rows, err := l.q.Query(l.ctx, `SELECT relationship_id, status, tier, valid_to, version FROM relationships`)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[densemem.RelationshipID]relationshipRow{}
+	for rows.Next() {
+		var id densemem.RelationshipID
+		var r relationshipRow
+		if err := rows.Scan(&id, &r.Status, &r.Tier, &r.ValidTo, &r.Version); err != nil {
+			l.t.Fatal(err)
+		}
+		out[id] = r
+	}
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}
+
+// AllTransitions reads every relationship's transitions in version order, by relationship.
+func (l ledgerView) AllTransitions() map[densemem.RelationshipID][]transitionRow {
+	l.t.Helper()
+	rows, err := l.q.Query(l.ctx, `SELECT relationship_id, COALESCE(from_status, ''), to_status, reason, actor_kind,
+		COALESCE(actor_profile_id, ''), COALESCE(from_version, 0), to_version, to_valid_to
+		FROM relationship_transitions ORDER BY relationship_id, to_version`)
+	if err != nil {
+		l.t.Fatal(err)
+	}
+	defer rows.Close()
+	out := map[densemem.RelationshipID][]transitionRow{}
+	for rows.Next() {
+		var id densemem.RelationshipID
+		var tr transitionRow
+		if err := rows.Scan(&id, &tr.From, &tr.To, &tr.Reason, &tr.ActorKind, &tr.Actor, &tr.FromVersion, &tr.ToVersion,
+			&tr.ToValidTo); err != nil {
+			l.t.Fatal(err)
+		}
+		out[id] = append(out[id], tr)
+	}
+	if err := rows.Err(); err != nil {
+		l.t.Fatal(err)
+	}
+	return out
+}

@@ -59,15 +59,15 @@ func lsIDs(cs []densemem.ConflictCase) []string {
 // group each), and with corroborate C repeats release from its own source. It returns the case ID.
 func (e *env) lsCase(env string, corroborate bool) (string, densemem.RelationshipID) {
 	e.t.Helper()
-	a := e.nrAccepted(e.A, deploy(env, "main"))
-	b := e.nrAccepted(e.B, deploy(env, "release").since(nrCutoff))
+	a := e.rememberAccepted(e.A, deploy(env, "main"))
+	b := e.rememberAccepted(e.B, deploy(env, "release").since(releaseCutoff))
 	if b.Conflict == nil {
 		e.t.Fatalf("%s: no case opened", env)
 	}
 	if corroborate {
-		f := deploy(env, "release").since(nrCutoff)
+		f := deploy(env, "release").since(releaseCutoff)
 		f.content = "Ops confirmed: " + f.content
-		e.nrAccepted(e.C, f)
+		e.rememberAccepted(e.C, f)
 	}
 	return b.Conflict.ConflictID, a.RelationshipID
 }
@@ -88,7 +88,7 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	}
 	// Past every deadline: alpha and bravo go overdue (one group against one), charlie resolves.
 	e.clock.Advance(t0.Add(8 * 24 * time.Hour).Sub(e.clock.Now()))
-	if rep := e.nrRun("w1"); rep.Overdue != 2 || rep.Resolved != 1 {
+	if rep := e.reviewTeamAs("w1"); rep.Overdue != 2 || rep.Resolved != 1 {
 		t.Fatalf("nightly review: %+v, want 2 overdue and 1 resolved", rep)
 	}
 	// Cases opened later are open, with later deadlines; echo is opened before foxtrot but its
@@ -127,7 +127,7 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	}
 	a := byID[alpha]
 	if a.Kind != "cross_profile_current_state" || a.Version != 2 || !a.OpenedAt.Equal(t0) ||
-		!a.ReviewDueAt.Equal(t0.Add(nrTTL)) || !a.NextReviewAt.After(t0.Add(nrTTL)) || a.ResolvedAt != nil ||
+		!a.ReviewDueAt.Equal(t0.Add(defaultReviewTTL)) || !a.NextReviewAt.After(t0.Add(defaultReviewTTL)) || a.ResolvedAt != nil ||
 		a.PreferredPositionID != "" || a.PolicyVersion != 1 {
 		t.Errorf("overdue case state = %+v", a)
 	}

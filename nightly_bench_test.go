@@ -27,15 +27,15 @@ import (
 //
 //	go test -run '^$' -bench NightlyReview -benchtime 1x -timeout 60m .
 //
-// Each sub-benchmark reviews nbCases due conflict cases of one team with 1 or 4 concurrent workers,
+// Each sub-benchmark reviews benchDueCases due conflict cases of one team with 1 or 4 concurrent workers,
 // in a team that holds no other relationships or 1M unrelated active ones (internal/benchload), and
 // reports cases/s. The reviewer visits due cases only, so the 1M/none ratio of the review time must
-// stay at most nbMaxRatio.
+// stay at most benchMaxReviewRatio.
 //
 // Seeding 10k cases through Remember takes ~30k calls, so one prototype case is built through the
-// client (ncSeed, kind ncTwoOwners: A holds "main", B and C hold "release" since 2026-05-01, each
+// client (seedCases, kind seededTwoOwners: A holds "main", B and C hold "release" since 2026-05-01, each
 // confirmed by its cited text; after the deadline the policy resolves for "release"), and then copied
-// nbCases-1 times in SQL: every row the prototype wrote (entities, names, evidence, observations,
+// benchDueCases-1 times in SQL: every row the prototype wrote (entities, names, evidence, observations,
 // verifications, resolution events, relationships, supports, transitions, the case with its
 // positions, members and opening event) is re-inserted with every generated ID suffixed with the
 // copy number, the subject renamed, and the content hashes recomputed for the renamed content. The
@@ -43,21 +43,21 @@ import (
 // For quick runs, NB_CASES overrides the number of cases, NB_UNRELATED the number of unrelated
 // relationships and NB_REPEATS the runs per median (3).
 
-// nbCases is the number of due cases the issue asks for.
-const nbCases = 10_000
+// benchDueCases is the number of due cases the issue asks for.
+const benchDueCases = 10_000
 
-// nbUnrelated is the number of unrelated active relationships of the loaded variant.
-const nbUnrelated = 1_000_000
+// benchUnrelated is the number of unrelated active relationships of the loaded variant.
+const benchUnrelated = 1_000_000
 
-// nbMaxRatio is the issue's bound on review time with nbUnrelated relationships over none.
-const nbMaxRatio = 1.3
+// benchMaxReviewRatio is the issue's bound on review time with benchUnrelated relationships over none.
+const benchMaxReviewRatio = 1.3
 
-// nbProtoSubject is the prototype case's subject name (ncSeed's first subject).
-const nbProtoSubject = "env-000"
+// prototypeSubject is the prototype case's subject name (seedCases's first subject).
+const prototypeSubject = "env-000"
 
-// nbTables are the tables the prototype case wrote, in foreign-key order, each with the column that
+// prototypeTables are the tables the prototype case wrote, in foreign-key order, each with the column that
 // identifies the prototype's rows.
-var nbTables = []struct{ name, key string }{
+var prototypeTables = []struct{ name, key string }{
 	{"entities", "entity_id"},
 	{"entity_names", "entity_id"},
 	{"evidence_fragments", "fragment_id"},
@@ -75,12 +75,12 @@ var nbTables = []struct{ name, key string }{
 	{"conflict_events", "event_id"},
 }
 
-// nbIDPattern matches the IDs the library generates for data rows (not teams or profiles).
-const nbIDPattern = `\m((?:ent|frg|ing|obs|pos|rel|res|sup|trn|ver|xref|cfe|cf|rev|clm)_[0-9a-z]{26})\M`
+// generatedIDPattern matches the IDs the library generates for data rows (not teams or profiles).
+const generatedIDPattern = `\m((?:ent|frg|ing|obs|pos|rel|res|sup|trn|ver|xref|cfe|cf|rev|clm)_[0-9a-z]{26})\M`
 
-// nbTemplate is a database holding a team with one prototype case (and maybe unrelated
+// reviewBenchTemplate is a database holding a team with one prototype case (and maybe unrelated
 // relationships), cloned for every run.
-type nbTemplate struct {
+type reviewBenchTemplate struct {
 	db        string
 	cases     int
 	team      densemem.TeamID
@@ -88,15 +88,15 @@ type nbTemplate struct {
 	protoCase string
 }
 
-// nbEnvCount is the positive integer in the environment variable name, or def.
-func nbEnvCount(name string, def int) int {
+// countFromEnv is the positive integer in the environment variable name, or def.
+func countFromEnv(name string, def int) int {
 	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
 	return def
 }
 
-func nbDBName(tb testing.TB, u string) string {
+func databaseOfURL(tb testing.TB, u string) string {
 	tb.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
@@ -105,7 +105,7 @@ func nbDBName(tb testing.TB, u string) string {
 	return strings.TrimPrefix(p.Path, "/")
 }
 
-func nbWithDB(tb testing.TB, u, name string) string {
+func urlWithDatabase(tb testing.TB, u, name string) string {
 	tb.Helper()
 	p, err := url.Parse(u)
 	if err != nil {
@@ -118,10 +118,10 @@ func nbWithDB(tb testing.TB, u, name string) string {
 	return p.String()
 }
 
-// nbBuildTemplate makes a database with the env's team, n due cases (the prototype and its copies)
+// buildReviewBenchTemplate makes a database with the env's team, n due cases (the prototype and its copies)
 // and unrelated active relationships owned by A, vacuumed and analyzed as autovacuum would leave it.
 // The database is dropped when tb ends.
-func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
+func buildReviewBenchTemplate(tb testing.TB, unrelated, n int) *reviewBenchTemplate {
 	tb.Helper()
 	ctx := context.Background()
 	u := testdb.NewURL(tb)
@@ -131,15 +131,15 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 	}
 	defer pool.Close()
 	e := newEnvOnPool(tb, pool, quiet)
-	cases, err := ncSeed(ctx, e.client, ncEnvTeam(e), 1, func(int) ncKind { return ncTwoOwners })
+	cases, err := seedCases(ctx, e.client, envSeedTeam(e), 1, func(int) seededKind { return seededTwoOwners })
 	if err != nil {
 		tb.Fatalf("seed prototype: %v", err)
 	}
-	if cases[0].subject != nbProtoSubject {
-		tb.Fatalf("prototype subject %q, want %q", cases[0].subject, nbProtoSubject)
+	if cases[0].subject != prototypeSubject {
+		tb.Fatalf("prototype subject %q, want %q", cases[0].subject, prototypeSubject)
 	}
-	tpl := &nbTemplate{db: nbDBName(tb, u), cases: n, team: e.team, protoKeys: map[string][]string{}, protoCase: cases[0].id}
-	for _, t := range nbTables {
+	tpl := &reviewBenchTemplate{db: databaseOfURL(tb, u), cases: n, team: e.team, protoKeys: map[string][]string{}, protoCase: cases[0].id}
+	for _, t := range prototypeTables {
 		rows, err := pool.Query(ctx, fmt.Sprintf("SELECT DISTINCT %s FROM %s", t.key, t.name))
 		if err != nil {
 			tb.Fatal(err)
@@ -160,7 +160,7 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 		tb.Logf("loaded %d unrelated active relationships in %s", unrelated, time.Since(start).Round(time.Millisecond))
 	}
 	start := time.Now()
-	nbCopyCases(tb, ctx, pool, tpl, n)
+	copyPrototypeCase(tb, ctx, pool, tpl, n)
 	tb.Logf("seeded %d due cases in %s", n, time.Since(start).Round(time.Millisecond))
 	// The template is cloned: no connection to it may stay open.
 	e.runtime.Close()
@@ -168,9 +168,9 @@ func nbBuildTemplate(tb testing.TB, unrelated, n int) *nbTemplate {
 	return tpl
 }
 
-// nbClone clones the template into a new database and returns its URL and a func that drops it (run
+// cloneReviewBenchTemplate clones the template into a new database and returns its URL and a func that drops it (run
 // when tb ends too).
-func nbClone(tb testing.TB, tpl *nbTemplate) (url string, drop func()) {
+func cloneReviewBenchTemplate(tb testing.TB, tpl *reviewBenchTemplate) (url string, drop func()) {
 	tb.Helper()
 	ctx := context.Background()
 	admin, err := testdb.AdminURL()
@@ -203,22 +203,22 @@ func nbClone(tb testing.TB, tpl *nbTemplate) (url string, drop func()) {
 		}
 	}
 	tb.Cleanup(drop)
-	return nbWithDB(tb, admin, name), drop
+	return urlWithDatabase(tb, admin, name), drop
 }
 
-// nbHashSQL is evidence.ContentHash in SQL for ASCII content: lower case, whitespace runs folded.
-func nbHashSQL(content string) string {
+// contentHashSQL is evidence.ContentHash in SQL for ASCII content: lower case, whitespace runs folded.
+func contentHashSQL(content string) string {
 	return fmt.Sprintf(`encode(sha256(convert_to(btrim(regexp_replace(lower(%s), '\s+', ' ', 'g')), 'UTF8')), 'hex')`, content)
 }
 
-// nbRename renames the prototype subject in a text expression for copy g.
-func nbRename(expr string) string {
-	return fmt.Sprintf("replace(%s, '%s', 'env-c' || lpad(g::text, 6, '0'))", expr, nbProtoSubject)
+// renamePrototypeSQL renames the prototype subject in a text expression for copy g.
+func renamePrototypeSQL(expr string) string {
+	return fmt.Sprintf("replace(%s, '%s', 'env-c' || lpad(g::text, 6, '0'))", expr, prototypeSubject)
 }
 
-// nbCopyCases copies the prototype case n-1 times, so the team holds n due cases, then vacuums and
+// copyPrototypeCase copies the prototype case n-1 times, so the team holds n due cases, then vacuums and
 // analyzes the copied tables.
-func nbCopyCases(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, tpl *nbTemplate, n int) {
+func copyPrototypeCase(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, tpl *reviewBenchTemplate, n int) {
 	tb.Helper()
 	tx, err := pool.Begin(ctx)
 	if err != nil {
@@ -231,7 +231,7 @@ func nbCopyCases(tb testing.TB, ctx context.Context, pool *pgxpool.Pool, tpl *nb
 		tb.Fatal(err)
 	}
 	var analyze []string
-	for _, t := range nbTables {
+	for _, t := range prototypeTables {
 		if len(tpl.protoKeys[t.name]) == 0 || n <= 1 {
 			continue
 		}
@@ -270,11 +270,11 @@ FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdrop
 				expr = q
 			case c.name == "content_sha256" && hasFragment:
 				expr = fmt.Sprintf("(SELECT %s FROM fragment_contents fc WHERE fc.team_id = s.team_id AND fc.fragment_id = s.fragment_id)",
-					nbHashSQL(nbRename("fc.content")))
+					contentHashSQL(renamePrototypeSQL("fc.content")))
 			case c.typ == "text":
-				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')", nbRename(q), nbIDPattern)
+				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')", renamePrototypeSQL(q), generatedIDPattern)
 			case c.typ == "jsonb" || c.typ == "text[]":
-				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')::%s", nbRename(q+"::text"), nbIDPattern, c.typ)
+				expr = fmt.Sprintf("regexp_replace(%s, '%s', '\\1x' || g, 'g')::%s", renamePrototypeSQL(q+"::text"), generatedIDPattern, c.typ)
 			default:
 				expr = q
 			}
@@ -305,9 +305,9 @@ FROM pg_attribute WHERE attrelid = $1::regclass AND attnum > 0 AND NOT attisdrop
 	}
 }
 
-// nbWorld is one run's database, cloned from a template with its due cases, and a client whose clock
+// reviewBenchWorld is one run's database, cloned from a template with its due cases, and a client whose clock
 // is past every case's deadline.
-type nbWorld struct {
+type reviewBenchWorld struct {
 	pool   *pgxpool.Pool
 	client *densemem.Client
 	team   densemem.TeamID
@@ -316,15 +316,15 @@ type nbWorld struct {
 }
 
 // close closes the world's pool and drops its database.
-func (w *nbWorld) close() {
+func (w *reviewBenchWorld) close() {
 	w.pool.Close()
 	w.drop()
 }
 
-func nbNewWorld(tb testing.TB, tpl *nbTemplate, maxConns int) *nbWorld {
+func newReviewBenchWorld(tb testing.TB, tpl *reviewBenchTemplate, maxConns int) *reviewBenchWorld {
 	tb.Helper()
 	ctx := context.Background()
-	url, drop := nbClone(tb, tpl)
+	url, drop := cloneReviewBenchTemplate(tb, tpl)
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		tb.Fatal(err)
@@ -341,40 +341,38 @@ func nbNewWorld(tb testing.TB, tpl *nbTemplate, maxConns int) *nbWorld {
 		tb.Fatal(err)
 	}
 	clock := newTestClock()
-	clock.Advance(ncPastDeadline)
+	clock.Advance(pastReviewDeadline)
 	client, err := densemem.New(postgres.New(pool, nil), &densemem.Config{Clock: clock.Now,
 		Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &nbWorld{pool: pool, client: client, team: tpl.team, n: tpl.cases, drop: drop}
+	return &reviewBenchWorld{pool: pool, client: client, team: tpl.team, n: tpl.cases, drop: drop}
 }
 
-// nbStatuses counts the team's cases by status.
-func (w *nbWorld) statuses(tb testing.TB) map[string]int {
+// ledger reads the world's database (a superuser's pool) through the tests' ledger view.
+func (w *reviewBenchWorld) ledger(tb testing.TB) ledgerView {
+	return ledgerView{t: tb, ctx: context.Background(), q: w.pool}
+}
+
+// statuses counts the team's cases by status.
+func (w *reviewBenchWorld) statuses(tb testing.TB) map[string]int {
 	tb.Helper()
-	rows, err := w.pool.Query(context.Background(), "SELECT status, count(*) FROM conflict_cases WHERE team_id = $1 GROUP BY status", w.team)
-	if err != nil {
-		tb.Fatal(err)
-	}
 	out := map[string]int{}
-	for rows.Next() {
-		var s string
-		var c int
-		if err := rows.Scan(&s, &c); err != nil {
+	for status, n := range w.ledger(tb).Keyed(`SELECT status, count(*)::text FROM conflict_cases WHERE team_id = $1
+		GROUP BY status`, w.team) {
+		c, err := strconv.Atoi(n)
+		if err != nil {
 			tb.Fatal(err)
 		}
-		out[s] = c
-	}
-	if err := rows.Err(); err != nil {
-		tb.Fatal(err)
+		out[status] = c
 	}
 	return out
 }
 
 // review runs workers concurrent reviewers until no case is claimable, and returns the elapsed time
 // and the summed report.
-func (w *nbWorld) review(tb testing.TB, workers int) (time.Duration, densemem.NightlyReviewReport) {
+func (w *reviewBenchWorld) review(tb testing.TB, workers int) (time.Duration, densemem.NightlyReviewReport) {
 	tb.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -397,33 +395,25 @@ func (w *nbWorld) review(tb testing.TB, workers int) (time.Duration, densemem.Ni
 			tb.Fatalf("worker %d: %v", i, err)
 		}
 	}
-	return elapsed, ncSum(reps)
+	return elapsed, sumReports(reps)
 }
 
 // TestNightlyBenchSeedResolves checks the benchmark's seeding: 20 copied cases are all due, and one
 // reviewer resolves every one of them.
 func TestNightlyBenchSeedResolves(t *testing.T) {
 	const n = 20
-	tpl := nbBuildTemplate(t, 0, n)
-	w := nbNewWorld(t, tpl, 4)
-	ctx := context.Background()
+	tpl := buildReviewBenchTemplate(t, 0, n)
+	w := newReviewBenchWorld(t, tpl, 4)
+	l := w.ledger(t)
 	// The recomputed hashes follow evidence.ContentHash: the prototype's stored hashes match the SQL.
-	var bad int
-	if err := w.pool.QueryRow(ctx, `SELECT count(*) FROM evidence_fragments f JOIN fragment_contents c USING (team_id, fragment_id)
-WHERE f.content_sha256 <> `+nbHashSQL("c.content")).Scan(&bad); err != nil {
-		t.Fatal(err)
-	}
-	if bad != 0 {
+	if bad := l.Int(`SELECT count(*) FROM evidence_fragments f JOIN fragment_contents c USING (team_id, fragment_id)
+WHERE f.content_sha256 <> ` + contentHashSQL("c.content")); bad != 0 {
 		t.Errorf("%d fragments whose content_sha256 is not the hash of their content", bad)
 	}
 	if got := w.statuses(t); got["open"] != n || len(got) != 1 {
 		t.Fatalf("before review: cases by status %v, want %d open", got, n)
 	}
-	var relCount int
-	if err := w.pool.QueryRow(ctx, "SELECT count(*) FROM relationships WHERE status = 'active'").Scan(&relCount); err != nil {
-		t.Fatal(err)
-	}
-	if relCount != 3*n {
+	if relCount := l.Int("SELECT count(*) FROM relationships WHERE status = 'active'"); relCount != 3*n {
 		t.Fatalf("%d active relationships, want %d", relCount, 3*n)
 	}
 	_, rep := w.review(t, 2)
@@ -433,41 +423,44 @@ WHERE f.content_sha256 <> `+nbHashSQL("c.content")).Scan(&bad); err != nil {
 	if got := w.statuses(t); got["resolved"] != n || len(got) != 1 {
 		t.Fatalf("after review: cases by status %v, want %d resolved", got, n)
 	}
+	// Read in one snapshot, so the two counts describe one state.
 	var superseded, mainActive int
-	if err := w.pool.QueryRow(ctx, `SELECT count(*) FILTER (WHERE r.status = 'superseded'),
-  count(*) FILTER (WHERE r.status = 'active' AND n.name = 'main')
-FROM relationships r JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.object_entity_id`).Scan(&superseded, &mainActive); err != nil {
-		t.Fatal(err)
-	}
+	readSnapshot(t, w.pool, func(tx pgx.Tx) {
+		l := ledgerView{t: t, ctx: context.Background(), q: tx}
+		superseded = l.Int(`SELECT count(*) FROM relationships r
+JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.object_entity_id WHERE r.status = 'superseded'`)
+		mainActive = l.Int(`SELECT count(*) FROM relationships r
+JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.object_entity_id WHERE r.status = 'active' AND n.name = 'main'`)
+	})
 	if superseded != n || mainActive != 0 {
 		t.Fatalf("%d superseded relationships (want %d), %d \"main\" still active (want 0)", superseded, n, mainActive)
 	}
 }
 
-// BenchmarkNightlyReview reviews nbCases due cases of one team with 1 and 4 workers (one
-// sub-benchmark each), in a team with no other relationships (none) and in one with nbUnrelated
+// BenchmarkNightlyReview reviews benchDueCases due cases of one team with 1 and 4 workers (one
+// sub-benchmark each), in a team with no other relationships (none) and in one with benchUnrelated
 // unrelated active ones (1M). Each sub-benchmark alternates the two, NB_REPEATS runs of each, so
 // that a slow spell of the machine (single runs varied by ±30% over minutes) falls on both; it
 // reports the median cases/s and review time of each and the ratio of the medians (1M over none),
-// which must stay at most nbMaxRatio. Only the reviews are timed; each run clones its template, with
+// which must stay at most benchMaxReviewRatio. Only the reviews are timed; each run clones its template, with
 // the due cases, into a fresh database and starts after a checkpoint.
 func BenchmarkNightlyReview(b *testing.B) {
-	n, repeats := nbEnvCount("NB_CASES", nbCases), nbEnvCount("NB_REPEATS", 3)
-	if n != nbCases {
-		b.Logf("NB_CASES=%d: measuring %d due cases instead of %d", n, n, nbCases)
+	n, repeats := countFromEnv("NB_CASES", benchDueCases), countFromEnv("NB_REPEATS", 3)
+	if n != benchDueCases {
+		b.Logf("NB_CASES=%d: measuring %d due cases instead of %d", n, n, benchDueCases)
 	}
 	// Built on the parent benchmark, once, so that both sub-benchmarks reuse them.
-	unrelated := nbEnvCount("NB_UNRELATED", nbUnrelated)
-	if unrelated != nbUnrelated {
+	unrelated := countFromEnv("NB_UNRELATED", benchUnrelated)
+	if unrelated != benchUnrelated {
 		b.Logf("NB_UNRELATED=%d: the 1M figures are for %d unrelated relationships", unrelated, unrelated)
 	}
-	none, loaded := nbBuildTemplate(b, 0, n), nbBuildTemplate(b, unrelated, n)
+	none, loaded := buildReviewBenchTemplate(b, 0, n), buildReviewBenchTemplate(b, unrelated, n)
 	for _, workers := range []int{1, 4} {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
-			runs := map[*nbTemplate][]time.Duration{}
+			runs := map[*reviewBenchTemplate][]time.Duration{}
 			for range b.N * repeats {
-				for _, tpl := range []*nbTemplate{none, loaded} {
-					w := nbNewWorld(b, tpl, workers+2)
+				for _, tpl := range []*reviewBenchTemplate{none, loaded} {
+					w := newReviewBenchWorld(b, tpl, workers+2)
 					d, rep := w.review(b, workers)
 					runs[tpl] = append(runs[tpl], d)
 					if rep.Resolved != n || rep.Failed != 0 {
@@ -479,7 +472,7 @@ func BenchmarkNightlyReview(b *testing.B) {
 					w.close()
 				}
 			}
-			median := func(tpl *nbTemplate) time.Duration {
+			median := func(tpl *reviewBenchTemplate) time.Duration {
 				ds := slices.Clone(runs[tpl])
 				slices.Sort(ds)
 				return ds[len(ds)/2]
@@ -494,8 +487,8 @@ func BenchmarkNightlyReview(b *testing.B) {
 			b.ReportMetric(mLoaded.Seconds(), "review-s-1M")
 			ratio := mLoaded.Seconds() / mNone.Seconds()
 			b.ReportMetric(ratio, "ratio-1M/none")
-			if ratio > nbMaxRatio {
-				b.Errorf("review time ratio 1M/none %.3f exceeds %.1f", ratio, nbMaxRatio)
+			if ratio > benchMaxReviewRatio {
+				b.Errorf("review time ratio 1M/none %.3f exceeds %.1f", ratio, benchMaxReviewRatio)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -31,29 +32,25 @@ import (
 //
 //	go test -race -count=1 -run 'ConcurrentReviewers|Reviewer|ForgetRacingReviewer' -timeout 20m .
 
-// ncTimeout bounds every call of these tests, so a lock or pool starvation fails with an error
+// reviewCallTimeout bounds every call of these tests, so a lock or pool starvation fails with an error
 // instead of hanging the binary.
-const ncTimeout = 5 * time.Minute
+const reviewCallTimeout = 5 * time.Minute
 
-// ncPastDeadline moves the clock past the default review TTL (7 days) of every seeded case.
-const ncPastDeadline = 8 * 24 * time.Hour
+// pastReviewDeadline moves the clock past the default review TTL (7 days) of every seeded case.
+const pastReviewDeadline = 8 * 24 * time.Hour
 
-// ncSince is the confirmed valid_from of every "release" relationship: the evidence time a
-// resolution's cutoff comes from.
-var ncSince = date("2026-05-01")
-
-// ncTeam is a team of these tests: three writers over a registered deploys_from.
-type ncTeam struct {
+// seedTeam is a team of these tests: three writers over a registered deploys_from.
+type seedTeam struct {
 	id      densemem.TeamID
 	A, B, C densemem.Principal
 }
 
-// ncEnvTeam is the env's own team.
-func ncEnvTeam(e *env) ncTeam { return ncTeam{id: e.team, A: e.A, B: e.B, C: e.C} }
+// envSeedTeam is the env's own team.
+func envSeedTeam(e *env) seedTeam { return seedTeam{id: e.team, A: e.A, B: e.B, C: e.C} }
 
-// ncNewTeam provisions a team with a vocabulary admin and three writers, and registers deploys_from.
-func ncNewTeam(ctx context.Context, c *densemem.Client, name string) (ncTeam, error) {
-	tm := ncTeam{}
+// newSeedTeam provisions a team with a vocabulary admin and three writers, and registers deploys_from.
+func newSeedTeam(ctx context.Context, c *densemem.Client, name string) (seedTeam, error) {
+	tm := seedTeam{}
 	var err error
 	if tm.id, err = c.CreateTeam(ctx, densemem.CreateTeamRequest{Name: name}); err != nil {
 		return tm, err
@@ -79,46 +76,46 @@ func ncNewTeam(ctx context.Context, c *densemem.Client, name string) (ncTeam, er
 	return tm, err
 }
 
-// ncKind is how a seeded case is built, and so what the policy (DESIGN §8) dictates after its
+// seededKind is how a seeded case is built, and so what the policy (DESIGN §8) dictates after its
 // deadline. A always holds "main" with one source group.
-type ncKind int
+type seededKind int
 
 const (
-	// ncOverdue: B holds "release" with one group. 1 vs 1 qualifies no position: overdue.
-	ncOverdue ncKind = iota
-	// ncTwoGroups: B holds "release" with two source groups: 2 of 3 groups, B's position wins.
-	ncTwoGroups
-	// ncTwoOwners: B and C hold "release" with one group each: 2 of 3 groups, their position wins.
-	ncTwoOwners
+	// seededOverdue: B holds "release" with one group. 1 vs 1 qualifies no position: overdue.
+	seededOverdue seededKind = iota
+	// seededTwoGroups: B holds "release" with two source groups: 2 of 3 groups, B's position wins.
+	seededTwoGroups
+	// seededTwoOwners: B and C hold "release" with one group each: 2 of 3 groups, their position wins.
+	seededTwoOwners
 )
 
-// ncMixed makes every third case end overdue and the others resolve.
-func ncMixed(i int) ncKind { return ncKind(i % 3) }
+// seededMixed makes every third case end overdue and the others resolve.
+func seededMixed(i int) seededKind { return seededKind(i % 3) }
 
-// ncCase is one seeded conflict case and the relationships it was built from.
-type ncCase struct {
+// seededCase is one seeded conflict case and the relationships it was built from.
+type seededCase struct {
 	team    densemem.TeamID
 	subject string
-	kind    ncKind
+	kind    seededKind
 	id      string
 	loser   densemem.RelationshipID   // A's "main"
 	winners []densemem.RelationshipID // B's (and C's) "release"
 }
 
-func (c *ncCase) resolves() bool { return c.kind != ncOverdue }
+func (c *seededCase) resolves() bool { return c.kind != seededOverdue }
 
-// ncDoc is one evidence item of a seeding call: a line per cited subject, one source group.
-type ncDoc struct {
+// seedDoc is one evidence item of a seeding call: a line per cited subject, one source group.
+type seedDoc struct {
 	group string
 	line  func(subject string) string
-	cites func(c *ncCase) bool
+	cites func(c *seededCase) bool
 }
 
-func ncAll(*ncCase) bool { return true }
+func citesEveryCase(*seededCase) bool { return true }
 
-// ncRequest builds one Remember of "<subject> deploys_from <object>" for every case, each relationship
+// seedRequest builds one Remember of "<subject> deploys_from <object>" for every case, each relationship
 // citing its own line of every doc that cites it.
-func ncRequest(cases []*ncCase, object string, validFrom *time.Time, docs []ncDoc) densemem.RememberRequest {
+func seedRequest(cases []*seededCase, object string, validFrom *time.Time, docs []seedDoc) densemem.RememberRequest {
 	req := densemem.RememberRequest{IdempotencyKey: nextKey()}
 	req.Proposal.Entities = []densemem.ProposedEntity{{Ref: "o", Name: object, EntityKind: "git_branch"}}
 	rels := make([]densemem.ProposedRelationship, len(cases))
@@ -148,9 +145,9 @@ func ncRequest(cases []*ncCase, object string, validFrom *time.Time, docs []ncDo
 	return req
 }
 
-// ncRemember stores req for p and returns the outcome of each case, each of which must be an active
+// rememberSeeded stores req for p and returns the outcome of each case, each of which must be an active
 // relationship.
-func ncRemember(ctx context.Context, c *densemem.Client, p densemem.Principal, cases []*ncCase,
+func rememberSeeded(ctx context.Context, c *densemem.Client, p densemem.Principal, cases []*seededCase,
 	req densemem.RememberRequest) ([]densemem.RelationshipOutcome, error) {
 	pl, err := c.Remember(ctx, p, req)
 	if err != nil {
@@ -176,21 +173,21 @@ func ncRemember(ctx context.Context, c *densemem.Client, p densemem.Principal, c
 	return out, nil
 }
 
-// ncChunk is how many subjects one seeding call carries (51 entities, within the 100 allowed).
-const ncChunk = 50
+// seedChunk is how many subjects one seeding call carries (51 entities, within the 100 allowed).
+const seedChunk = 50
 
-// ncSeed builds n conflict cases in a team through Remember, kind(i) deciding each case's sides: A
-// remembers "main" undated, then B (and C) remember "release" since ncSince, confirmed by the cited
+// seedCases builds n conflict cases in a team through Remember, kind(i) deciding each case's sides: A
+// remembers "main" undated, then B (and C) remember "release" since releaseCutoff, confirmed by the cited
 // text, which corrects A's relationship and opens the key's case.
-func ncSeed(ctx context.Context, c *densemem.Client, tm ncTeam, n int, kind func(i int) ncKind) ([]*ncCase, error) {
-	cases := make([]*ncCase, n)
+func seedCases(ctx context.Context, c *densemem.Client, tm seedTeam, n int, kind func(i int) seededKind) ([]*seededCase, error) {
+	cases := make([]*seededCase, n)
 	for i := range cases {
-		cases[i] = &ncCase{team: tm.id, subject: fmt.Sprintf("env-%03d", i), kind: kind(i)}
+		cases[i] = &seededCase{team: tm.id, subject: fmt.Sprintf("env-%03d", i), kind: kind(i)}
 	}
-	since := ncSince
-	for lo := 0; lo < n; lo += ncChunk {
-		chunk := cases[lo:min(lo+ncChunk, n)]
-		out, err := ncRemember(ctx, c, tm.A, chunk, ncRequest(chunk, "main", nil, []ncDoc{{group: "a-wiki", cites: ncAll,
+	since := releaseCutoff
+	for lo := 0; lo < n; lo += seedChunk {
+		chunk := cases[lo:min(lo+seedChunk, n)]
+		out, err := rememberSeeded(ctx, c, tm.A, chunk, seedRequest(chunk, "main", nil, []seedDoc{{group: "a-wiki", cites: citesEveryCase,
 			line: func(s string) string { return fmt.Sprintf("The %s environment deploys from the main branch.", s) }}}))
 		if err != nil {
 			return nil, fmt.Errorf("A: %w", err)
@@ -198,11 +195,11 @@ func ncSeed(ctx context.Context, c *densemem.Client, tm ncTeam, n int, kind func
 		for i, o := range out {
 			chunk[i].loser = o.RelationshipID
 		}
-		out, err = ncRemember(ctx, c, tm.B, chunk, ncRequest(chunk, "release", &since, []ncDoc{
-			{group: "b-deploy-log", cites: ncAll, line: func(s string) string {
+		out, err = rememberSeeded(ctx, c, tm.B, chunk, seedRequest(chunk, "release", &since, []seedDoc{
+			{group: "b-deploy-log", cites: citesEveryCase, line: func(s string) string {
 				return fmt.Sprintf("Since 2026-05-01 the %s environment deploys from the release branch.", s)
 			}},
-			{group: "b-release-record", cites: func(c *ncCase) bool { return c.kind == ncTwoGroups }, line: func(s string) string {
+			{group: "b-release-record", cites: func(c *seededCase) bool { return c.kind == seededTwoGroups }, line: func(s string) string {
 				return fmt.Sprintf("Release record 2026-05-01: %s deploys from release.", s)
 			}},
 		}))
@@ -216,17 +213,17 @@ func ncSeed(ctx context.Context, c *densemem.Client, tm ncTeam, n int, kind func
 			chunk[i].winners = append(chunk[i].winners, o.RelationshipID)
 			chunk[i].id = o.Conflict.ConflictID
 		}
-		var third []*ncCase
+		var third []*seededCase
 		for _, cs := range chunk {
-			if cs.kind == ncTwoOwners {
+			if cs.kind == seededTwoOwners {
 				third = append(third, cs)
 			}
 		}
 		if len(third) == 0 {
 			continue
 		}
-		out, err = ncRemember(ctx, c, tm.C, third, ncRequest(third, "release", &since, []ncDoc{{group: "c-pipeline-check",
-			cites: ncAll, line: func(s string) string {
+		out, err = rememberSeeded(ctx, c, tm.C, third, seedRequest(third, "release", &since, []seedDoc{{group: "c-pipeline-check",
+			cites: citesEveryCase, line: func(s string) string {
 				return fmt.Sprintf("Checked the pipeline: since 2026-05-01 %s deploys from release.", s)
 			}}}))
 		if err != nil {
@@ -242,20 +239,20 @@ func ncSeed(ctx context.Context, c *densemem.Client, tm ncTeam, n int, kind func
 	return cases, nil
 }
 
-// ncMustSeed seeds one team from the test goroutine.
-func ncMustSeed(t *testing.T, e *env, n int, kind func(i int) ncKind) []*ncCase {
+// mustSeedCases seeds one team from the test goroutine.
+func mustSeedCases(t *testing.T, e *env, n int, kind func(i int) seededKind) []*seededCase {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
-	cases, err := ncSeed(ctx, e.client, ncEnvTeam(e), n, kind)
+	cases, err := seedCases(ctx, e.client, envSeedTeam(e), n, kind)
 	if err != nil {
 		t.Fatalf("seed: %v", err)
 	}
 	return cases
 }
 
-// ncCaseRow is a case as stored, with a summary of its events.
-type ncCaseRow struct {
+// reviewCaseSummary is a case as stored, with a summary of its events.
+type reviewCaseSummary struct {
 	status       string
 	version      int
 	events       int
@@ -272,8 +269,8 @@ type ncCaseRow struct {
 	nextReview   time.Time
 }
 
-// ncRelRow is a relationship as stored, with a summary of its transitions.
-type ncRelRow struct {
+// reviewRelSummary is a relationship as stored, with a summary of its transitions.
+type reviewRelSummary struct {
 	status       string
 	version      int
 	validTo      *time.Time
@@ -282,82 +279,67 @@ type ncRelRow struct {
 	supersedings int // transitions to superseded by anyone
 }
 
-// ncState is every case and relationship of the database.
-type ncState struct {
-	cases map[string]ncCaseRow
-	rels  map[densemem.RelationshipID]ncRelRow
+// reviewState is every case and relationship of the database.
+type reviewState struct {
+	cases map[string]reviewCaseSummary
+	rels  map[densemem.RelationshipID]reviewRelSummary
 }
 
-// ncRead reads the whole database's cases and relationships in one snapshot (readSnapshot): a
-// review transaction committing meanwhile shows up in both or in neither, never as a case still open
-// whose loser is already superseded.
-func ncRead(t *testing.T, e *env) ncState {
-	t.Helper()
-	ctx := context.Background()
-	st := ncState{cases: map[string]ncCaseRow{}, rels: map[densemem.RelationshipID]ncRelRow{}}
-	readSnapshot(t, e.pool, func(q pgx.Tx) {
-		rows, err := q.Query(ctx, `
-			SELECT c.conflict_id, c.status, c.version, count(ev.event_id), COALESCE(max(ev.case_version), 0),
-			       count(*) FILTER (WHERE ev.resulting_status = 'resolved'),
-			       count(*) FILTER (WHERE ev.resulting_status = 'resolved' AND ev.actor_kind = 'system_conflict_reviewer'),
-			       count(*) FILTER (WHERE ev.prior_status = 'open' AND ev.resulting_status = 'overdue'),
-			       count(*) FILTER (WHERE ev.reason_code = 'max_attempts_exhausted'),
-			       c.claim_token IS NOT NULL, c.review_attempts, c.effective_at, COALESCE(c.effective_time_basis, ''),
-			       COALESCE(c.preferred_position_id, ''), c.next_review_at
-			FROM conflict_cases c
-			LEFT JOIN conflict_events ev ON ev.team_id = c.team_id AND ev.conflict_id = c.conflict_id
-			GROUP BY c.team_id, c.conflict_id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id string
-			var r ncCaseRow
-			if err := rows.Scan(&id, &r.status, &r.version, &r.events, &r.maxEvent, &r.resolutions, &r.reviewerRes,
-				&r.overdueMarks, &r.escalations, &r.claimed, &r.attempts, &r.effectiveAt, &r.basis, &r.preferred, &r.nextReview); err != nil {
-				t.Fatal(err)
+// readReviewState reads the whole database's cases and relationships in one snapshot: a review
+// transaction committing meanwhile shows up in both or in neither, never as a case still open whose
+// loser is already superseded.
+func readReviewState(e *env) reviewState {
+	e.t.Helper()
+	st := reviewState{cases: map[string]reviewCaseSummary{}, rels: map[densemem.RelationshipID]reviewRelSummary{}}
+	e.snapshot(func(l ledgerView) {
+		for _, c := range l.Cases() {
+			r := reviewCaseSummary{status: c.Status, version: c.Version, events: len(c.Events), claimed: c.ClaimToken != nil,
+				attempts: c.Attempts, effectiveAt: c.EffectiveAt, basis: c.Basis, preferred: c.Preferred, nextReview: c.NextReviewAt}
+			for _, ev := range c.Events {
+				r.maxEvent = max(r.maxEvent, ev.Version)
+				if ev.Resulting == "resolved" {
+					r.resolutions++
+					if ev.ActorKind == reviewerActorKind {
+						r.reviewerRes++
+					}
+				}
+				if ev.Prior == "open" && ev.Resulting == "overdue" {
+					r.overdueMarks++
+				}
+				if ev.Reason == "max_attempts_exhausted" {
+					r.escalations++
+				}
 			}
-			st.cases[id] = r
+			st.cases[c.ID] = r
 		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
-		}
-		rows, err = q.Query(ctx, `
-			SELECT r.relationship_id, r.status, r.version, r.valid_to, count(t.transition_id),
-			       count(*) FILTER (WHERE t.to_status = 'superseded' AND t.actor_kind = 'system_conflict_reviewer'),
-			       count(*) FILTER (WHERE t.to_status = 'superseded')
-			FROM relationships r
-			LEFT JOIN relationship_transitions t ON t.team_id = r.team_id AND t.relationship_id = r.relationship_id
-			GROUP BY r.team_id, r.relationship_id`)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for rows.Next() {
-			var id string
-			var r ncRelRow
-			if err := rows.Scan(&id, &r.status, &r.version, &r.validTo, &r.transitions, &r.byReviewer, &r.supersedings); err != nil {
-				t.Fatal(err)
+		transitions := l.AllTransitions()
+		for id, rel := range l.Relationships() {
+			r := reviewRelSummary{status: rel.Status, version: rel.Version, validTo: rel.ValidTo, transitions: len(transitions[id])}
+			for _, tr := range transitions[id] {
+				if tr.To == "superseded" {
+					r.supersedings++
+					if tr.ActorKind == reviewerActorKind {
+						r.byReviewer++
+					}
+				}
 			}
-			st.rels[densemem.RelationshipID(id)] = r
-		}
-		if err := rows.Err(); err != nil {
-			t.Fatal(err)
+			st.rels[id] = r
 		}
 	})
 	return st
 }
 
-// ncFresh describes a relationship that only has its creation transition: active, version 1.
-func ncFresh(r ncRelRow) bool {
+// onlyCreated describes a relationship that only has its creation transition: active, version 1.
+func onlyCreated(r reviewRelSummary) bool {
 	return r.status == "active" && r.version == 1 && r.transitions == 1 && r.validTo == nil
 }
 
-// ncDoneProblems lists how a case differs from the state the policy dictates after one complete
+// reviewDoneProblems lists how a case differs from the state the policy dictates after one complete
 // review past its deadline (none when it matches): resolved for the "release" side with one
 // reviewer event and the loser superseded once by the reviewer at the evidence time, or overdue
 // with one escalation to overdue and every relationship untouched. Either way the claim is gone and
 // the case version equals its event count.
-func ncDoneProblems(st ncState, c *ncCase) []string {
+func reviewDoneProblems(st reviewState, c *seededCase) []string {
 	var ps []string
 	bad := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	cs, ok := st.cases[c.id]
@@ -378,14 +360,14 @@ func ncDoneProblems(st ncState, c *ncCase) []string {
 		if cs.resolutions != 1 || cs.reviewerRes != 1 {
 			bad("%d resolution events (%d by the reviewer), want exactly 1 by the reviewer", cs.resolutions, cs.reviewerRes)
 		}
-		if cs.effectiveAt == nil || !cs.effectiveAt.Equal(ncSince) || cs.basis != "evidence_time" || cs.preferred == "" {
+		if cs.effectiveAt == nil || !cs.effectiveAt.Equal(releaseCutoff) || cs.basis != "evidence_time" || cs.preferred == "" {
 			bad("effective_at %v, basis %q, preferred %q; want %s, evidence_time, a position", cs.effectiveAt, cs.basis,
-				cs.preferred, ncSince.Format(time.DateOnly))
+				cs.preferred, releaseCutoff.Format(time.DateOnly))
 		}
 		if loser.status != "superseded" || loser.version != 2 || loser.transitions != 2 || loser.byReviewer != 1 ||
-			loser.supersedings != 1 || loser.validTo == nil || !loser.validTo.Equal(ncSince) {
+			loser.supersedings != 1 || loser.validTo == nil || !loser.validTo.Equal(releaseCutoff) {
 			bad("loser %s: %+v; want superseded once by the reviewer at version 2, valid_to %s", c.loser, loser,
-				ncSince.Format(time.DateOnly))
+				releaseCutoff.Format(time.DateOnly))
 		}
 	} else {
 		if cs.status != "overdue" {
@@ -394,21 +376,21 @@ func ncDoneProblems(st ncState, c *ncCase) []string {
 		if cs.resolutions != 0 || cs.overdueMarks != 1 {
 			bad("%d resolution events, %d open->overdue events; want 0 and 1", cs.resolutions, cs.overdueMarks)
 		}
-		if !ncFresh(loser) {
+		if !onlyCreated(loser) {
 			bad("loser %s changed: %+v", c.loser, loser)
 		}
 	}
 	for _, w := range c.winners {
-		if r := st.rels[w]; !ncFresh(r) {
+		if r := st.rels[w]; !onlyCreated(r) {
 			bad("winner %s changed: %+v", w, r)
 		}
 	}
 	return ps
 }
 
-// ncUntouchedProblems lists how a case and its relationships differ from before (claims and
+// reviewUntouchedProblems lists how a case and its relationships differ from before (claims and
 // attempts aside, which are not case content).
-func ncUntouchedProblems(st, before ncState, c *ncCase) []string {
+func reviewUntouchedProblems(st, before reviewState, c *seededCase) []string {
 	var ps []string
 	bad := func(format string, args ...any) { ps = append(ps, fmt.Sprintf(format, args...)) }
 	cs, was := st.cases[c.id], before.cases[c.id]
@@ -427,18 +409,18 @@ func ncUntouchedProblems(st, before ncState, c *ncCase) []string {
 	return ps
 }
 
-// ncCheckAtomic asserts every case is either completely reviewed or untouched since before (I-27),
+// checkReviewAtomic asserts every case is either completely reviewed or untouched since before (I-27),
 // and returns how many are completely reviewed.
-func ncCheckAtomic(t *testing.T, st, before ncState, cases []*ncCase) int {
+func checkReviewAtomic(t *testing.T, st, before reviewState, cases []*seededCase) int {
 	t.Helper()
 	done := 0
 	for _, c := range cases {
-		dp := ncDoneProblems(st, c)
+		dp := reviewDoneProblems(st, c)
 		if len(dp) == 0 {
 			done++
 			continue
 		}
-		if up := ncUntouchedProblems(st, before, c); len(up) > 0 {
+		if up := reviewUntouchedProblems(st, before, c); len(up) > 0 {
 			t.Errorf("case %s (%s) is half-written: not reviewed (%s) and not untouched (%s)", c.id, c.subject,
 				strings.Join(dp, "; "), strings.Join(up, "; "))
 		}
@@ -446,12 +428,12 @@ func ncCheckAtomic(t *testing.T, st, before ncState, cases []*ncCase) int {
 	return done
 }
 
-// ncCheckDone asserts every case ends in the state the policy dictates.
-func ncCheckDone(t *testing.T, st ncState, cases []*ncCase) {
+// checkReviewDone asserts every case ends in the state the policy dictates.
+func checkReviewDone(t *testing.T, st reviewState, cases []*seededCase) {
 	t.Helper()
 	bad := 0
 	for _, c := range cases {
-		if ps := ncDoneProblems(st, c); len(ps) > 0 {
+		if ps := reviewDoneProblems(st, c); len(ps) > 0 {
 			bad++
 			if bad <= 10 {
 				t.Errorf("case %s (%s, kind %d): %s", c.id, c.subject, c.kind, strings.Join(ps, "; "))
@@ -463,8 +445,8 @@ func ncCheckDone(t *testing.T, st ncState, cases []*ncCase) {
 	}
 }
 
-// ncWant is the outcome counts a complete review of cases reports.
-func ncWant(cases []*ncCase) (resolved, overdue int) {
+// wantReviewOutcomes is the outcome counts a complete review of cases reports.
+func wantReviewOutcomes(cases []*seededCase) (resolved, overdue int) {
 	for _, c := range cases {
 		if c.resolves() {
 			resolved++
@@ -475,28 +457,25 @@ func ncWant(cases []*ncCase) (resolved, overdue int) {
 	return resolved, overdue
 }
 
-// ncTables are the tables a nightly run might write, beside the Remember/Forget data tables.
-var ncTables = append(slices.Clone(dataTables), "conflict_cases", "conflict_positions", "conflict_position_members",
-	"conflict_events", "relationship_cross_references", "nightly_runs")
-
-// ncCounts returns the row counts of ncTables, read in one snapshot.
-func ncCounts(e *env) map[string]int {
-	e.t.Helper()
-	return e.countsOf(ncTables)
-}
-
-// ncCheckCounts asserts the row counts moved by exactly delta (tables not named must not move).
-func ncCheckCounts(t *testing.T, got, before map[string]int, delta map[string]int) {
+// checkCountDeltas asserts the row counts (e.allCounts) moved by exactly delta (tables not named must
+// not move).
+func checkCountDeltas(t *testing.T, got, before map[string]int, delta map[string]int) {
 	t.Helper()
-	for _, tbl := range ncTables {
+	tables := map[string]bool{}
+	for _, m := range []map[string]int{got, before, delta} {
+		for tbl := range m {
+			tables[tbl] = true
+		}
+	}
+	for _, tbl := range slices.Sorted(maps.Keys(tables)) {
 		if got[tbl]-before[tbl] != delta[tbl] {
 			t.Errorf("table %s: %d rows, %d before; want %+d", tbl, got[tbl], before[tbl], delta[tbl])
 		}
 	}
 }
 
-// ncSum adds reports up.
-func ncSum(reps []*densemem.NightlyReviewReport) densemem.NightlyReviewReport {
+// sumReports adds reports up.
+func sumReports(reps []*densemem.NightlyReviewReport) densemem.NightlyReviewReport {
 	var s densemem.NightlyReviewReport
 	for _, r := range reps {
 		if r == nil {
@@ -526,31 +505,31 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	const teams, perTeam, workers = 10, 100, 4
 	// A small batch makes the workers interleave inside each team instead of taking it whole.
 	e := newEnv(t, func(c *densemem.Config) { c.Nightly.Batch = 10 })
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
 
 	began := time.Now()
-	tms := make([]ncTeam, teams)
-	seeded := make([][]*ncCase, teams)
+	tms := make([]seedTeam, teams)
+	seeded := make([][]*seededCase, teams)
 	errs := make([]error, teams)
 	runTogether(teams, func(i int) {
-		if tms[i], errs[i] = ncNewTeam(ctx, e.client, fmt.Sprintf("team-%02d", i)); errs[i] != nil {
+		if tms[i], errs[i] = newSeedTeam(ctx, e.client, fmt.Sprintf("team-%02d", i)); errs[i] != nil {
 			return
 		}
-		seeded[i], errs[i] = ncSeed(ctx, e.client, tms[i], perTeam, ncMixed)
+		seeded[i], errs[i] = seedCases(ctx, e.client, tms[i], perTeam, seededMixed)
 	})
 	if err := errors.Join(errs...); err != nil {
 		t.Fatalf("seed: %v", err)
 	}
-	var cases []*ncCase
+	var cases []*seededCase
 	for _, s := range seeded {
 		cases = append(cases, s...)
 	}
 	t.Logf("seeded %d cases in %d teams in %s", len(cases), teams, time.Since(began).Round(time.Millisecond))
-	wantResolved, wantOverdue := ncWant(cases)
+	wantResolved, wantOverdue := wantReviewOutcomes(cases)
 
-	e.clock.Advance(ncPastDeadline)
-	before := ncCounts(e)
+	e.clock.Advance(pastReviewDeadline)
+	before := e.allCounts()
 	teamIDs := make([]densemem.TeamID, teams)
 	for i, tm := range tms {
 		teamIDs[i] = tm.id
@@ -575,15 +554,15 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 		}
 		t.Logf("worker %d: %+v", w, *reps[w])
 	}
-	sum := ncSum(reps)
+	sum := sumReports(reps)
 	want := densemem.NightlyReviewReport{Teams: sum.Teams, Reserved: teams, Claimed: len(cases), Resolved: wantResolved,
 		Overdue: wantOverdue}
 	if d := cmp.Diff(want, sum); d != "" {
 		t.Errorf("reports add up wrong (-want +got):\n%s", d)
 	}
 
-	st := ncRead(t, e)
-	ncCheckDone(t, st, cases)
+	st := readReviewState(e)
+	checkReviewDone(t, st, cases)
 	for id, c := range st.cases {
 		if c.claimed {
 			t.Errorf("case %s left claimed", id)
@@ -591,7 +570,7 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	}
 	// Exactly one event per case, one reviewer transition and one search refresh per loser, one
 	// reservation per team; nothing else.
-	ncCheckCounts(t, ncCounts(e), before, map[string]int{"conflict_events": len(cases),
+	checkCountDeltas(t, e.allCounts(), before, map[string]int{"conflict_events": len(cases),
 		"relationship_transitions": wantResolved, "search_refresh_queue": wantResolved, "nightly_runs": teams})
 	e.checkLedger()
 	e.ledger().checkSupersededOnce()
@@ -617,12 +596,12 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	cases := ncMustSeed(t, e, 30, ncMixed)
-	wantResolved, wantOverdue := ncWant(cases)
-	e.clock.Advance(ncPastDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	cases := mustSeedCases(t, e, 30, seededMixed)
+	wantResolved, wantOverdue := wantReviewOutcomes(cases)
+	e.clock.Advance(pastReviewDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
-	counts, before := ncCounts(e), ncRead(t, e)
+	counts, before := e.allCounts(), readReviewState(e)
 
 	rep, err := e.client.RunNightlyReview(failpoint.Arm(ctx, "review.after_claim"), densemem.NightlyReviewRequest{WorkerID: "crashing"})
 	if !errors.Is(err, failpoint.ErrInjected) {
@@ -634,20 +613,25 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 	claimedAt := e.clock.Now()
 	check := func(when string, attempts int) {
 		t.Helper()
-		st := ncRead(t, e)
+		st := readReviewState(e)
 		for _, c := range cases {
 			cs := st.cases[c.id]
 			if !cs.claimed || cs.attempts != attempts {
 				t.Errorf("%s: case %s claimed %v with %d attempts, want claimed with %d", when, c.id, cs.claimed, cs.attempts, attempts)
 			}
-			if ps := ncUntouchedProblems(st, before, c); len(ps) > 0 {
+			if ps := reviewUntouchedProblems(st, before, c); len(ps) > 0 {
 				t.Errorf("%s: case %s changed: %s", when, c.id, strings.Join(ps, "; "))
 			}
 		}
-		ncCheckCounts(t, ncCounts(e), counts, map[string]int{"nightly_runs": 1})
-		var lease time.Time
-		if err := e.pool.QueryRow(ctx, `SELECT min(lease_expires_at) FROM conflict_cases`).Scan(&lease); err != nil {
-			t.Fatal(err)
+		checkCountDeltas(t, e.allCounts(), counts, map[string]int{"nightly_runs": 1})
+		var lease *time.Time // the earliest lease of any case
+		for _, c := range e.ledger().Cases() {
+			if c.LeaseExpires != nil && (lease == nil || c.LeaseExpires.Before(*lease)) {
+				lease = c.LeaseExpires
+			}
+		}
+		if lease == nil {
+			t.Fatalf("%s: no case holds a lease", when)
 		}
 		if want := claimedAt.Add(review.DefaultLease); !lease.Equal(want) {
 			t.Errorf("%s: lease expires %s, want %s", when, lease, want)
@@ -680,8 +664,8 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 	if d := cmp.Diff(want, *rep); d != "" {
 		t.Errorf("rescuer (-want +got):\n%s", d)
 	}
-	st := ncRead(t, e)
-	ncCheckDone(t, st, cases)
+	st := readReviewState(e)
+	checkReviewDone(t, st, cases)
 	for _, c := range cases {
 		if a := st.cases[c.id].attempts; a != 2 {
 			t.Errorf("case %s: %d attempts, want 2 (the crashed one and the rescuer's)", c.id, a)
@@ -690,11 +674,11 @@ func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
 	e.checkLedger()
 }
 
-// ncFaultStore is the real PostgreSQL store with a fault injected into its transactions: before runs
+// faultingReviewStore is the real PostgreSQL store with a fault injected into its transactions: before runs
 // ahead of the n-th Tx call (1-based, counting every call), arm may arm failpoints on that call's
 // context, wrap may wrap that call's transaction. The reviewer uses Tx once per case review, so n
 // counts case reviews.
-type ncFaultStore struct {
+type faultingReviewStore struct {
 	*postgres.Store
 	calls  atomic.Int64
 	before func(ctx context.Context, n int64)
@@ -702,7 +686,7 @@ type ncFaultStore struct {
 	wrap   func(ctx context.Context, n int64, tx store.Tx) store.Tx
 }
 
-func (s *ncFaultStore) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
+func (s *faultingReviewStore) Tx(ctx context.Context, fn func(ctx context.Context, tx store.Tx) error) error {
 	n := s.calls.Add(1)
 	if s.before != nil {
 		s.before(ctx, n)
@@ -718,15 +702,15 @@ func (s *ncFaultStore) Tx(ctx context.Context, fn func(ctx context.Context, tx s
 	})
 }
 
-// ncFaultTx runs hooks around a real transaction's calls: afterKeys once the key locks are held and
+// hookedTx runs hooks around a real transaction's calls: afterKeys once the key locks are held and
 // read, beforeWrite ahead of the write batch (which carries the COMMIT).
-type ncFaultTx struct {
+type hookedTx struct {
 	store.Tx
 	afterKeys   func(ctx context.Context)
 	beforeWrite func(ctx context.Context)
 }
 
-func (t *ncFaultTx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
+func (t *hookedTx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
 	out, err := t.Tx.KeysLock(ctx, p)
 	if t.afterKeys != nil {
 		t.afterKeys(ctx)
@@ -734,17 +718,17 @@ func (t *ncFaultTx) KeysLock(ctx context.Context, p store.KeysLockParams) (store
 	return out, err
 }
 
-func (t *ncFaultTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
+func (t *hookedTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if t.beforeWrite != nil {
 		t.beforeWrite(ctx)
 	}
 	return t.Tx.WriteSetApply(ctx, ws)
 }
 
-// ncFaultClient returns a client over a fault store on the env's database and clock.
-func ncFaultClient(t *testing.T, e *env) (*densemem.Client, *ncFaultStore) {
+// faultingReviewClient returns a client over a fault store on the env's database and clock.
+func faultingReviewClient(t *testing.T, e *env) (*densemem.Client, *faultingReviewStore) {
 	t.Helper()
-	fs := &ncFaultStore{Store: e.reviewStore}
+	fs := &faultingReviewStore{Store: e.reviewStore}
 	c, err := densemem.New(e.store, &densemem.Config{Clock: e.clock.Now, Logger: slog.New(slog.DiscardHandler),
 		Nightly: densemem.NightlyConfig{Store: fs}})
 	if err != nil {
@@ -753,22 +737,24 @@ func ncFaultClient(t *testing.T, e *env) (*densemem.Client, *ncFaultStore) {
 	return c, fs
 }
 
-// ncCheckFailedClaims asserts that after a failed attempt each case is either given back (no claim)
+// checkFailedClaims asserts that after a failed attempt each case is either given back (no claim)
 // or still held until exactly the failed attempt's lease end (docs/decisions.md 28: the lease is the
 // backoff), with the given attempts of the day; it returns how many are still held. The cases are read
 // in one snapshot.
-func ncCheckFailedClaims(t *testing.T, e *env, cases []*ncCase, attempts int, leaseEnd time.Time) int {
+func checkFailedClaims(t *testing.T, e *env, cases []*seededCase, attempts int, leaseEnd time.Time) int {
 	t.Helper()
 	held := 0
-	readSnapshot(t, e.pool, func(q pgx.Tx) {
+	e.snapshot(func(l ledgerView) {
+		stored := map[string]caseRow{}
+		for _, c := range l.Cases() {
+			stored[c.ID] = c
+		}
 		for _, c := range cases {
-			var claimed bool
-			var lease *time.Time
-			var n int
-			if err := q.QueryRow(context.Background(), `SELECT claim_token IS NOT NULL, lease_expires_at, review_attempts
-				FROM conflict_cases WHERE conflict_id = $1`, c.id).Scan(&claimed, &lease, &n); err != nil {
-				t.Fatal(err)
+			cs, ok := stored[c.id]
+			if !ok {
+				t.Fatalf("case %s not found", c.id)
 			}
+			claimed, lease, n := cs.ClaimToken != nil, cs.LeaseExpires, cs.Attempts
 			switch {
 			case n != attempts:
 				t.Errorf("case %s: %d attempts, want %d", c.id, n, attempts)
@@ -796,11 +782,11 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		t.Run(fp+"/one attempt", func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, quiet)
-			cases := ncMustSeed(t, e, n, ncMixed)
-			e.clock.Advance(ncPastDeadline)
-			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+			cases := mustSeedCases(t, e, n, seededMixed)
+			e.clock.Advance(pastReviewDeadline)
+			ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 			defer cancel()
-			counts, before := ncCounts(e), ncRead(t, e)
+			counts, before := e.allCounts(), readReviewState(e)
 
 			rep, err := e.client.RunNightlyReview(failpoint.Arm(ctx, fp), densemem.NightlyReviewRequest{WorkerID: "failing", MaxCases: n})
 			if err != nil {
@@ -809,13 +795,13 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Failed: n}, *rep); d != "" {
 				t.Errorf("failing run (-want +got):\n%s", d)
 			}
-			st := ncRead(t, e)
-			if done := ncCheckAtomic(t, st, before, cases); done != 0 {
+			st := readReviewState(e)
+			if done := checkReviewAtomic(t, st, before, cases); done != 0 {
 				t.Errorf("%d cases reviewed through an armed failpoint", done)
 			}
-			held := ncCheckFailedClaims(t, e, cases, 1, e.clock.Now().Add(review.DefaultLease))
+			held := checkFailedClaims(t, e, cases, 1, e.clock.Now().Add(review.DefaultLease))
 			t.Logf("after the failed attempt %d of %d claims are held until their lease ends", held, n)
-			ncCheckCounts(t, ncCounts(e), counts, map[string]int{"nightly_runs": 1})
+			checkCountDeltas(t, e.allCounts(), counts, map[string]int{"nightly_runs": 1})
 
 			if held > 0 {
 				// Until the lease ends, nobody retries the held cases.
@@ -832,7 +818,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if rep.Failed != 0 {
 				t.Errorf("healthy run: %+v, want no failure", *rep)
 			}
-			ncCheckDone(t, ncRead(t, e), cases)
+			checkReviewDone(t, readReviewState(e), cases)
 			e.checkLedger()
 		})
 
@@ -841,11 +827,11 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		t.Run(fp+"/attempts exhausted", func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t, quiet)
-			cases := ncMustSeed(t, e, n, ncMixed)
-			e.clock.Advance(ncPastDeadline)
-			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+			cases := mustSeedCases(t, e, n, seededMixed)
+			e.clock.Advance(pastReviewDeadline)
+			ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 			defer cancel()
-			counts, before := ncCounts(e), ncRead(t, e)
+			counts, before := e.allCounts(), readReviewState(e)
 
 			attempts := review.DefaultMaxAttempts
 			var failed densemem.NightlyReviewReport
@@ -854,13 +840,13 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				if err != nil {
 					t.Fatalf("failing run %d: %v", a, err)
 				}
-				failed = ncSum([]*densemem.NightlyReviewReport{&failed, rep})
-				if done := ncCheckAtomic(t, ncRead(t, e), before, cases); done != 0 {
+				failed = sumReports([]*densemem.NightlyReviewReport{&failed, rep})
+				if done := checkReviewAtomic(t, readReviewState(e), before, cases); done != 0 {
 					t.Fatalf("failing run %d: %d cases reviewed through an armed failpoint", a, done)
 				}
 				// Attempts so far: one per run while claims are held through their lease, all of the
 				// day's in one run if failed claims are given back and retried at once.
-				if ncCheckFailedClaims(t, e, cases, failed.Claimed/n, e.clock.Now().Add(review.DefaultLease)) > 0 {
+				if checkFailedClaims(t, e, cases, failed.Claimed/n, e.clock.Now().Add(review.DefaultLease)) > 0 {
 					e.clock.Advance(review.DefaultLease)
 				}
 				if failed.Claimed >= n*attempts {
@@ -881,7 +867,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				t.Errorf("same-day healthy run: %+v (escalated %d by the failing runs); want %d escalations in all and nothing claimed",
 					*rep, failed.Escalated, n)
 			}
-			st := ncRead(t, e)
+			st := readReviewState(e)
 			next := time.Date(2026, 6, 10, 0, 0, 0, 0, time.UTC)
 			for _, c := range cases {
 				cs, was := st.cases[c.id], before.cases[c.id]
@@ -896,7 +882,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 					}
 				}
 			}
-			ncCheckCounts(t, ncCounts(e), counts, map[string]int{"nightly_runs": 1, "conflict_events": n})
+			checkCountDeltas(t, e.allCounts(), counts, map[string]int{"nightly_runs": 1, "conflict_events": n})
 
 			// Once escalated, nothing more happens that day.
 			rep, err = e.client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "same-day-again"})
@@ -905,7 +891,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			}
 			// The next run date reviews every case.
 			e.clock.Advance(24 * time.Hour)
-			resolved, overdue := ncWant(cases)
+			resolved, overdue := wantReviewOutcomes(cases)
 			rep, err = e.client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "next-day"})
 			if err != nil {
 				t.Fatal(err)
@@ -913,7 +899,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Resolved: resolved, Overdue: overdue}, *rep); d != "" {
 				t.Errorf("next-day run (-want +got):\n%s", d)
 			}
-			ncCheckDone(t, ncRead(t, e), cases)
+			checkReviewDone(t, readReviewState(e), cases)
 			e.checkLedger()
 		})
 	}
@@ -925,12 +911,12 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		t.Parallel()
 		const k = 4
 		e := newEnv(t, quiet)
-		cases := ncMustSeed(t, e, n, ncMixed)
-		e.clock.Advance(ncPastDeadline)
-		client, fs := ncFaultClient(t, e)
-		before := ncRead(t, e)
+		cases := mustSeedCases(t, e, n, seededMixed)
+		e.clock.Advance(pastReviewDeadline)
+		client, fs := faultingReviewClient(t, e)
+		before := readReviewState(e)
 
-		ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 		defer cancel()
 		runCtx, stop := context.WithCancel(ctx)
 		defer stop()
@@ -938,7 +924,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			if call != k {
 				return tx
 			}
-			return &ncFaultTx{Tx: tx, afterKeys: func(context.Context) { stop() }}
+			return &hookedTx{Tx: tx, afterKeys: func(context.Context) { stop() }}
 		}
 		rep, err := client.RunNightlyReview(runCtx, densemem.NightlyReviewRequest{WorkerID: "cancelled"})
 		if !errors.Is(err, context.Canceled) {
@@ -947,8 +933,8 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		if rep.Claimed != n || rep.Resolved+rep.Overdue != k-1 || rep.Failed != 1 {
 			t.Errorf("cancelled run: %+v, want %d claimed, %d reviewed, 1 failed", *rep, n, k-1)
 		}
-		st := ncRead(t, e)
-		if done := ncCheckAtomic(t, st, before, cases); done != k-1 {
+		st := readReviewState(e)
+		if done := checkReviewAtomic(t, st, before, cases); done != k-1 {
 			t.Errorf("%d cases reviewed, want %d", done, k-1)
 		}
 
@@ -961,7 +947,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		if rep.Claimed != n-(k-1) || rep.Resolved+rep.Overdue != n-(k-1) || rep.Failed != 0 {
 			t.Errorf("rescuer: %+v, want the %d cases left", *rep, n-(k-1))
 		}
-		ncCheckDone(t, ncRead(t, e), cases)
+		checkReviewDone(t, readReviewState(e), cases)
 		e.checkLedger()
 	})
 
@@ -973,11 +959,11 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 		e := newEnv(t, quiet)
 		// Only cases that resolve: an overdue case is due again on every run date, and each round
 		// runs on the next one.
-		cases := ncMustSeed(t, e, n, func(i int) ncKind { return ncTwoGroups + ncKind(i%2) })
-		e.clock.Advance(ncPastDeadline)
-		client, fs := ncFaultClient(t, e)
-		before := ncRead(t, e)
-		ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+		cases := mustSeedCases(t, e, n, func(i int) seededKind { return seededTwoGroups + seededKind(i%2) })
+		e.clock.Advance(pastReviewDeadline)
+		client, fs := faultingReviewClient(t, e)
+		before := readReviewState(e)
+		ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 		defer cancel()
 
 		// Over all rounds: reviews the database acknowledged, and reviews of unknown outcome.
@@ -989,7 +975,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 				if call != target {
 					return tx
 				}
-				return &ncFaultTx{Tx: tx, beforeWrite: func(context.Context) { go stop() }}
+				return &hookedTx{Tx: tx, beforeWrite: func(context.Context) { go stop() }}
 			}
 			rep, err := client.RunNightlyReview(runCtx, densemem.NightlyReviewRequest{WorkerID: fmt.Sprintf("round-%d", round)})
 			stop()
@@ -1002,8 +988,8 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			}
 			known += rep.Resolved + rep.Overdue + rep.Dismissed + rep.KeptOpen
 			unknown += rep.Unknown
-			st := ncRead(t, e)
-			done := ncCheckAtomic(t, st, before, cases)
+			st := readReviewState(e)
+			done := checkReviewAtomic(t, st, before, cases)
 			// Every acknowledged review committed and no failed one did; one of unknown outcome may have
 			// (its COMMIT may even be arriving still). A case is acknowledged at most once: once
 			// resolved it is not due again.
@@ -1019,7 +1005,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 			// day start again (five interrupted rounds in one day would escalate the cases).
 			e.clock.Advance(24 * time.Hour)
 		}
-		ncCheckDone(t, ncRead(t, e), cases)
+		checkReviewDone(t, readReviewState(e), cases)
 		e.checkLedger()
 	})
 }
@@ -1036,11 +1022,11 @@ func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
 	const n = 12
 	lost := []int64{2, 5, 9} // the reviews whose COMMIT loses its answer
 	e := newEnv(t, quiet)
-	cases := ncMustSeed(t, e, n, ncMixed)
-	e.clock.Advance(ncPastDeadline)
-	client, fs := ncFaultClient(t, e)
-	before := ncRead(t, e)
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	cases := mustSeedCases(t, e, n, seededMixed)
+	e.clock.Advance(pastReviewDeadline)
+	client, fs := faultingReviewClient(t, e)
+	before := readReviewState(e)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
 
 	fs.arm = func(ctx context.Context, call int64) context.Context {
@@ -1078,19 +1064,19 @@ func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
 		t.Errorf("unknown case IDs %v, want the %d unknown cases", rep.UnknownCaseIDs, rep.Unknown)
 	}
 
-	st := ncRead(t, e)
-	done := ncCheckAtomic(t, st, before, cases)
+	st := readReviewState(e)
+	done := checkReviewAtomic(t, st, before, cases)
 	if done < acked || done > acked+rep.Unknown {
 		t.Errorf("%d cases reviewed in the database; the report says %d acknowledged and %d of unknown outcome", done,
 			acked, rep.Unknown)
 	}
-	ncCheckDone(t, st, cases)
+	checkReviewDone(t, st, cases)
 	e.checkLedger()
 	e.ledger().checkSupersededOnce()
 }
 
-// ncAdminConn opens a connection of its own to the env's database, closed when the test ends.
-func ncAdminConn(t *testing.T, e *env) *pgx.Conn {
+// superuserConn opens a connection of its own to the env's database, closed when the test ends.
+func superuserConn(t *testing.T, e *env) *pgx.Conn {
 	t.Helper()
 	cfg := e.pool.Config().ConnConfig.Copy()
 	conn, err := pgx.ConnectConfig(context.Background(), cfg)
@@ -1106,9 +1092,9 @@ func ncAdminConn(t *testing.T, e *env) *pgx.Conn {
 	return conn
 }
 
-// ncTerminate terminates the database's other client backends of role matching state (any state when
+// terminateBackends terminates the database's other client backends of role matching state (any state when
 // empty), waiting until each has exited, and returns how many it terminated.
-func ncTerminate(ctx context.Context, admin *pgx.Conn, role, state string) (int, error) {
+func terminateBackends(ctx context.Context, admin *pgx.Conn, role, state string) (int, error) {
 	var n int
 	err := admin.QueryRow(ctx, `
 		SELECT count(*) FILTER (WHERE pg_terminate_backend(pid, 10000))
@@ -1130,24 +1116,24 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 	t.Run("transaction connection", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, quiet)
-		cases := ncMustSeed(t, e, n, ncMixed)
-		e.clock.Advance(ncPastDeadline)
-		client, fs := ncFaultClient(t, e)
-		admin := ncAdminConn(t, e)
-		before := ncRead(t, e)
-		ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+		cases := mustSeedCases(t, e, n, seededMixed)
+		e.clock.Advance(pastReviewDeadline)
+		client, fs := faultingReviewClient(t, e)
+		admin := superuserConn(t, e)
+		before := readReviewState(e)
+		ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 		defer cancel()
 
 		var mu sync.Mutex
 		var killed int
 		var hookErrs []error
-		var snapshots []ncState
+		var snapshots []reviewState
 		fs.wrap = func(_ context.Context, call int64, tx store.Tx) store.Tx {
 			if call != 2 && call != 6 {
 				return tx
 			}
-			return &ncFaultTx{Tx: tx, beforeWrite: func(context.Context) {
-				k, err := ncTerminate(ctx, admin, migrations.DefaultReviewerRole, "idle in transaction")
+			return &hookedTx{Tx: tx, beforeWrite: func(context.Context) {
+				k, err := terminateBackends(ctx, admin, migrations.DefaultReviewerRole, "idle in transaction")
 				mu.Lock()
 				defer mu.Unlock()
 				killed += k
@@ -1159,7 +1145,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		// Observe the database right after each faulted transaction, before the run retries it.
 		fs.before = func(_ context.Context, call int64) {
 			if call == 3 || call == 7 {
-				snapshots = append(snapshots, ncRead(t, e))
+				snapshots = append(snapshots, readReviewState(e))
 			}
 		}
 		rep, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "unlucky"})
@@ -1174,16 +1160,16 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 			t.Errorf("%d snapshots after the faulted transactions, want 2", len(snapshots))
 		}
 		for i, st := range snapshots {
-			t.Logf("right after lost transaction %d: %d cases reviewed", i+1, ncCheckAtomic(t, st, before, cases))
+			t.Logf("right after lost transaction %d: %d cases reviewed", i+1, checkReviewAtomic(t, st, before, cases))
 		}
 		if err != nil {
 			t.Errorf("run: %v; want the run to go on past the lost transactions", err)
 		}
-		st := ncRead(t, e)
-		done := ncCheckAtomic(t, st, before, cases)
+		st := readReviewState(e)
+		done := checkReviewAtomic(t, st, before, cases)
 		held := 0
 		for _, c := range cases {
-			if cs := st.cases[c.id]; cs.claimed && len(ncDoneProblems(st, c)) > 0 {
+			if cs := st.cases[c.id]; cs.claimed && len(reviewDoneProblems(st, c)) > 0 {
 				held++
 			}
 		}
@@ -1197,7 +1183,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		if _, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "later"}); err != nil {
 			t.Fatal(err)
 		}
-		ncCheckDone(t, ncRead(t, e), cases)
+		checkReviewDone(t, readReviewState(e), cases)
 		e.checkLedger()
 	})
 
@@ -1206,12 +1192,12 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 	t.Run("whole pool", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, quiet)
-		cases := ncMustSeed(t, e, n, ncMixed)
-		e.clock.Advance(ncPastDeadline)
-		client, fs := ncFaultClient(t, e)
-		admin := ncAdminConn(t, e)
-		before := ncRead(t, e)
-		ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+		cases := mustSeedCases(t, e, n, seededMixed)
+		e.clock.Advance(pastReviewDeadline)
+		client, fs := faultingReviewClient(t, e)
+		admin := superuserConn(t, e)
+		before := readReviewState(e)
+		ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 		defer cancel()
 
 		// Warm the pool so several idle connections die at once, not only the reviewer's one.
@@ -1230,7 +1216,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		var hookErr error
 		fs.before = func(_ context.Context, call int64) {
 			if call == 4 {
-				killed, hookErr = ncTerminate(ctx, admin, migrations.DefaultReviewerRole, "")
+				killed, hookErr = terminateBackends(ctx, admin, migrations.DefaultReviewerRole, "")
 			}
 		}
 		rep, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "unlucky"})
@@ -1244,7 +1230,7 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		if err != nil && !errors.Is(err, densemem.ErrUnavailable) {
 			t.Errorf("run error %v does not wrap ErrUnavailable", err)
 		}
-		done := ncCheckAtomic(t, ncRead(t, e), before, cases)
+		done := checkReviewAtomic(t, readReviewState(e), before, cases)
 		t.Logf("%d of %d cases reviewed by the unlucky run", done, n)
 
 		// Later runs, each after the lease, finish the work; a dead pooled connection may still fail
@@ -1253,17 +1239,17 @@ func TestReviewerConnectionLostMidRun(t *testing.T) {
 		for round := 1; round <= 5 && done < n; round++ {
 			e.clock.Advance(review.DefaultLease)
 			rep, err := client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: fmt.Sprintf("later-%d", round)})
-			done = ncCheckAtomic(t, ncRead(t, e), before, cases)
+			done = checkReviewAtomic(t, readReviewState(e), before, cases)
 			t.Logf("later run %d: %+v, %v; %d cases reviewed", round, rep, err, done)
 		}
-		ncCheckDone(t, ncRead(t, e), cases)
+		checkReviewDone(t, readReviewState(e), cases)
 		e.checkLedger()
 	})
 }
 
-// ncWaitForLockWaiter returns once some backend of the env's database waits on a lock (a heavyweight
+// waitForLockWaiter returns once some backend of the env's database waits on a lock (a heavyweight
 // or advisory lock), polling through admin; it fails the test when ctx ends first.
-func ncWaitForLockWaiter(ctx context.Context, admin *pgx.Conn) error {
+func waitForLockWaiter(ctx context.Context, admin *pgx.Conn) error {
 	for {
 		var n int
 		if err := admin.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
@@ -1300,18 +1286,18 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 	for i, m := range modes {
 		t.Run(fmt.Sprintf("%d %s", i, m.name), func(t *testing.T) {
 			e := newEnv(t, quiet)
-			c := ncMustSeed(t, e, 1, func(int) ncKind { return ncTwoGroups })[0]
-			e.clock.Advance(ncPastDeadline)
-			ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+			c := mustSeedCases(t, e, 1, func(int) seededKind { return seededTwoGroups })[0]
+			e.clock.Advance(pastReviewDeadline)
+			ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 			defer cancel()
 			winner := c.winners[0]
-			faulty, fs := ncFaultClient(t, e)
+			faulty, fs := faultingReviewClient(t, e)
 
 			var fres *densemem.ForgetResult
 			var ferr, rerr error
 			var rep *densemem.NightlyReviewReport
 			forgetWith := func(client *densemem.Client) {
-				fres, ferr = client.Forget(ctx, ncEnvTeam(e).B, densemem.ForgetRequest{RelationshipID: winner, IdempotencyKey: nextKey()})
+				fres, ferr = client.Forget(ctx, envSeedTeam(e).B, densemem.ForgetRequest{RelationshipID: winner, IdempotencyKey: nextKey()})
 			}
 			reviewWith := func(ctx context.Context, client *densemem.Client) {
 				rep, rerr = client.RunNightlyReview(ctx, densemem.NightlyReviewRequest{WorkerID: "nightly"})
@@ -1332,12 +1318,12 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			case "forget waits for the review":
 				// The reviewer holds the key lock, the case and the relationships; the forget queues
 				// behind them and commits after the resolution.
-				admin := ncAdminConn(t, e)
+				admin := superuserConn(t, e)
 				done := make(chan struct{})
 				fs.wrap = func(_ context.Context, _ int64, tx store.Tx) store.Tx {
-					return &ncFaultTx{Tx: tx, afterKeys: func(context.Context) {
+					return &hookedTx{Tx: tx, afterKeys: func(context.Context) {
 						go func() { defer close(done); forget() }()
-						if err := ncWaitForLockWaiter(ctx, admin); err != nil {
+						if err := waitForLockWaiter(ctx, admin); err != nil {
 							t.Errorf("waiting for the forget to queue: %v", err)
 						}
 					}}
@@ -1347,9 +1333,9 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			case "review while forget holds the key":
 				// The forget holds the key lock and the case row; the reviewer's claim must skip the
 				// case, not wait for it (a wait here would block the forget's hook: bounded by 1 min).
-				fw := &ncFaultStore{Store: e.store}
+				fw := &faultingReviewStore{Store: e.store}
 				fw.wrap = func(_ context.Context, _ int64, tx store.Tx) store.Tx {
-					return &ncFaultTx{Tx: tx, afterKeys: func(context.Context) {
+					return &hookedTx{Tx: tx, afterKeys: func(context.Context) {
 						rctx, rcancel := context.WithTimeout(ctx, time.Minute)
 						defer rcancel()
 						reviewWith(rctx, e.client)
@@ -1372,7 +1358,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			if ferr != nil || rerr != nil {
 				t.Fatalf("forget: %v; review: %v", ferr, rerr)
 			}
-			st := ncRead(t, e)
+			st := readReviewState(e)
 			cs, loser, won := st.cases[c.id], st.rels[c.loser], st.rels[winner]
 			state := fmt.Sprintf("forget answered %+v (conflict %+v), reviewer %+v; case %+v; A's %+v; B's %+v",
 				*fres, fres.Conflict, *rep, cs, loser, won)
@@ -1387,7 +1373,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			case fres.Conflict != nil && fres.Conflict.ConflictID == c.id && fres.Conflict.Status == "dismissed":
 				// The retraction committed first: it dismissed the case; the reviewer found it gone.
 				order = "forget first"
-				if cs.status != "dismissed" || cs.resolutions != 0 || cs.version != 2 || !ncFresh(loser) ||
+				if cs.status != "dismissed" || cs.resolutions != 0 || cs.version != 2 || !onlyCreated(loser) ||
 					rep.Resolved != 0 || rep.Failed > 1 {
 					t.Errorf("the retraction committed first, but the final state is not 'dismissed, A active': %s", state)
 				}
@@ -1399,7 +1385,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 			case fres.Conflict == nil:
 				// The resolution committed first: the forget found no live case.
 				order = "review first"
-				if ps := ncDoneProblems(ncState{cases: st.cases, rels: map[densemem.RelationshipID]ncRelRow{
+				if ps := reviewDoneProblems(reviewState{cases: st.cases, rels: map[densemem.RelationshipID]reviewRelSummary{
 					c.loser: loser, winner: {status: "active", version: 1, transitions: 1}}}, c); len(ps) > 0 ||
 					rep.Resolved != 1 || fres.Version != 2 {
 					t.Errorf("the resolution committed first, but the final state is not 'resolved, A superseded, B retracted after': %s (%s)",
@@ -1433,12 +1419,12 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 	t.Parallel()
 	const n = 6
 	e := newEnv(t, quiet)
-	cases := ncMustSeed(t, e, n, ncMixed)
-	resolved, overdue := ncWant(cases)
-	e.clock.Advance(ncPastDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	cases := mustSeedCases(t, e, n, seededMixed)
+	resolved, overdue := wantReviewOutcomes(cases)
+	e.clock.Advance(pastReviewDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
-	slow, fs := ncFaultClient(t, e)
+	slow, fs := faultingReviewClient(t, e)
 
 	reached, proceed, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	fs.before = func(_ context.Context, call int64) {
@@ -1471,7 +1457,7 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 	if d := cmp.Diff(densemem.NightlyReviewReport{Teams: 1, Reserved: 1, Claimed: n, Lost: n}, *slowRep); d != "" {
 		t.Errorf("slow worker, want every claim lost (-want +got):\n%s", d)
 	}
-	ncCheckDone(t, ncRead(t, e), cases)
+	checkReviewDone(t, readReviewState(e), cases)
 	e.checkLedger()
 	e.ledger().checkSupersededOnce()
 }
@@ -1485,11 +1471,11 @@ func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
 	t.Parallel()
 	const n = 6
 	e := newEnv(t, quiet)
-	cases := ncMustSeed(t, e, n, ncMixed)
-	e.clock.Advance(ncPastDeadline)
-	ctx, cancel := context.WithTimeout(context.Background(), ncTimeout)
+	cases := mustSeedCases(t, e, n, seededMixed)
+	e.clock.Advance(pastReviewDeadline)
+	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()
-	before := ncRead(t, e)
+	before := readReviewState(e)
 
 	var failed densemem.NightlyReviewReport
 	for a := 1; a <= review.DefaultMaxAttempts; a++ {
@@ -1497,7 +1483,7 @@ func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run %d: %v", a, err)
 		}
-		failed = ncSum([]*densemem.NightlyReviewReport{&failed, rep})
+		failed = sumReports([]*densemem.NightlyReviewReport{&failed, rep})
 		if failed.Claimed >= n*review.DefaultMaxAttempts {
 			break
 		}
@@ -1506,7 +1492,7 @@ func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
 	if failed.Claimed != n*review.DefaultMaxAttempts || failed.Failed != failed.Claimed {
 		t.Fatalf("failing runs: %+v, want every case to fail %d times", failed, review.DefaultMaxAttempts)
 	}
-	st := ncRead(t, e)
+	st := readReviewState(e)
 	next := time.Date(2026, 6, 10, 0, 0, 0, 0, time.UTC)
 	for _, c := range cases {
 		if cs := st.cases[c.id]; cs.escalations != 1 || cs.version != before.cases[c.id].version+1 || !cs.nextReview.Equal(next) {
@@ -1523,8 +1509,8 @@ func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("failing runs: %+v; next-day run: %+v", failed, *rep)
-	st = ncRead(t, e)
-	ncCheckDone(t, st, cases)
+	st = readReviewState(e)
+	checkReviewDone(t, st, cases)
 	for _, c := range cases {
 		if cs := st.cases[c.id]; cs.escalations != 1 {
 			t.Errorf("case %s: %d escalation events after a day of exhausted attempts, want 1", c.id, cs.escalations)

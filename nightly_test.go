@@ -26,29 +26,29 @@ import (
 // rules, recall views after resolution, the daily run reservation, and the accounting of failed
 // attempts (DESIGN §9.5).
 
-// ---- helpers (prefixed nr so they cannot clash with other test files of the package) ----
+// releaseCutoff is the business change of the story (t1): production deploys from release since then.
+// It is also the confirmed valid_from of every seeded "release" relationship (seedCases): the evidence
+// time a resolution's cutoff comes from.
+var releaseCutoff = date("2026-05-01")
 
-// nrCutoff is the business change of the story (t1): production deploys from release since then.
-var nrCutoff = date("2026-05-01")
+// defaultReviewTTL is the default review TTL of a new team's policy.
+const defaultReviewTTL = 7 * 24 * time.Hour
 
-// nrTTL is the default review TTL of a new team's policy.
-const nrTTL = 7 * 24 * time.Hour
+// reviewerActorKind is the ledger actor of the nightly reviewer.
+const reviewerActorKind = "system_conflict_reviewer"
 
-// nrReviewer is the ledger actor of the nightly reviewer.
-const nrReviewer = "system_conflict_reviewer"
-
-// nrRelease is "since 2026-05-01 production deploys_from release" in the words of one independent
+// releaseSinceCutoff is "since 2026-05-01 production deploys_from release" in the words of one independent
 // source: each distinct prefix is distinct content, so a distinct source group.
-func nrRelease(prefix string) fact {
-	f := deploy("production", "release").since(nrCutoff)
+func releaseSinceCutoff(prefix string) fact {
+	f := deploy("production", "release").since(releaseCutoff)
 	if prefix != "" {
 		f.content = prefix + " " + f.content
 	}
 	return f
 }
 
-// nrRun runs the nightly review for the env's team as worker and fails the test on error.
-func (e *env) nrRun(worker string) *densemem.NightlyReviewReport {
+// reviewTeamAs runs the nightly review for the env's team as worker and fails the test on error.
+func (e *env) reviewTeamAs(worker string) *densemem.NightlyReviewReport {
 	e.t.Helper()
 	rep, err := e.client.RunNightlyReview(e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}, WorkerID: worker})
 	if err != nil {
@@ -57,8 +57,8 @@ func (e *env) nrRun(worker string) *densemem.NightlyReviewReport {
 	return rep
 }
 
-// nrAccepted remembers f for p, requires an accepted active relationship and returns its outcome.
-func (e *env) nrAccepted(p densemem.Principal, f fact) densemem.RelationshipOutcome {
+// rememberAccepted remembers f for p, requires an accepted active relationship and returns its outcome.
+func (e *env) rememberAccepted(p densemem.Principal, f fact) densemem.RelationshipOutcome {
 	e.t.Helper()
 	out := e.remember(p, f)
 	if out.Category != densemem.CategoryAccepted || out.Status != "active" {
@@ -67,101 +67,11 @@ func (e *env) nrAccepted(p densemem.Principal, f fact) densemem.RelationshipOutc
 	return out
 }
 
-// nrCaseRow is the workflow state of one conflict_cases row.
-type nrCaseRow struct {
-	Status, Basis, Preferred                 string
-	Version, Attempts                        int
-	OpenedAt, ReviewDueAt, NextReviewAt      time.Time
-	ResolvedAt, EffectiveAt, LastEvaluatedAt *time.Time
-	ClaimToken                               *string
-	LeaseExpiresAt                           *time.Time
-	Subject                                  string
-	PolicyVersion                            int
-}
-
-func (e *env) nrCase(id string) nrCaseRow {
-	e.t.Helper()
-	var c nrCaseRow
-	err := e.pool.QueryRow(e.ctx, `SELECT status, COALESCE(effective_time_basis, ''), COALESCE(preferred_position_id, ''),
-		version, review_attempts, opened_at, review_due_at, next_review_at, resolved_at, effective_at, last_evaluated_at,
-		claim_token, lease_expires_at, subject_entity_id, policy_version
-		FROM conflict_cases WHERE conflict_id = $1`, id).
-		Scan(&c.Status, &c.Basis, &c.Preferred, &c.Version, &c.Attempts, &c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt,
-			&c.ResolvedAt, &c.EffectiveAt, &c.LastEvaluatedAt, &c.ClaimToken, &c.LeaseExpiresAt, &c.Subject, &c.PolicyVersion)
-	if err != nil {
-		e.t.Fatalf("conflict case %s: %v", id, err)
-	}
-	return c
-}
-
-// nrEvent is one conflict_events row.
-type nrEvent struct {
-	Version                     int
-	Prior, Resulting, ActorKind string
-	Actor, Reason, TimeBasis    string
-	CreatedAt                   time.Time
-}
-
-func (e *env) nrEvents(caseID string) []nrEvent {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
-		COALESCE(actor_profile_id, ''), reason_code, COALESCE(time_basis, ''), created_at
-		FROM conflict_events WHERE conflict_id = $1 ORDER BY case_version`, caseID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []nrEvent
-	for rows.Next() {
-		var ev nrEvent
-		if err := rows.Scan(&ev.Version, &ev.Prior, &ev.Resulting, &ev.ActorKind, &ev.Actor, &ev.Reason, &ev.TimeBasis,
-			&ev.CreatedAt); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// nrTransition is one relationship_transitions row.
-type nrTransition struct {
-	From, To, Reason, ActorKind, Actor string
-	FromVersion, ToVersion             int
-	ToValidTo                          *time.Time
-}
-
-func (e *env) nrTransitions(id densemem.RelationshipID) []nrTransition {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT COALESCE(from_status, ''), to_status, reason, actor_kind,
-		COALESCE(actor_profile_id, ''), COALESCE(from_version, 0), to_version, to_valid_to
-		FROM relationship_transitions WHERE relationship_id = $1 ORDER BY to_version`, id)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []nrTransition
-	for rows.Next() {
-		var tr nrTransition
-		if err := rows.Scan(&tr.From, &tr.To, &tr.Reason, &tr.ActorKind, &tr.Actor, &tr.FromVersion, &tr.ToVersion,
-			&tr.ToValidTo); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, tr)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// nrStory is the specification's stale team knowledge example: A1 "production deploys_from main"
+// staleDeployCase is the specification's stale team knowledge example: A1 "production deploys_from main"
 // (A, t0); B1 "since 2026-05-01 production deploys_from release" (B, t2 = t0 + 1 day), which opens
 // the case; C1, C's own independent evidence for release an hour later. With staging, A's single
 // evidence fragment also supports an unrelated relationship, staging deploys_from develop.
-type nrStory struct {
+type staleDeployCase struct {
 	A1, B1, C1, Staging densemem.RelationshipID
 	AFragment           densemem.FragmentID
 	MainClause          string
@@ -170,19 +80,19 @@ type nrStory struct {
 	ConflictID          string
 }
 
-// nrAContent is A's one fragment that supports two unrelated relationships.
-const nrAContent = "The production environment deploys from the main branch and the staging environment deploys from the develop branch."
+// twoDeploysContent is A's one fragment that supports two unrelated relationships.
+const twoDeploysContent = "The production environment deploys from the main branch and the staging environment deploys from the develop branch."
 
-func (e *env) nrStaleStory(withStaging, withC bool) nrStory {
+func (e *env) openStaleDeployCase(withStaging, withC bool) staleDeployCase {
 	e.t.Helper()
-	var s nrStory
+	var s staleDeployCase
 	s.T0 = e.clock.Now()
 	if withStaging {
-		cut := strings.Index(nrAContent, " and ")
-		s.MainClause, s.StagingClause = nrAContent[:cut], nrAContent[cut+len(" and "):]
+		cut := strings.Index(twoDeploysContent, " and ")
+		s.MainClause, s.StagingClause = twoDeploysContent[:cut], twoDeploysContent[cut+len(" and "):]
 		req := densemem.RememberRequest{
 			IdempotencyKey: nextKey(),
-			Evidence:       []densemem.EvidenceInput{{Content: nrAContent, SourceType: "manual"}},
+			Evidence:       []densemem.EvidenceInput{{Content: twoDeploysContent, SourceType: "manual"}},
 			Proposal: densemem.Proposal{
 				Entities: []densemem.ProposedEntity{
 					{Ref: "prod", Name: "production", EntityKind: "environment"},
@@ -194,7 +104,7 @@ func (e *env) nrStaleStory(withStaging, withC bool) nrStory {
 					{ProposalID: "prod_main", SubjectRef: "prod", Predicate: "deploys_from", ObjectRef: "main",
 						Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: cut}}},
 					{ProposalID: "stg_dev", SubjectRef: "stg", Predicate: "deploys from", ObjectRef: "dev",
-						Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: cut + len(" and "), End: len(nrAContent)}}},
+						Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: cut + len(" and "), End: len(twoDeploysContent)}}},
 				},
 			},
 		}
@@ -213,11 +123,11 @@ func (e *env) nrStaleStory(withStaging, withC bool) nrStory {
 		s.A1, s.Staging = pl.RelationshipOutcomes[0].RelationshipID, pl.RelationshipOutcomes[1].RelationshipID
 		s.AFragment = pl.Fragments[0].FragmentID
 	} else {
-		s.A1 = e.nrAccepted(e.A, deploy("production", "main")).RelationshipID
+		s.A1 = e.rememberAccepted(e.A, deploy("production", "main")).RelationshipID
 	}
 	e.clock.Advance(24 * time.Hour)
 	s.T2 = e.clock.Now()
-	b := e.nrAccepted(e.B, nrRelease(""))
+	b := e.rememberAccepted(e.B, releaseSinceCutoff(""))
 	s.B1 = b.RelationshipID
 	if b.Conflict == nil || b.Conflict.Status != "open" {
 		e.t.Fatalf("B1 opened no case: %+v", b)
@@ -226,7 +136,7 @@ func (e *env) nrStaleStory(withStaging, withC bool) nrStory {
 	if withC {
 		e.clock.Advance(time.Hour)
 		s.T3 = e.clock.Now()
-		c := e.nrAccepted(e.C, nrRelease("Ops confirmed:"))
+		c := e.rememberAccepted(e.C, releaseSinceCutoff("Ops confirmed:"))
 		s.C1 = c.RelationshipID
 		if c.Conflict == nil || c.Conflict.ConflictID != s.ConflictID {
 			e.t.Fatalf("C1 did not join case %s: %+v", s.ConflictID, c.Conflict)
@@ -235,37 +145,37 @@ func (e *env) nrStaleStory(withStaging, withC bool) nrStory {
 	return s
 }
 
-// nrToDeadline moves the clock to the case's review_due_at exactly.
-func (e *env) nrToDeadline(caseID string) time.Time {
+// advanceToReviewDue moves the clock to the case's review_due_at exactly.
+func (e *env) advanceToReviewDue(caseID string) time.Time {
 	e.t.Helper()
-	due := e.nrCase(caseID).ReviewDueAt
+	due := e.ledger().Case(caseID).ReviewDueAt
 	if d := due.Sub(e.clock.Now()); d > 0 {
 		e.clock.Advance(d)
 	}
 	return e.clock.Now()
 }
 
-// nrResolveStory runs the reviewer at the story's deadline and requires exactly one resolution.
-func (e *env) nrResolveStory(s nrStory) (*densemem.NightlyReviewReport, time.Time) {
+// resolveAtReviewDue runs the reviewer at the story's deadline and requires exactly one resolution.
+func (e *env) resolveAtReviewDue(s staleDeployCase) (*densemem.NightlyReviewReport, time.Time) {
 	e.t.Helper()
-	at := e.nrToDeadline(s.ConflictID)
-	rep := e.nrRun("w1")
+	at := e.advanceToReviewDue(s.ConflictID)
+	rep := e.reviewTeamAs("w1")
 	if rep.Resolved != 1 || rep.Failed != 0 {
-		e.t.Fatalf("nightly review at the deadline: %+v, want 1 resolved; case %+v", rep, e.nrCase(s.ConflictID))
+		e.t.Fatalf("nightly review at the deadline: %+v, want 1 resolved; case %+v", rep, e.ledger().Case(s.ConflictID))
 	}
 	return rep, at
 }
 
-// nrVerifier is the default SpanVerifier that fails the test when called while armed.
-type nrVerifier struct {
+// armedVerifier is the default SpanVerifier that fails the test when called while armed.
+type armedVerifier struct {
 	t     testing.TB
 	armed atomic.Bool
 	calls atomic.Int64
 }
 
-func (v *nrVerifier) Name() string { return "nr_verifier" }
+func (v *armedVerifier) Name() string { return "armed_verifier" }
 
-func (v *nrVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]evidence.Result, error) {
+func (v *armedVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]evidence.Result, error) {
 	v.calls.Add(1)
 	if v.armed.Load() {
 		v.t.Errorf("the verifier was called during the nightly review with %d claims", len(req.Claims))
@@ -278,13 +188,13 @@ func (v *nrVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]
 func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := e.nrStaleStory(true, true)
-	_, resolvedAt := e.nrResolveStory(s)
+	s := e.openStaleDeployCase(true, true)
+	_, resolvedAt := e.resolveAtReviewDue(s)
 
-	c := e.nrCase(s.ConflictID)
-	if c.Status != "resolved" || c.Basis != "evidence_time" || c.EffectiveAt == nil || !c.EffectiveAt.Equal(nrCutoff) ||
+	c := e.ledger().Case(s.ConflictID)
+	if c.Status != "resolved" || c.Basis != "evidence_time" || c.EffectiveAt == nil || !c.EffectiveAt.Equal(releaseCutoff) ||
 		c.ResolvedAt == nil || !c.ResolvedAt.Equal(resolvedAt) || c.Preferred == "" {
-		t.Fatalf("case after resolution = %+v, want resolved at %v, effective %v by evidence_time", c, resolvedAt, nrCutoff)
+		t.Fatalf("case after resolution = %+v, want resolved at %v, effective %v by evidence_time", c, resolvedAt, releaseCutoff)
 	}
 
 	// Current recall for production: the release side with a compact resolved reference; not main,
@@ -303,7 +213,7 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 			t.Errorf("%s: object %q conflict_id %q", id, r.Relationship.Object.Name, r.ConflictID)
 		}
 		want := &densemem.ResolvedConflictRef{ConflictID: s.ConflictID, Version: c.Version, ResolvedAt: &resolvedAt,
-			EffectiveAt: &nrCutoff, EffectiveTimeBasis: "evidence_time", PreferredPositionID: c.Preferred}
+			EffectiveAt: &releaseCutoff, EffectiveTimeBasis: "evidence_time", PreferredPositionID: c.Preferred}
 		if d := cmp.Diff(want, r.ResolvedConflict); d != "" {
 			t.Errorf("%s resolved_conflict (-want +got):\n%s", id, d)
 		}
@@ -358,11 +268,11 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	}
 	rel := tr.Relationship
 	if rel.Status != "superseded" || rel.OwnerProfileID != e.A.ProfileID || rel.Object.Name != "main" || rel.Version != 2 ||
-		rel.ValidTo == nil || !rel.ValidTo.Equal(nrCutoff) || rel.ValidFrom != nil {
+		rel.ValidTo == nil || !rel.ValidTo.Equal(releaseCutoff) || rel.ValidFrom != nil {
 		t.Errorf("trace A1 relationship = %+v", rel)
 	}
 	if len(tr.Evidence) != 1 || tr.Evidence[0].FragmentID != s.AFragment || tr.Evidence[0].Excerpt != s.MainClause ||
-		tr.Evidence[0].Content != nrAContent || tr.Evidence[0].AuthorProfileID != e.A.ProfileID {
+		tr.Evidence[0].Content != twoDeploysContent || tr.Evidence[0].AuthorProfileID != e.A.ProfileID {
 		t.Errorf("trace A1 evidence = %+v", tr.Evidence)
 	}
 	if len(tr.Observations) != 1 || len(tr.Verifications) != 1 {
@@ -372,8 +282,8 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 		t.Fatalf("trace A1 transitions = %+v, want creation and supersession", tr.Transitions)
 	}
 	sup := tr.Transitions[1]
-	if sup.FromStatus != "active" || sup.ToStatus != "superseded" || sup.ActorKind != nrReviewer || sup.ActorProfileID != "" ||
-		sup.ToValidTo == nil || !sup.ToValidTo.Equal(nrCutoff) || sup.FromValidTo != nil || sup.FromVersion != 1 ||
+	if sup.FromStatus != "active" || sup.ToStatus != "superseded" || sup.ActorKind != reviewerActorKind || sup.ActorProfileID != "" ||
+		sup.ToValidTo == nil || !sup.ToValidTo.Equal(releaseCutoff) || sup.FromValidTo != nil || sup.FromVersion != 1 ||
 		sup.ToVersion != 2 || !sup.CreatedAt.Equal(resolvedAt) || !strings.Contains(sup.Reason, s.ConflictID) {
 		t.Errorf("reviewer transition = %+v", sup)
 	}
@@ -391,7 +301,7 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 	want := []string{
 		fmt.Sprintf("v1 ->open profile %s ", e.B.ProfileID),
 		fmt.Sprintf("v2 open->open profile %s ", e.C.ProfileID),
-		fmt.Sprintf("v3 open->resolved %s  evidence_time", nrReviewer),
+		fmt.Sprintf("v3 open->resolved %s  evidence_time", reviewerActorKind),
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("trace A1 case events (-want +got):\n%s", d)
@@ -417,14 +327,14 @@ func TestInvariant15_ResolutionHidesOnlyNonPreferredSupportPaths(t *testing.T) {
 
 func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 	t.Parallel()
-	v := &nrVerifier{t: t}
+	v := &armedVerifier{t: t}
 	e := newEnv(t, func(c *densemem.Config) { c.Verifier = v })
 	D := e.mustProfile("D", "read", "write")
 	E := e.mustProfile("E", "read", "write")
 
-	a1 := e.nrAccepted(e.A, deploy("production", "main")).RelationshipID
+	a1 := e.rememberAccepted(e.A, deploy("production", "main")).RelationshipID
 	e.clock.Advance(24 * time.Hour)
-	b := e.nrAccepted(e.B, nrRelease(""))
+	b := e.rememberAccepted(e.B, releaseSinceCutoff(""))
 	caseID := b.Conflict.ConflictID
 	release := []densemem.RelationshipID{b.RelationshipID}
 	// Three more independent groups for release: 4 of 5 groups (80%) meets the pre-TTL floor, yet no
@@ -434,12 +344,12 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 		prefix string
 	}{{e.C, "Ops confirmed:"}, {D, "Release notes:"}, {E, "Runbook v3:"}} {
 		e.clock.Advance(time.Minute)
-		out := e.nrAccepted(w.p, nrRelease(w.prefix))
+		out := e.rememberAccepted(w.p, releaseSinceCutoff(w.prefix))
 		release = append(release, out.RelationshipID)
 		if out.Conflict == nil || out.Conflict.ConflictID != caseID || out.Conflict.Status != "open" {
 			t.Fatalf("placement %d: conflict %+v, want case %s still open", i, out.Conflict, caseID)
 		}
-		if c := e.nrCase(caseID); c.Status != "open" || c.ResolvedAt != nil {
+		if c := e.ledger().Case(caseID); c.Status != "open" || c.ResolvedAt != nil {
 			t.Fatalf("placement %d changed the case to %+v", i, c)
 		}
 		if st, _, _, _ := e.relationshipState(a1); st != "active" {
@@ -462,8 +372,8 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 	verificationsBefore := e.count("verification_events")
 	callsBefore := v.calls.Load()
 	v.armed.Store(true)
-	rep := e.nrRun("w1") // before the deadline: the pre-TTL floor resolves
-	again := e.nrRun("w2")
+	rep := e.reviewTeamAs("w1") // before the deadline: the pre-TTL floor resolves
+	again := e.reviewTeamAs("w2")
 	v.armed.Store(false)
 	if n := v.calls.Load() - callsBefore; n != 0 {
 		t.Errorf("the verifier was called %d times during the nightly review", n)
@@ -475,7 +385,7 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 		t.Fatalf("reports = %+v then %+v, want one resolution and nothing left", rep, again)
 	}
 
-	c := e.nrCase(caseID)
+	c := e.ledger().Case(caseID)
 	if c.Status != "resolved" || !e.clock.Now().Before(c.ReviewDueAt) {
 		t.Fatalf("case = %+v, want resolved before its deadline", c)
 	}
@@ -486,19 +396,19 @@ func TestInvariant19_NightlyReviewIsTheOnlyResolverAndModelFree(t *testing.T) {
 	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE resulting_status = 'resolved' AND actor_kind = 'profile'`); n != 0 {
 		t.Errorf("a placement resolved a case: %d events", n)
 	}
-	evs := e.nrEvents(caseID)
+	evs := e.ledger().Case(caseID).Events
 	for _, ev := range evs[:len(evs)-1] {
 		if ev.Resulting != "open" || ev.ActorKind != "profile" {
 			t.Errorf("event before the nightly run: %+v", ev)
 		}
 	}
 	last := evs[len(evs)-1]
-	if last.Resulting != "resolved" || last.ActorKind != nrReviewer || last.Actor != "" || last.Reason != "pre_ttl_floor_met" ||
+	if last.Resulting != "resolved" || last.ActorKind != reviewerActorKind || last.Actor != "" || last.Reason != "pre_ttl_floor_met" ||
 		last.TimeBasis != "evidence_time" {
 		t.Errorf("resolution event = %+v", last)
 	}
-	trs := e.nrTransitions(a1)
-	if len(trs) != 2 || trs[1].To != "superseded" || trs[1].ActorKind != nrReviewer || trs[1].Actor != "" {
+	trs := e.trace(e.admin, a1).Transitions
+	if len(trs) != 2 || trs[1].ToStatus != "superseded" || trs[1].ActorKind != reviewerActorKind || trs[1].ActorProfileID != "" {
 		t.Errorf("A1 transitions = %+v", trs)
 	}
 	for _, id := range release {
@@ -520,48 +430,48 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 	t.Run("one group against one group", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, false)
-		opened := e.nrCase(s.ConflictID)
+		s := e.openStaleDeployCase(false, false)
+		opened := e.ledger().Case(s.ConflictID)
 		transitionsBefore := e.count("relationship_transitions")
 
 		// Before the deadline: kept open, no event, no version change, next run date scheduled.
 		now := e.clock.Now()
-		rep := e.nrRun("w1")
+		rep := e.reviewTeamAs("w1")
 		if rep.KeptOpen != 1 || rep.Overdue != 0 || rep.Resolved != 0 {
 			t.Errorf("before the deadline: %+v, want kept open", rep)
 		}
-		c := e.nrCase(s.ConflictID)
+		c := e.ledger().Case(s.ConflictID)
 		if c.Status != "open" || c.Version != opened.Version || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
 			!c.NextReviewAt.Equal(nextMidnightUTC(now)) || c.ClaimToken != nil || c.LastEvaluatedAt == nil ||
 			!c.LastEvaluatedAt.Equal(now) {
 			t.Errorf("before the deadline: case %+v, want open v%d, next review %v", c, opened.Version, nextMidnightUTC(now))
 		}
-		if n := len(e.nrEvents(s.ConflictID)); n != 1 {
+		if n := len(e.ledger().Case(s.ConflictID).Events); n != 1 {
 			t.Errorf("before the deadline: %d events, want only the opening", n)
 		}
 
 		// The last run date before the deadline still keeps it open.
 		e.clock.Advance(opened.ReviewDueAt.Sub(e.clock.Now()) - 24*time.Hour)
-		if rep := e.nrRun("w1"); rep.KeptOpen != 1 {
+		if rep := e.reviewTeamAs("w1"); rep.KeptOpen != 1 {
 			t.Errorf("a day before the deadline: %+v", rep)
 		}
 
 		// At the deadline exactly: overdue with exactly one escalation event; the deadline does not move.
-		at := e.nrToDeadline(s.ConflictID)
-		rep = e.nrRun("w1")
+		at := e.advanceToReviewDue(s.ConflictID)
+		rep = e.reviewTeamAs("w1")
 		if rep.Overdue != 1 || rep.Resolved != 0 {
 			t.Errorf("at the deadline: %+v, want overdue", rep)
 		}
-		c = e.nrCase(s.ConflictID)
+		c = e.ledger().Case(s.ConflictID)
 		if c.Status != "overdue" || c.Version != opened.Version+1 || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
 			!c.NextReviewAt.Equal(nextMidnightUTC(at)) || c.ResolvedAt != nil || c.Preferred != "" || c.EffectiveAt != nil {
 			t.Errorf("at the deadline: case %+v", c)
 		}
-		evs := e.nrEvents(s.ConflictID)
+		evs := e.ledger().Case(s.ConflictID).Events
 		if len(evs) != 2 {
 			t.Fatalf("at the deadline: events %+v, want opening and one escalation", evs)
 		}
-		if ev := evs[1]; ev.Prior != "open" || ev.Resulting != "overdue" || ev.ActorKind != nrReviewer || ev.Actor != "" ||
+		if ev := evs[1]; ev.Prior != "open" || ev.Resulting != "overdue" || ev.ActorKind != reviewerActorKind || ev.Actor != "" ||
 			!strings.HasPrefix(ev.Reason, "overdue_") || !ev.CreatedAt.Equal(at) || ev.Version != opened.Version+1 {
 			t.Errorf("escalation event = %+v", ev)
 		}
@@ -569,8 +479,8 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		// The next day: still overdue, no second escalation.
 		e.clock.Advance(24 * time.Hour)
 		next := e.clock.Now()
-		e.nrRun("w2")
-		c = e.nrCase(s.ConflictID)
+		e.reviewTeamAs("w2")
+		c = e.ledger().Case(s.ConflictID)
 		if c.Status != "overdue" || c.Version != opened.Version+1 || !c.ReviewDueAt.Equal(opened.ReviewDueAt) ||
 			!c.NextReviewAt.Equal(nextMidnightUTC(next)) {
 			t.Errorf("the day after: case %+v", c)
@@ -578,7 +488,7 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, s.ConflictID); n != 1 {
 			t.Errorf("%d escalation events, want 1", n)
 		}
-		if n := len(e.nrEvents(s.ConflictID)); n != 2 {
+		if n := len(e.ledger().Case(s.ConflictID).Events); n != 2 {
 			t.Errorf("the day after: %d events, want 2", n)
 		}
 
@@ -606,20 +516,20 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 	t.Run("authoritative opposition blocks the majority", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
+		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: defaultReviewTTL, AutoWriteThreshold: 0.7,
 			AuthoritativeProfileIDs: []densemem.ProfileID{e.A.ProfileID, e.B.ProfileID}, TimeZone: "UTC"}); err != nil {
 			t.Fatal(err)
 		}
 		af := deploy("production", "main")
 		af.authority = "authoritative"
-		a1 := e.nrAccepted(e.A, af).RelationshipID
+		a1 := e.rememberAccepted(e.A, af).RelationshipID
 		e.clock.Advance(24 * time.Hour)
-		bf := nrRelease("")
+		bf := releaseSinceCutoff("")
 		bf.authority = "authoritative"
-		b := e.nrAccepted(e.B, bf)
+		b := e.rememberAccepted(e.B, bf)
 		caseID := b.Conflict.ConflictID
 		e.clock.Advance(time.Hour)
-		c1 := e.nrAccepted(e.C, nrRelease("Ops confirmed:")).RelationshipID
+		c1 := e.rememberAccepted(e.C, releaseSinceCutoff("Ops confirmed:")).RelationshipID
 		r := e.recall(e.C, "production", nil, nil)
 		if len(r.Conflicts) != 1 {
 			t.Fatalf("recall conflicts = %+v", r.Conflicts)
@@ -633,16 +543,16 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 			t.Fatalf("counted groups (-want +got):\n%s", d)
 		}
 		transitionsBefore := e.count("relationship_transitions")
-		at := e.nrToDeadline(caseID)
-		if rep := e.nrRun("w1"); rep.Overdue != 1 || rep.Resolved != 0 {
+		at := e.advanceToReviewDue(caseID)
+		if rep := e.reviewTeamAs("w1"); rep.Overdue != 1 || rep.Resolved != 0 {
 			t.Errorf("at the deadline: %+v, want overdue", rep)
 		}
-		cs := e.nrCase(caseID)
+		cs := e.ledger().Case(caseID)
 		if cs.Status != "overdue" || cs.ResolvedAt != nil || cs.Preferred != "" || !cs.NextReviewAt.Equal(nextMidnightUTC(at)) {
 			t.Errorf("case = %+v", cs)
 		}
-		evs := e.nrEvents(caseID)
-		if last := evs[len(evs)-1]; last.Resulting != "overdue" || last.ActorKind != nrReviewer ||
+		evs := e.ledger().Case(caseID).Events
+		if last := evs[len(evs)-1]; last.Resulting != "overdue" || last.ActorKind != reviewerActorKind ||
 			last.Reason != "overdue_no_qualifying_position" {
 			t.Errorf("escalation event = %+v", last)
 		}
@@ -659,36 +569,10 @@ func TestInvariant20_DeadlineWithoutWinnerIsOverdue(t *testing.T) {
 
 // ---- Invariant 21 ----
 
-// nrImmutableTables are the tables the reviewer must never change.
-var nrImmutableTables = []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
+// reviewerImmutableTables are the tables the reviewer must never change.
+var reviewerImmutableTables = []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
 	"support_links", "relationship_cross_references", "entity_resolution_events", "entities", "entity_names",
 	"literal_values", "idempotency_records", "review_items", "predicate_definitions", "profiles", "team_policies"}
-
-// nrAuthored is what a relationship's author wrote: the fields no lifecycle change may touch.
-const nrAuthored = `SELECT relationship_id, owner_profile_id, subject_entity_id, predicate_key, predicate_version,
-	COALESCE(object_entity_id, ''), COALESCE(object_value_id, ''), polarity, scope, valid_from, observation_id, ingest_id,
-	created_at FROM relationships ORDER BY relationship_id`
-
-func (e *env) nrAuthoredRows() []string {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, nrAuthored)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		vals, err := rows.Values()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, fmt.Sprint(vals...))
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
 
 func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 	t.Parallel()
@@ -696,9 +580,9 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 	t.Run("resolution leaves evidence and authorship byte-identical", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(true, true)
+		s := e.openStaleDeployCase(true, true)
 		before := map[string][]string{}
-		for _, table := range nrImmutableTables {
+		for _, table := range reviewerImmutableTables {
 			before[table] = e.ledger().Rows(table)
 		}
 		for _, table := range []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
@@ -707,20 +591,20 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				t.Fatalf("%s is empty before the run; the comparison would prove nothing", table)
 			}
 		}
-		authored := e.nrAuthoredRows()
+		authored := e.ledger().Authored()
 		var winnersBefore []string
 		for _, id := range []densemem.RelationshipID{s.B1, s.C1, s.Staging} {
 			winnersBefore = append(winnersBefore, e.ledger().Rows(fmt.Sprintf("(SELECT * FROM relationships WHERE relationship_id = '%s')", id))...)
 		}
 
-		e.nrResolveStory(s)
+		e.resolveAtReviewDue(s)
 
-		for _, table := range nrImmutableTables {
+		for _, table := range reviewerImmutableTables {
 			if d := cmp.Diff(before[table], e.ledger().Rows(table)); d != "" {
 				t.Errorf("the reviewer changed %s (-before +after):\n%s", table, d)
 			}
 		}
-		if d := cmp.Diff(authored, e.nrAuthoredRows()); d != "" {
+		if d := cmp.Diff(authored, e.ledger().Authored()); d != "" {
 			t.Errorf("authored relationship fields changed (-before +after):\n%s", d)
 		}
 		var winnersAfter []string
@@ -732,14 +616,10 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 		}
 		// The loser changed only status, valid_to, version and updated_at, through one reviewer transition.
 		st, tier, vt, v := e.relationshipState(s.A1)
-		if st != "superseded" || tier != "validated_claim" || vt == nil || !vt.Equal(nrCutoff) || v != 2 {
+		if st != "superseded" || tier != "validated_claim" || vt == nil || !vt.Equal(releaseCutoff) || v != 2 {
 			t.Errorf("A1 = %s/%s valid_to %v v%d", st, tier, vt, v)
 		}
-		var owner string
-		if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, s.A1).Scan(&owner); err != nil {
-			t.Fatal(err)
-		}
-		if owner != string(e.A.ProfileID) {
+		if owner := e.trace(e.admin, s.A1).Relationship.OwnerProfileID; owner != e.A.ProfileID {
 			t.Errorf("A1 owner = %s, want A", owner)
 		}
 	})
@@ -747,7 +627,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 	t.Run("database refuses the reviewer role", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, true)
+		s := e.openStaleDeployCase(false, true)
 		if e.count("entity_resolution_events") == 0 || e.count("relationship_cross_references") == 0 {
 			t.Fatal("nothing to copy: the story wrote no resolution events or cross-references")
 		}
@@ -809,7 +689,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 			return ""
 		}
 		snapshot := map[string][]string{}
-		for _, table := range append(slices.Clone(nrImmutableTables), "relationships", "relationship_transitions") {
+		for _, table := range append(slices.Clone(reviewerImmutableTables), "relationships", "relationship_transitions") {
 			snapshot[table] = e.ledger().Rows(table)
 		}
 		for _, p := range refused {
@@ -839,7 +719,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 			}{
 				{`SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)`, []any{string(e.team)}},
 				{`UPDATE relationships SET status = 'superseded', valid_to = $2, version = version + 1, updated_at = $3
-					WHERE relationship_id = $1`, []any{s.A1, nrCutoff, e.clock.Now()}},
+					WHERE relationship_id = $1`, []any{s.A1, releaseCutoff, e.clock.Now()}},
 				{`INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status,
 					from_tier, to_tier, to_valid_to, from_version, to_version, reason, actor_kind, ingest_id, idempotency_key,
 					created_at)
@@ -866,7 +746,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 	t.Run("a reviewer transition needs its relationship change", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, true)
+		s := e.openStaleDeployCase(false, true)
 		for _, to := range []string{"retracted", "superseded"} {
 			t.Run(to, func(t *testing.T) {
 				tx, err := e.pool.Begin(e.ctx)
@@ -910,20 +790,20 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 	losers := make([]densemem.RelationshipID, n)
 	cases := make([]string, n)
 	for i := range n {
-		losers[i] = e.nrAccepted(e.A, deploy(fmt.Sprintf("env%02d", i), "main")).RelationshipID
+		losers[i] = e.rememberAccepted(e.A, deploy(fmt.Sprintf("env%02d", i), "main")).RelationshipID
 	}
 	e.clock.Advance(24 * time.Hour)
 	for i := range n {
 		name := fmt.Sprintf("env%02d", i)
-		b := e.nrAccepted(e.B, deploy(name, "release").since(nrCutoff))
+		b := e.rememberAccepted(e.B, deploy(name, "release").since(releaseCutoff))
 		if b.Conflict == nil {
 			t.Fatalf("%s: no case", name)
 		}
 		cases[i] = b.Conflict.ConflictID
-		e.nrAccepted(e.C, withContent(deploy(name, "release").since(nrCutoff),
+		e.rememberAccepted(e.C, withContent(deploy(name, "release").since(releaseCutoff),
 			fmt.Sprintf("Ops confirmed: since 2026-05-01 the %s environment deploys from the release branch.", name)))
 	}
-	e.clock.Advance(nrTTL + time.Hour)
+	e.clock.Advance(defaultReviewTTL + time.Hour)
 
 	var (
 		wg      sync.WaitGroup
@@ -965,15 +845,21 @@ func TestInvariant25_TwoWorkersResolveEachCaseOnce(t *testing.T) {
 		if k := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, id); k != 1 {
 			t.Errorf("case %d (%s): %d resolved events, want 1", i, id, k)
 		}
-		if c := e.nrCase(id); c.Status != "resolved" || c.ClaimToken != nil || c.LeaseExpiresAt != nil {
+		if c := e.ledger().Case(id); c.Status != "resolved" || c.ClaimToken != nil || c.LeaseExpires != nil {
 			t.Errorf("case %d: %+v, want resolved and unclaimed", i, c)
 		}
 	}
 	for i, id := range losers {
-		if k := e.ledger().Int(`SELECT count(*) FROM relationship_transitions WHERE relationship_id = $1 AND to_status = 'superseded'`, id); k != 1 {
+		k := 0
+		for _, x := range e.trace(e.admin, id).Transitions {
+			if x.ToStatus == "superseded" {
+				k++
+			}
+		}
+		if k != 1 {
 			t.Errorf("loser %d (%s): %d superseded transitions, want 1", i, id, k)
 		}
-		if st, _, vt, v := e.relationshipState(id); st != "superseded" || vt == nil || !vt.Equal(nrCutoff) || v != 2 {
+		if st, _, vt, v := e.relationshipState(id); st != "superseded" || vt == nil || !vt.Equal(releaseCutoff) || v != 2 {
 			t.Errorf("loser %d: %s valid_to %v v%d", i, st, vt, v)
 		}
 	}
@@ -996,39 +882,39 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 	t.Run("new independent support after the deadline resolves later without moving it", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, false)
-		due := e.nrCase(s.ConflictID).ReviewDueAt
-		e.nrToDeadline(s.ConflictID)
-		if rep := e.nrRun("w1"); rep.Overdue != 1 {
+		s := e.openStaleDeployCase(false, false)
+		due := e.ledger().Case(s.ConflictID).ReviewDueAt
+		e.advanceToReviewDue(s.ConflictID)
+		if rep := e.reviewTeamAs("w1"); rep.Overdue != 1 {
 			t.Fatalf("at the deadline with 1 vs 1 group: %+v, want overdue", rep)
 		}
 		e.clock.Advance(2 * time.Hour)
-		c := e.nrAccepted(e.C, nrRelease("Ops confirmed:"))
+		c := e.rememberAccepted(e.C, releaseSinceCutoff("Ops confirmed:"))
 		if c.Conflict == nil || c.Conflict.ConflictID != s.ConflictID || c.Conflict.Status != "overdue" {
 			t.Fatalf("C's support: conflict %+v, want the overdue case %s", c.Conflict, s.ConflictID)
 		}
-		if cs := e.nrCase(s.ConflictID); !cs.ReviewDueAt.Equal(due) || cs.Status != "overdue" {
+		if cs := e.ledger().Case(s.ConflictID); !cs.ReviewDueAt.Equal(due) || cs.Status != "overdue" {
 			t.Errorf("after new support: case %+v, want overdue with review_due_at %v", cs, due)
 		}
 		// The same day the case is not due again; the next run date resolves it.
-		if rep := e.nrRun("w1"); rep.Claimed != 0 {
+		if rep := e.reviewTeamAs("w1"); rep.Claimed != 0 {
 			t.Errorf("same day: %+v, want nothing claimed", rep)
 		}
 		e.clock.Advance(24 * time.Hour)
 		at := e.clock.Now()
-		if rep := e.nrRun("w1"); rep.Resolved != 1 {
+		if rep := e.reviewTeamAs("w1"); rep.Resolved != 1 {
 			t.Fatalf("next run date: %+v, want resolved", rep)
 		}
-		cs := e.nrCase(s.ConflictID)
+		cs := e.ledger().Case(s.ConflictID)
 		if cs.Status != "resolved" || !cs.ReviewDueAt.Equal(due) || cs.ResolvedAt == nil || !cs.ResolvedAt.Equal(at) ||
-			cs.EffectiveAt == nil || !cs.EffectiveAt.Equal(nrCutoff) || cs.Basis != "evidence_time" {
+			cs.EffectiveAt == nil || !cs.EffectiveAt.Equal(releaseCutoff) || cs.Basis != "evidence_time" {
 			t.Errorf("resolved case = %+v", cs)
 		}
-		evs := e.nrEvents(s.ConflictID)
-		if last := evs[len(evs)-1]; last.Prior != "overdue" || last.Resulting != "resolved" || last.ActorKind != nrReviewer {
+		evs := e.ledger().Case(s.ConflictID).Events
+		if last := evs[len(evs)-1]; last.Prior != "overdue" || last.Resulting != "resolved" || last.ActorKind != reviewerActorKind {
 			t.Errorf("resolution event = %+v", last)
 		}
-		if st, _, vt, _ := e.relationshipState(s.A1); st != "superseded" || vt == nil || !vt.Equal(nrCutoff) {
+		if st, _, vt, _ := e.relationshipState(s.A1); st != "superseded" || vt == nil || !vt.Equal(releaseCutoff) {
 			t.Errorf("A1 = %s valid_to %v", st, vt)
 		}
 	})
@@ -1037,30 +923,30 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		D := e.mustProfile("D", "read", "write")
-		a1 := e.nrAccepted(e.A, deploy("production", "main")).RelationshipID
+		a1 := e.rememberAccepted(e.A, deploy("production", "main")).RelationshipID
 		e.clock.Advance(24 * time.Hour)
-		bf := nrRelease("")
+		bf := releaseSinceCutoff("")
 		bf.sourceGroup = "ticket-42"
-		b := e.nrAccepted(e.B, bf)
+		b := e.rememberAccepted(e.B, bf)
 		caseID := b.Conflict.ConflictID
-		due := e.nrCase(caseID).ReviewDueAt
-		e.nrToDeadline(caseID)
-		if rep := e.nrRun("w1"); rep.Overdue != 1 {
+		due := e.ledger().Case(caseID).ReviewDueAt
+		e.advanceToReviewDue(caseID)
+		if rep := e.reviewTeamAs("w1"); rep.Overdue != 1 {
 			t.Fatalf("at the deadline: %+v, want overdue", rep)
 		}
 		e.clock.Advance(time.Hour)
 		// C copies B's words exactly (same content hash); D cites other words under B's source group.
-		copied := e.nrAccepted(e.C, nrRelease(""))
+		copied := e.rememberAccepted(e.C, releaseSinceCutoff(""))
 		e.clock.Advance(time.Minute)
-		df := nrRelease("Ticket 42, comment 3:")
+		df := releaseSinceCutoff("Ticket 42, comment 3:")
 		df.sourceGroup = "ticket-42"
-		sameGroup := e.nrAccepted(D, df)
+		sameGroup := e.rememberAccepted(D, df)
 		for _, out := range []densemem.RelationshipOutcome{copied, sameGroup} {
 			if out.Conflict == nil || out.Conflict.ConflictID != caseID {
 				t.Fatalf("%s joined no case: %+v", out.RelationshipID, out.Conflict)
 			}
 		}
-		cs := e.nrCase(caseID)
+		cs := e.ledger().Case(caseID)
 		if !cs.ReviewDueAt.Equal(due) || cs.Status != "overdue" {
 			t.Errorf("after duplicates: case %+v, want overdue with review_due_at %v", cs, due)
 		}
@@ -1073,18 +959,18 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 				t.Errorf("position %s (%s) counts %d groups, want 1", p.PositionID, p.Object.Name, p.CountedSourceGroups)
 			}
 		}
-		versionBefore, eventsBefore := cs.Version, len(e.nrEvents(caseID))
+		versionBefore, eventsBefore := cs.Version, len(e.ledger().Case(caseID).Events)
 
 		e.clock.Advance(24 * time.Hour)
-		rep := e.nrRun("w1")
+		rep := e.reviewTeamAs("w1")
 		if rep.Resolved != 0 || rep.Overdue != 1 {
 			t.Errorf("next run: %+v, want still overdue", rep)
 		}
-		cs = e.nrCase(caseID)
+		cs = e.ledger().Case(caseID)
 		if cs.Status != "overdue" || cs.Version != versionBefore || !cs.ReviewDueAt.Equal(due) {
 			t.Errorf("next run: case %+v, want overdue v%d due %v", cs, versionBefore, due)
 		}
-		if n := len(e.nrEvents(caseID)); n != eventsBefore {
+		if n := len(e.ledger().Case(caseID).Events); n != eventsBefore {
 			t.Errorf("next run appended %d events", n-eventsBefore)
 		}
 		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code LIKE 'overdue\_%'`, caseID); n != 1 {
@@ -1100,14 +986,14 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 	t.Run("a later contradictory change opens a new case", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, true)
-		e.nrResolveStory(s)
-		resolved := e.nrCase(s.ConflictID)
-		resolvedEvents := len(e.nrEvents(s.ConflictID))
+		s := e.openStaleDeployCase(false, true)
+		e.resolveAtReviewDue(s)
+		resolved := e.ledger().Case(s.ConflictID)
+		resolvedEvents := len(e.ledger().Case(s.ConflictID).Events)
 
 		// The business moves production back to main on 2026-07-01; A learns it the day after.
 		e.clock.Advance(date("2026-07-02").Add(9 * time.Hour).Sub(e.clock.Now()))
-		a2 := e.nrAccepted(e.A, deploy("production", "main").since(date("2026-07-01")))
+		a2 := e.rememberAccepted(e.A, deploy("production", "main").since(date("2026-07-01")))
 		if a2.Conflict == nil {
 			t.Fatalf("A2 opened no case: %+v", a2)
 		}
@@ -1117,32 +1003,44 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 		if a2.Conflict.Status != "open" || a2.Conflict.Version != 1 {
 			t.Errorf("new case ref = %+v, want open v1", a2.Conflict)
 		}
-		if d := cmp.Diff(resolved, e.nrCase(s.ConflictID)); d != "" {
+		if d := cmp.Diff(resolved, e.ledger().Case(s.ConflictID)); d != "" {
 			t.Errorf("the resolved case changed (-before +after):\n%s", d)
 		}
-		if n := len(e.nrEvents(s.ConflictID)); n != resolvedEvents {
+		if n := len(e.ledger().Case(s.ConflictID).Events); n != resolvedEvents {
 			t.Errorf("the resolved case gained %d events", n-resolvedEvents)
 		}
-		nc := e.nrCase(a2.Conflict.ConflictID)
+		nc := e.ledger().Case(a2.Conflict.ConflictID)
 		now := e.clock.Now()
-		if nc.Status != "open" || !nc.OpenedAt.Equal(now) || !nc.ReviewDueAt.Equal(now.Add(nrTTL)) || nc.Subject != resolved.Subject {
+		if nc.Status != "open" || !nc.OpenedAt.Equal(now) || !nc.ReviewDueAt.Equal(now.Add(defaultReviewTTL)) || nc.Subject != resolved.Subject {
 			t.Errorf("new case = %+v", nc)
 		}
-		if n := e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`); n != 1 {
+		live, err := e.client.ListConflicts(e.ctx, e.admin, densemem.ListConflictsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := len(live.Conflicts); n != 1 {
 			t.Errorf("%d live cases, want 1", n)
+		}
+		// Membership rows, current and removed, of the new case.
+		current, a1Rows := map[densemem.RelationshipID]int{}, 0
+		for _, m := range nc.Members {
+			if m.Removed == nil {
+				current[m.Relationship]++
+			}
+			if m.Relationship == s.A1 {
+				a1Rows++
+			}
 		}
 		var members []string
 		for id := range map[densemem.RelationshipID]bool{a2.RelationshipID: true, s.B1: true, s.C1: true} {
-			if e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2
-				AND removed_version IS NULL`, a2.Conflict.ConflictID, id) != 1 {
+			if current[id] != 1 {
 				members = append(members, string(id))
 			}
 		}
 		if len(members) > 0 {
 			t.Errorf("new case lacks members %v", members)
 		}
-		if e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND relationship_id = $2`,
-			a2.Conflict.ConflictID, s.A1) != 0 {
+		if a1Rows != 0 {
 			t.Errorf("the superseded A1 is a member of the new case")
 		}
 	})
@@ -1153,9 +1051,9 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 func TestRecallAfterResolutionViews(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := e.nrStaleStory(false, true)
-	beforeResolution := e.nrToDeadline(s.ConflictID).Add(-time.Minute)
-	e.nrResolveStory(s)
+	s := e.openStaleDeployCase(false, true)
+	beforeResolution := e.advanceToReviewDue(s.ConflictID).Add(-time.Minute)
+	e.resolveAtReviewDue(s)
 	e.clock.Advance(time.Hour)
 
 	t.Run("current view", func(t *testing.T) {
@@ -1179,13 +1077,13 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 			t.Fatalf("valid_at 2026-04-01 (-want +got):\n%s", d)
 		}
 		rel := r.Results[0].Relationship
-		if rel.Object.Name != "main" || rel.Status != "superseded" || rel.ValidTo == nil || !rel.ValidTo.Equal(nrCutoff) {
+		if rel.Object.Name != "main" || rel.Status != "superseded" || rel.ValidTo == nil || !rel.ValidTo.Equal(releaseCutoff) {
 			t.Errorf("A1 at valid_at 2026-04-01 = %+v", rel)
 		}
 	})
 
 	t.Run("valid_at at the cutoff", func(t *testing.T) {
-		r := e.recall(e.A, "production", ptr(nrCutoff), nil)
+		r := e.recall(e.A, "production", ptr(releaseCutoff), nil)
 		if d := cmp.Diff(sortedIDs(s.B1, s.C1), recallIDs(r)); d != "" {
 			t.Errorf("valid_at 2026-05-01 (-want +got):\n%s", d)
 		}
@@ -1241,7 +1139,7 @@ func TestRecallAfterResolutionViews(t *testing.T) {
 		for _, x := range tr.Transitions {
 			trs = append(trs, fmt.Sprintf("%s->%s %s v%d", x.FromStatus, x.ToStatus, x.ActorKind, x.ToVersion))
 		}
-		if d := cmp.Diff([]string{"->active profile v1", "active->superseded " + nrReviewer + " v2"}, trs); d != "" {
+		if d := cmp.Diff([]string{"->active profile v1", "active->superseded " + reviewerActorKind + " v2"}, trs); d != "" {
 			t.Errorf("A1 transitions (-want +got):\n%s", d)
 		}
 		var xrefs []string
@@ -1275,11 +1173,11 @@ func TestNightlyRunReservation(t *testing.T) {
 	t.Run("a second run the same day only helps", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		e.nrAccepted(e.A, deploy("production", "main"))
-		e.nrAccepted(e.A, deploy("staging", "main"))
+		e.rememberAccepted(e.A, deploy("production", "main"))
+		e.rememberAccepted(e.A, deploy("staging", "main"))
 		e.clock.Advance(24 * time.Hour)
-		first := e.nrAccepted(e.B, nrRelease("")).Conflict.ConflictID
-		second := e.nrAccepted(e.B, deploy("staging", "release")).Conflict.ConflictID
+		first := e.rememberAccepted(e.B, releaseSinceCutoff("")).Conflict.ConflictID
+		second := e.rememberAccepted(e.B, deploy("staging", "release")).Conflict.ConflictID
 		if first == second {
 			t.Fatal("two keys share one case")
 		}
@@ -1289,8 +1187,8 @@ func TestNightlyRunReservation(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.clock.Advance(time.Hour)
-		rep2 := e.nrRun("late")
-		rep3 := e.nrRun("later")
+		rep2 := e.reviewTeamAs("late")
+		rep3 := e.reviewTeamAs("later")
 		if rep1.Reserved != 1 || rep1.Claimed != 1 {
 			t.Errorf("first run: %+v, want the reservation and one claim", rep1)
 		}
@@ -1300,23 +1198,18 @@ func TestNightlyRunReservation(t *testing.T) {
 		if rep3.Reserved != 0 || rep3.Claimed != 0 {
 			t.Errorf("third run: %+v, want nothing", rep3)
 		}
-		var runDate time.Time
-		var worker string
-		if err := e.pool.QueryRow(e.ctx, `SELECT run_date, worker_id FROM nightly_runs WHERE team_id = $1`, e.team).
-			Scan(&runDate, &worker); err != nil {
-			t.Fatalf("want exactly one nightly_runs row: %v", err)
-		}
-		if !runDate.Equal(date("2026-06-02")) || worker != "early" {
-			t.Errorf("nightly_runs = %v by %s, want 2026-06-02 by early", runDate, worker)
+		runs := e.ledger().Strings(`SELECT run_date::text || ' by ' || worker_id FROM nightly_runs WHERE team_id = $1`, e.team)
+		if d := cmp.Diff([]string{"2026-06-02 by early"}, runs); d != "" {
+			t.Errorf("nightly_runs (-want +got), want exactly one row:\n%s", d)
 		}
 		for _, id := range []string{first, second} {
-			if c := e.nrCase(id); c.Attempts != 1 || c.Status != "open" {
+			if c := e.ledger().Case(id); c.Attempts != 1 || c.Status != "open" {
 				t.Errorf("case %s: %+v, want one attempt", id, c)
 			}
 		}
 		// The next day a new run date is reserved.
 		e.clock.Advance(24 * time.Hour)
-		if rep := e.nrRun("tomorrow"); rep.Reserved != 1 || rep.Claimed != 2 {
+		if rep := e.reviewTeamAs("tomorrow"); rep.Reserved != 1 || rep.Claimed != 2 {
 			t.Errorf("next day: %+v", rep)
 		}
 	})
@@ -1324,51 +1217,38 @@ func TestNightlyRunReservation(t *testing.T) {
 	t.Run("the team time zone sets the run date", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: nrTTL, AutoWriteThreshold: 0.7,
+		if _, err := e.client.SetTeamPolicy(e.ctx, e.admin, densemem.TeamPolicy{Version: 1, ReviewTTL: defaultReviewTTL, AutoWriteThreshold: 0.7,
 			TimeZone: "America/New_York"}); err != nil {
 			t.Fatal(err)
 		}
-		s := e.nrStaleStory(false, false)
+		s := e.openStaleDeployCase(false, false)
 		ny, err := time.LoadLocation("America/New_York")
 		if err != nil {
 			t.Fatal(err)
 		}
 		// 2026-06-03 02:00 UTC is 2026-06-02 22:00 in New York.
 		e.clock.Advance(time.Date(2026, 6, 3, 2, 0, 0, 0, time.UTC).Sub(e.clock.Now()))
-		if rep := e.nrRun("w1"); rep.Reserved != 1 || rep.KeptOpen != 1 {
+		if rep := e.reviewTeamAs("w1"); rep.Reserved != 1 || rep.KeptOpen != 1 {
 			t.Errorf("evening run: %+v", rep)
 		}
 		dates := func() []string {
-			var out []string
-			rows, err := e.pool.Query(e.ctx, `SELECT run_date::text FROM nightly_runs WHERE team_id = $1 ORDER BY run_date`, e.team)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer rows.Close()
-			for rows.Next() {
-				var d string
-				if err := rows.Scan(&d); err != nil {
-					t.Fatal(err)
-				}
-				out = append(out, d)
-			}
-			return out
+			return e.ledger().Strings(`SELECT run_date::text FROM nightly_runs WHERE team_id = $1 ORDER BY run_date`, e.team)
 		}
 		if d := cmp.Diff([]string{"2026-06-02"}, dates()); d != "" {
 			t.Errorf("run dates (-want +got):\n%s", d)
 		}
 		nextNY := time.Date(2026, 6, 3, 0, 0, 0, 0, ny)
-		if c := e.nrCase(s.ConflictID); !c.NextReviewAt.Equal(nextNY) {
+		if c := e.ledger().Case(s.ConflictID); !c.NextReviewAt.Equal(nextNY) {
 			t.Errorf("next_review_at = %v, want midnight in New York %v", c.NextReviewAt.UTC(), nextNY.UTC())
 		}
 		// 03:00 UTC is still 2026-06-02 in New York: same run date, and the case is not due yet.
 		e.clock.Advance(time.Hour)
-		if rep := e.nrRun("w2"); rep.Reserved != 0 || rep.Claimed != 0 {
+		if rep := e.reviewTeamAs("w2"); rep.Reserved != 0 || rep.Claimed != 0 {
 			t.Errorf("03:00 UTC: %+v, want the same run date with nothing due", rep)
 		}
 		// 05:00 UTC is 2026-06-03 01:00 in New York: a new run date, and the case is due.
 		e.clock.Advance(2 * time.Hour)
-		if rep := e.nrRun("w3"); rep.Reserved != 1 || rep.Claimed != 1 {
+		if rep := e.reviewTeamAs("w3"); rep.Reserved != 1 || rep.Claimed != 1 {
 			t.Errorf("05:00 UTC: %+v, want a new run date and the case", rep)
 		}
 		if d := cmp.Diff([]string{"2026-06-02", "2026-06-03"}, dates()); d != "" {
@@ -1389,21 +1269,21 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 	t.Run("one attempt per run date", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t, func(c *densemem.Config) { c.Nightly.MaxAttempts = 1 })
-		s := e.nrStaleStory(false, false)
-		opened := e.nrCase(s.ConflictID)
+		s := e.openStaleDeployCase(false, false)
+		opened := e.ledger().Case(s.ConflictID)
 
-		rep := e.nrRun("w1")
+		rep := e.reviewTeamAs("w1")
 		if rep.KeptOpen != 1 || rep.Failed != 0 {
 			t.Fatalf("before the deadline: %+v, want one successful keep-open", rep)
 		}
 		if rep.Escalated != 0 {
 			t.Errorf("a successful review was escalated as exhausted: %+v", rep)
 		}
-		if c := e.nrCase(s.ConflictID); c.Version != opened.Version || c.Status != "open" {
+		if c := e.ledger().Case(s.ConflictID); c.Version != opened.Version || c.Status != "open" {
 			t.Errorf("case after a successful keep-open: v%d %s, want v%d open", c.Version, c.Status, opened.Version)
 		}
 		var reasons []string
-		for _, ev := range e.nrEvents(s.ConflictID) {
+		for _, ev := range e.ledger().Case(s.ConflictID).Events {
 			reasons = append(reasons, ev.Reason)
 		}
 		if d := cmp.Diff([]string{"opened"}, reasons); d != "" {
@@ -1411,8 +1291,8 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 		}
 
 		// At the deadline: exactly the overdue escalation, no exhausted-attempts event besides it.
-		e.nrToDeadline(s.ConflictID)
-		rep = e.nrRun("w1")
+		e.advanceToReviewDue(s.ConflictID)
+		rep = e.reviewTeamAs("w1")
 		if rep.Overdue != 1 || rep.Escalated != 0 {
 			t.Errorf("at the deadline: %+v, want overdue and nothing escalated as exhausted", rep)
 		}
@@ -1425,8 +1305,8 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 	t.Run("default attempts, success on the last one", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, false)
-		opened := e.nrCase(s.ConflictID)
+		s := e.openStaleDeployCase(false, false)
+		opened := e.ledger().Case(s.ConflictID)
 		failing := failpoint.Arm(e.ctx, "tx.before_commit")
 		for attempt := 1; attempt < review.DefaultMaxAttempts; attempt++ {
 			rep, err := e.client.RunNightlyReview(failing, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}})
@@ -1435,14 +1315,14 @@ func TestNightlySuccessfulReviewIsNotAnExhaustedAttempt(t *testing.T) {
 			}
 			e.clock.Advance(review.DefaultLease)
 		}
-		rep := e.nrRun("recovered")
+		rep := e.reviewTeamAs("recovered")
 		if rep.KeptOpen != 1 || rep.Failed != 0 {
 			t.Fatalf("last attempt: %+v, want a successful keep-open", rep)
 		}
 		if rep.Escalated != 0 {
 			t.Errorf("the case was escalated although its last attempt of the day succeeded: %+v", rep)
 		}
-		if c := e.nrCase(s.ConflictID); c.Version != opened.Version {
+		if c := e.ledger().Case(s.ConflictID); c.Version != opened.Version {
 			t.Errorf("case version %d -> %d after a successful review", opened.Version, c.Version)
 		}
 		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND reason_code = 'max_attempts_exhausted'`,
@@ -1463,9 +1343,9 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 	t.Run("failing review transactions", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, true)
-		due := e.nrToDeadline(s.ConflictID)
-		before := e.nrCase(s.ConflictID)
+		s := e.openStaleDeployCase(false, true)
+		due := e.advanceToReviewDue(s.ConflictID)
+		before := e.ledger().Case(s.ConflictID)
 		failing := failpoint.Arm(e.ctx, "tx.before_commit")
 		// Each failed attempt keeps its claim until the lease expires (docs/decisions.md 28); the lease is
 		// the backoff before the next attempt of the same run date.
@@ -1484,7 +1364,7 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 			if rep.Claimed != 1 || rep.Failed != 1 || rep.Resolved != 0 || rep.Escalated != wantEscalated {
 				t.Errorf("attempt %d: report %+v, want one failed claim and %d escalation", attempt, rep, wantEscalated)
 			}
-			c := e.nrCase(s.ConflictID)
+			c := e.ledger().Case(s.ConflictID)
 			if !last && (c.Status != "open" || c.ResolvedAt != nil || c.Version != before.Version || c.Attempts != attempt ||
 				!c.NextReviewAt.Equal(before.NextReviewAt) || !c.ReviewDueAt.Equal(before.ReviewDueAt)) {
 				t.Errorf("attempt %d: case %+v, want still due, unresolved, v%d", attempt, c, before.Version)
@@ -1492,33 +1372,33 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 			if st, _, _, v := e.relationshipState(s.A1); st != "active" || v != 1 {
 				t.Errorf("attempt %d: A1 %s v%d", attempt, st, v)
 			}
-			if rep := e.nrRun("helper"); rep.Claimed != 0 {
+			if rep := e.reviewTeamAs("helper"); rep.Claimed != 0 {
 				t.Errorf("attempt %d: another worker took the case while the lease holds: %+v", attempt, rep)
 			}
 			e.clock.Advance(review.DefaultLease)
 		}
 		// The day's attempts are exhausted: escalated once (above), and the case waits for the next run
 		// date; another run the same day neither claims nor escalates it again.
-		rep := e.nrRun("after")
+		rep := e.reviewTeamAs("after")
 		if rep.Escalated != 0 || rep.Claimed != 0 {
 			t.Errorf("after the day's attempts: %+v, want no claim and no second escalation", rep)
 		}
-		c := e.nrCase(s.ConflictID)
+		c := e.ledger().Case(s.ConflictID)
 		if c.Status != "open" || c.ClaimToken != nil || c.Version != before.Version+1 || !c.NextReviewAt.Equal(nextMidnightUTC(due)) {
 			t.Errorf("case after escalation = %+v", c)
 		}
-		evs := e.nrEvents(s.ConflictID)
-		if last := evs[len(evs)-1]; last.Reason != "max_attempts_exhausted" || last.ActorKind != nrReviewer || last.Resulting != "open" {
+		evs := e.ledger().Case(s.ConflictID).Events
+		if last := evs[len(evs)-1]; last.Reason != "max_attempts_exhausted" || last.ActorKind != reviewerActorKind || last.Resulting != "open" {
 			t.Errorf("escalation event = %+v", last)
 		}
-		if rep := e.nrRun("again"); rep.Claimed != 0 || rep.Escalated != 0 {
+		if rep := e.reviewTeamAs("again"); rep.Claimed != 0 || rep.Escalated != 0 {
 			t.Errorf("same day after exhaustion: %+v", rep)
 		}
 		e.clock.Advance(24 * time.Hour)
-		if rep := e.nrRun("tomorrow"); rep.Resolved != 1 {
+		if rep := e.reviewTeamAs("tomorrow"); rep.Resolved != 1 {
 			t.Errorf("next run date: %+v, want resolved", rep)
 		}
-		if st, _, vt, _ := e.relationshipState(s.A1); st != "superseded" || vt == nil || !vt.Equal(nrCutoff) {
+		if st, _, vt, _ := e.relationshipState(s.A1); st != "superseded" || vt == nil || !vt.Equal(releaseCutoff) {
 			t.Errorf("A1 = %s valid_to %v", st, vt)
 		}
 	})
@@ -1526,21 +1406,21 @@ func TestNightlyFailureLeavesCaseDueAndUnresolved(t *testing.T) {
 	t.Run("a crashed worker's claims expire", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
-		s := e.nrStaleStory(false, true)
-		e.nrToDeadline(s.ConflictID)
+		s := e.openStaleDeployCase(false, true)
+		e.advanceToReviewDue(s.ConflictID)
 		_, err := e.client.RunNightlyReview(failpoint.Arm(e.ctx, "review.after_claim"),
 			densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}, WorkerID: "crashes"})
 		if !errors.Is(err, failpoint.ErrInjected) {
 			t.Fatalf("crashing worker: %v", err)
 		}
-		if c := e.nrCase(s.ConflictID); c.ClaimToken == nil || c.Status != "open" {
+		if c := e.ledger().Case(s.ConflictID); c.ClaimToken == nil || c.Status != "open" {
 			t.Fatalf("case after the crash = %+v, want still claimed and open", c)
 		}
-		if rep := e.nrRun("other"); rep.Claimed != 0 {
+		if rep := e.reviewTeamAs("other"); rep.Claimed != 0 {
 			t.Errorf("while the lease holds: %+v, want nothing claimed", rep)
 		}
 		e.clock.Advance(review.DefaultLease)
-		if rep := e.nrRun("other"); rep.Claimed != 1 || rep.Resolved != 1 {
+		if rep := e.reviewTeamAs("other"); rep.Claimed != 1 || rep.Resolved != 1 {
 			t.Errorf("after the lease: %+v, want the case reclaimed and resolved", rep)
 		}
 		if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE conflict_id = $1 AND resulting_status = 'resolved'`, s.ConflictID); n != 1 {

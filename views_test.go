@@ -173,14 +173,14 @@ func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
 	t.Parallel()
 	be := newBenchEnv(t, 0)
 	e := be.env
-	s := e.nrStaleStory(false, true) // A: main; B and C: release, from two sources
+	s := e.openStaleDeployCase(false, true) // A: main; B and C: release, from two sources
 	// The ops wiki backs both sides: a group behind two positions counts for neither.
 	wikiMain := deploy("production", "main")
 	wikiMain.content, wikiMain.sourceGroup = "Ops wiki: the production environment deploys from the main branch.", "ops-wiki"
 	if out := e.remember(e.A, wikiMain); out.RelationshipID != s.A1 {
 		t.Fatalf("wiki support for main: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.A1)
 	}
-	wikiRelease := nrRelease("Ops wiki:")
+	wikiRelease := releaseSinceCutoff("Ops wiki:")
 	wikiRelease.sourceGroup = "ops-wiki"
 	if out := e.remember(e.B, wikiRelease); out.RelationshipID != s.B1 {
 		t.Fatalf("wiki support for release: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.B1)
