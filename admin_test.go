@@ -76,7 +76,7 @@ func TestHostAdministersATeamWithoutAVocabularyProfile(t *testing.T) {
 	if out.Category != densemem.CategoryAccepted {
 		t.Fatalf("writer's remember: %s (%s)", out.Category, out.Reason)
 	}
-	before := e.cfCounts()
+	before := e.countsOf(writtenTables)
 	_, err = e.client.Remember(e.ctx, host, deploy("production", "release").request(nextKey()))
 	if !errors.Is(err, densemem.ErrForbidden) {
 		t.Errorf("host remembers: err = %v, want ErrForbidden", err)
@@ -85,7 +85,7 @@ func TestHostAdministersATeamWithoutAVocabularyProfile(t *testing.T) {
 	if !errors.Is(err, densemem.ErrForbidden) {
 		t.Errorf("host forgets: err = %v, want ErrForbidden", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("the host's refused calls wrote: %s", d)
 	}
 	// The host reads like a reader.
