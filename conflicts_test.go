@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem"
@@ -19,267 +18,61 @@ import (
 // Cross-profile corrections and durable team conflict cases: the specification's stale team knowledge
 // story and the acceptance invariants 11, 14, 16, 17, 18 and I-26, each against its own database.
 
-// ---- helpers (prefixed cf so they cannot clash with other test files of the package) ----
-
-// cfTables are every table a Remember or Forget may write, including the conflict tables.
-var cfTables = []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
-	"observations", "verification_events", "entity_resolution_events", "relationships", "support_links",
-	"relationship_transitions", "idempotency_records", "review_items", "search_refresh_queue",
-	"relationship_cross_references", "conflict_cases", "conflict_positions", "conflict_position_members",
-	"conflict_events"}
-
-// cfCounts snapshots the row counts of cfTables.
-func (e *env) cfCounts() map[string]int {
+// listedConflict returns case id as ListConflicts shows it to the team's admin, whatever its status.
+func (e *env) listedConflict(id string) densemem.ConflictCase {
 	e.t.Helper()
-	return e.countsOf(cfTables)
-}
-
-// cfCountsDiff lists the tables whose counts differ.
-func cfCountsDiff(before, after map[string]int) string {
-	var out []string
-	for _, t := range cfTables {
-		if before[t] != after[t] {
-			out = append(out, fmt.Sprintf("%s %d -> %d", t, before[t], after[t]))
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-// cfKeyedIn runs a query returning (key, json text) pairs through q.
-func (e *env) cfKeyedIn(q dbReader, query string, args ...any) map[string]string {
-	e.t.Helper()
-	rows, err := q.Query(e.ctx, query, args...)
-	if err != nil {
-		e.t.Fatalf("%s: %v", query, err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			e.t.Fatal(err)
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// cfProfileSnapshot returns, as JSON text keyed by table and primary key, every row that belongs to
-// profile p: its relationships with their supports and transitions, its observations with their
-// verification and resolution events, its fragments with their content, the entities it created,
-// its review items and its idempotency records, all read in one snapshot.
-func (e *env) cfProfileSnapshot(p densemem.ProfileID) map[string]map[string]string {
-	e.t.Helper()
-	const owned = `(SELECT relationship_id FROM relationships WHERE owner_profile_id = $1)`
-	const obs = `(SELECT observation_id FROM observations WHERE profile_id = $1)`
-	const frags = `(SELECT fragment_id FROM evidence_fragments WHERE author_profile_id = $1)`
-	const ents = `(SELECT entity_id FROM entities WHERE created_by = $1)`
-	queries := map[string]string{
-		"relationships": `SELECT relationship_id, to_jsonb(t)::text FROM relationships t WHERE owner_profile_id = $1`,
-		"support_links": `SELECT support_id, to_jsonb(t)::text FROM support_links t
-			WHERE relationship_id IN ` + owned + ` OR profile_id = $1 OR author_profile_id = $1`,
-		"relationship_transitions": `SELECT transition_id, to_jsonb(t)::text FROM relationship_transitions t
-			WHERE relationship_id IN ` + owned,
-		"observations":        `SELECT observation_id, to_jsonb(t)::text FROM observations t WHERE profile_id = $1`,
-		"verification_events": `SELECT verification_id, to_jsonb(t)::text FROM verification_events t WHERE observation_id IN ` + obs,
-		"evidence_fragments":  `SELECT fragment_id, to_jsonb(t)::text FROM evidence_fragments t WHERE author_profile_id = $1`,
-		"fragment_contents":   `SELECT fragment_id, to_jsonb(t)::text FROM fragment_contents t WHERE fragment_id IN ` + frags,
-		"entity_resolution_events": `SELECT resolution_id, to_jsonb(t)::text FROM entity_resolution_events t
-			WHERE observation_id IN ` + obs + ` OR profile_id = $1`,
-		"entities":            `SELECT entity_id, to_jsonb(t)::text FROM entities t WHERE created_by = $1`,
-		"entity_names":        `SELECT entity_id || '|' || normalized_name, to_jsonb(t)::text FROM entity_names t WHERE entity_id IN ` + ents,
-		"review_items":        `SELECT review_id, to_jsonb(t)::text FROM review_items t WHERE profile_id = $1`,
-		"idempotency_records": `SELECT idempotency_key, to_jsonb(t)::text FROM idempotency_records t WHERE profile_id = $1`,
-	}
-	out := map[string]map[string]string{}
-	readSnapshot(e.t, e.pool, func(tx pgx.Tx) {
-		for table, q := range queries {
-			out[table] = e.cfKeyedIn(tx, q, p)
-		}
-	})
-	return out
-}
-
-// cfCase is a conflict_cases row.
-type cfCase struct {
-	ID, Kind, Subject, Predicate, Scope, Status, OpenedBy string
-	Version                                               int
-	OpenedAt, ReviewDueAt, NextReviewAt                   time.Time
-	ResolvedAt                                            *time.Time
-	Preferred, ClaimToken                                 *string
-	ReviewAttempts                                        int
-}
-
-func (e *env) cfCases() []cfCase {
-	e.t.Helper()
-	return e.cfCasesIn(e.pool)
-}
-
-// cfCasesIn reads every conflict case through q.
-func (e *env) cfCasesIn(q dbReader) []cfCase {
-	e.t.Helper()
-	rows, err := q.Query(e.ctx, `SELECT conflict_id, kind, subject_entity_id, predicate_key, scope, status,
-		opened_by_profile_id, version, opened_at, review_due_at, next_review_at, resolved_at, preferred_position_id,
-		claim_token, review_attempts FROM conflict_cases ORDER BY opened_at, conflict_id`)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	var out []cfCase
-	for rows.Next() {
-		var c cfCase
-		if err := rows.Scan(&c.ID, &c.Kind, &c.Subject, &c.Predicate, &c.Scope, &c.Status, &c.OpenedBy, &c.Version,
-			&c.OpenedAt, &c.ReviewDueAt, &c.NextReviewAt, &c.ResolvedAt, &c.Preferred, &c.ClaimToken, &c.ReviewAttempts); err != nil {
-			e.t.Fatal(err)
-		}
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-func (e *env) cfCase(id string) cfCase {
-	e.t.Helper()
-	return e.cfCaseIn(e.pool, id)
-}
-
-// cfCaseIn reads one conflict case through q.
-func (e *env) cfCaseIn(q dbReader, id string) cfCase {
-	e.t.Helper()
-	for _, c := range e.cfCasesIn(q) {
-		if c.ID == id {
+	for _, c := range e.listConflictPages(e.admin, densemem.ListConflictsRequest{
+		Status: []string{"open", "overdue", "resolved", "dismissed"}}) {
+		if c.ConflictID == id {
 			return c
 		}
 	}
-	e.t.Fatalf("conflict case %s not found", id)
-	return cfCase{}
+	e.t.Fatalf("ListConflicts does not list case %s", id)
+	return densemem.ConflictCase{}
 }
 
-// cfEvent is a conflict_events row.
-type cfEvent struct {
-	Version                     int
-	Prior, Resulting, ActorKind string
-	Actor, Reason, IngestID     string
-	CreatedAt                   time.Time
-	Positions                   []cfEventPosition
-}
-
-type cfEventPosition struct {
-	PositionID string `json:"position_id"`
-	Members    []struct {
-		RelationshipID densemem.RelationshipID `json:"relationship_id"`
-		Version        int                     `json:"version"`
-		Owner          densemem.ProfileID      `json:"owner_profile_id"`
-	} `json:"members"`
-}
-
-func (e *env) cfEvents(caseID string) []cfEvent {
+// currentCaseMembers returns the current (not removed) membership rows of case id by relationship,
+// failing the test when a relationship has two.
+func (e *env) currentCaseMembers(id string) map[densemem.RelationshipID]caseMember {
 	e.t.Helper()
-	return e.cfEventsIn(e.pool, caseID)
+	c := e.ledger().Case(id)
+	seen := map[densemem.RelationshipID]bool{}
+	for _, m := range c.Members {
+		if m.Removed == nil {
+			if seen[m.Relationship] {
+				e.t.Errorf("case %s: relationship %s has two current membership rows", id, m.Relationship)
+			}
+			seen[m.Relationship] = true
+		}
+	}
+	return c.CurrentMembers()
 }
 
-// cfEventsIn reads a case's events through q, in version order.
-func (e *env) cfEventsIn(q dbReader, caseID string) []cfEvent {
+// caseWithCheckedEvents reads case id with its events and membership rows in one snapshot and checks
+// that its events are numbered 1..version without gaps, one per version, the last ending in the
+// case's status.
+func (e *env) caseWithCheckedEvents(id string) caseRow {
 	e.t.Helper()
-	rows, err := q.Query(e.ctx, `SELECT case_version, COALESCE(prior_status, ''), resulting_status, actor_kind,
-		COALESCE(actor_profile_id, ''), reason_code, ingest_id, created_at, positions
-		FROM conflict_events WHERE conflict_id = $1 ORDER BY case_version`, caseID)
-	if err != nil {
-		e.t.Fatal(err)
+	var c caseRow
+	e.snapshot(func(l ledgerView) { c = l.Case(id) })
+	if len(c.Events) != c.Version {
+		e.t.Errorf("case %s at version %d has %d events", id, c.Version, len(c.Events))
 	}
-	defer rows.Close()
-	var out []cfEvent
-	for rows.Next() {
-		var ev cfEvent
-		var pos []byte
-		if err := rows.Scan(&ev.Version, &ev.Prior, &ev.Resulting, &ev.ActorKind, &ev.Actor, &ev.Reason, &ev.IngestID,
-			&ev.CreatedAt, &pos); err != nil {
-			e.t.Fatal(err)
-		}
-		if err := json.Unmarshal(pos, &ev.Positions); err != nil {
-			e.t.Fatalf("event positions %s: %v", pos, err)
-		}
-		out = append(out, ev)
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// cfMember is a current (not removed) conflict_position_members row.
-type cfMember struct {
-	Position string
-	Version  int
-	Owner    densemem.ProfileID
-	Added    int
-}
-
-func (e *env) cfMembers(caseID string) map[densemem.RelationshipID]cfMember {
-	e.t.Helper()
-	rows, err := e.pool.Query(e.ctx, `SELECT relationship_id, position_id, relationship_version, owner_profile_id,
-		added_version FROM conflict_position_members WHERE conflict_id = $1 AND removed_version IS NULL`, caseID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer rows.Close()
-	out := map[densemem.RelationshipID]cfMember{}
-	for rows.Next() {
-		var id densemem.RelationshipID
-		var m cfMember
-		if err := rows.Scan(&id, &m.Position, &m.Version, &m.Owner, &m.Added); err != nil {
-			e.t.Fatal(err)
-		}
-		if _, dup := out[id]; dup {
-			e.t.Errorf("case %s: relationship %s has two current membership rows", caseID, id)
-		}
-		out[id] = m
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// cfCheckEventLedger checks that a case's events are numbered 1..version without gaps, one per version.
-// The case and its events are read in one snapshot.
-func (e *env) cfCheckEventLedger(caseID string) []cfEvent {
-	e.t.Helper()
-	var evs []cfEvent
-	var c cfCase
-	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
-		evs = e.cfEventsIn(q, caseID)
-		c = e.cfCaseIn(q, caseID)
-	})
-	if len(evs) != c.Version {
-		e.t.Errorf("case %s at version %d has %d events", caseID, c.Version, len(evs))
-	}
-	for i, ev := range evs {
+	for i, ev := range c.Events {
 		if ev.Version != i+1 {
-			e.t.Errorf("case %s: event %d has version %d, want %d", caseID, i, ev.Version, i+1)
+			e.t.Errorf("case %s: event %d has version %d, want %d", id, i, ev.Version, i+1)
 		}
 	}
-	if len(evs) > 0 && evs[len(evs)-1].Resulting != c.Status {
-		e.t.Errorf("case %s: status %s but last event results in %s", caseID, c.Status, evs[len(evs)-1].Resulting)
+	if n := len(c.Events); n > 0 && c.Events[n-1].Resulting != c.Status {
+		e.t.Errorf("case %s: status %s but last event results in %s", id, c.Status, c.Events[n-1].Resulting)
 	}
-	return evs
+	return c
 }
 
-// cfRecall recalls "production" for p at the given instants (nil: now).
-func (e *env) cfRecall(p densemem.Principal, validAt, knownAt *time.Time) *densemem.RecallResponse {
-	e.t.Helper()
-	return e.recall(p, "production", validAt, knownAt)
-}
-
-// cfStory is the specification's stale team knowledge example up to t2: A1 "production deploys_from
-// main" remembered by A at t0, and B1 "since 2026-05-01 production deploys_from release" remembered
-// by B a day later.
-type cfStory struct {
+// teamDisagreement is the specification's stale team knowledge example up to t2: A1 "production
+// deploys_from main" remembered by A at t0, and B1 "since 2026-05-01 production deploys_from release"
+// remembered by B a day later.
+type teamDisagreement struct {
 	A1, B1     densemem.RelationshipID
 	A1Out      densemem.RelationshipOutcome
 	B1Out      densemem.RelationshipOutcome
@@ -287,9 +80,10 @@ type cfStory struct {
 	ConflictID string
 }
 
-func (e *env) cfStaleStory() cfStory {
+// rememberTeamDisagreement remembers A1 and B1 and returns them with the case B1 opened.
+func (e *env) rememberTeamDisagreement() teamDisagreement {
 	e.t.Helper()
-	var s cfStory
+	var s teamDisagreement
 	s.T0 = e.clock.Now()
 	s.A1Out = e.rememberOne(e.A, deploy("production", "main").request(nextKey())).RelationshipOutcomes[0]
 	s.A1 = s.A1Out.RelationshipID
@@ -321,7 +115,12 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	if a1.Category != densemem.CategoryAccepted || a1.Status != "active" {
 		t.Fatalf("A1: %s/%s (%s)", a1.Category, a1.Status, a1.Reason)
 	}
-	before := e.cfProfileSnapshot(e.A.ProfileID)
+	rowsOfA := func() map[string]map[string]string {
+		var rows map[string]map[string]string
+		e.snapshot(func(l ledgerView) { rows = l.ProfileRows(e.A.ProfileID) })
+		return rows
+	}
+	before := rowsOfA()
 	for _, table := range []string{"relationships", "support_links", "relationship_transitions", "observations",
 		"verification_events", "evidence_fragments", "fragment_contents", "entity_resolution_events"} {
 		if len(before[table]) == 0 {
@@ -350,51 +149,58 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 		t.Errorf("B1 is not B's active edge")
 	}
 
-	// The cross-reference row.
-	var kind, from, to, author, verID, xIngest string
-	var fromV, toV int
-	var xAt time.Time
-	if err := e.pool.QueryRow(e.ctx, `SELECT kind, from_relationship_id, from_version, to_relationship_id, to_version,
-		author_profile_id, COALESCE(verification_id, ''), ingest_id, created_at FROM relationship_cross_references`).
-		Scan(&kind, &from, &fromV, &to, &toV, &author, &verID, &xIngest, &xAt); err != nil {
-		t.Fatalf("want exactly one cross-reference: %v", err)
+	// The cross-reference, as B1's trace shows it; the ledger holds only this one, written by B's ingest.
+	trB1 := e.trace(e.admin, b1.RelationshipID)
+	if len(trB1.CrossReferences) != 1 {
+		t.Fatalf("B1's cross-references = %+v, want exactly one", trB1.CrossReferences)
+	}
+	x := trB1.CrossReferences[0]
+	if ingests := e.ledger().Strings(`SELECT ingest_id FROM relationship_cross_references`); !slices.Equal(ingests, []string{pl.IngestID}) {
+		t.Errorf("cross-reference ingests = %v, want exactly one, of B's placement %s", ingests, pl.IngestID)
 	}
 	var b1Verification string
-	var confirmed, b1From *time.Time
-	if err := e.pool.QueryRow(e.ctx, `SELECT verification_id, confirmed_valid_from FROM verification_events WHERE observation_id = $1`,
-		b1.ObservationID).Scan(&b1Verification, &confirmed); err != nil {
-		t.Fatal(err)
+	var confirmed *time.Time
+	for _, v := range trB1.Verifications {
+		if v.ObservationID == b1.ObservationID {
+			b1Verification, confirmed = v.VerificationID, v.ConfirmedValidFrom
+			break
+		}
 	}
-	if err := e.pool.QueryRow(e.ctx, `SELECT valid_from FROM relationships WHERE relationship_id = $1`, b1.RelationshipID).Scan(&b1From); err != nil {
-		t.Fatal(err)
+	if b1Verification == "" {
+		t.Fatalf("B1's trace has no verification of its observation %s: %+v", b1.ObservationID, trB1.Verifications)
 	}
-	if confirmed == nil || !confirmed.Equal(date("2026-05-01")) || b1From == nil || !b1From.Equal(date("2026-05-01")) {
+	if b1From := trB1.Relationship.ValidFrom; confirmed == nil || !confirmed.Equal(date("2026-05-01")) || b1From == nil ||
+		!b1From.Equal(date("2026-05-01")) {
 		t.Errorf("B1 valid_from = %v, verifier-confirmed %v; want both 2026-05-01", b1From, confirmed)
 	}
 	type xref struct {
-		Kind, From, To, Author, Verification, Ingest string
-		FromV, ToV                                   int
-		At                                           time.Time
+		Kind, From, To, Author, Verification string
+		FromV, ToV                           int
+		At                                   time.Time
 	}
-	if d := cmp.Diff(xref{"corrects", string(b1.RelationshipID), string(a1.RelationshipID), string(e.B.ProfileID), b1Verification, pl.IngestID, 1, 1, t2},
-		xref{kind, from, to, author, verID, xIngest, fromV, toV, xAt.UTC()}); d != "" {
+	if d := cmp.Diff(xref{"corrects", string(b1.RelationshipID), string(a1.RelationshipID), string(e.B.ProfileID), b1Verification, 1, 1, t2},
+		xref{x.Kind, string(x.FromRelationshipID), string(x.ToRelationshipID), string(x.AuthorProfileID), x.VerificationID,
+			x.FromVersion, x.ToVersion, x.CreatedAt.UTC()}); d != "" {
 		t.Errorf("cross-reference (-want +got):\n%s", d)
 	}
 
-	// Exactly one open case, version 1, deadline opened_at + 7 days, first review due at once.
-	cases := e.cfCases()
-	if len(cases) != 1 {
-		t.Fatalf("want 1 conflict case, got %d", len(cases))
+	// Exactly one open case, version 1, deadline opened_at + 7 days, first review due at once: the
+	// operator's view, and the ledger's opener, claim and attempts, its positions, members and events.
+	var stored caseRow
+	var positions int
+	e.snapshot(func(l ledgerView) {
+		stored = l.OnlyCase()
+		positions = l.Int(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, stored.ID)
+	})
+	c := e.listedConflict(b1.Conflict.ConflictID)
+	subject := e.trace(e.admin, a1.RelationshipID).Relationship.Subject.EntityID
+	if stored.ID != c.ConflictID || c.Status != "open" || c.Version != 1 || c.Kind != "cross_profile_current_state" ||
+		c.Subject.EntityID != subject || c.Predicate != "deploys_from" || c.Scope != "" || c.ResolvedAt != nil ||
+		c.PreferredPositionID != "" {
+		t.Errorf("listed case = %+v", c)
 	}
-	c := cases[0]
-	var subject string
-	if err := e.pool.QueryRow(e.ctx, `SELECT subject_entity_id FROM relationships WHERE relationship_id = $1`, a1.RelationshipID).Scan(&subject); err != nil {
-		t.Fatal(err)
-	}
-	if c.ID != b1.Conflict.ConflictID || c.Status != "open" || c.Version != 1 || c.Kind != "cross_profile_current_state" ||
-		c.Subject != subject || c.Predicate != "deploys_from" || c.Scope != "" || c.OpenedBy != string(e.B.ProfileID) ||
-		c.ResolvedAt != nil || c.Preferred != nil || c.ClaimToken != nil || c.ReviewAttempts != 0 {
-		t.Errorf("case row = %+v", c)
+	if stored.OpenedBy != string(e.B.ProfileID) || stored.ClaimToken != nil || stored.Attempts != 0 {
+		t.Errorf("case row = %+v, want opened by B, unclaimed, never attempted", stored)
 	}
 	if !c.OpenedAt.Equal(t2) {
 		t.Errorf("opened_at = %v, want %v (the placement's clock time)", c.OpenedAt, t2)
@@ -407,11 +213,11 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	}
 
 	// Two positions, one member each.
-	if n := e.ledger().Int(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, c.ID); n != 2 {
-		t.Errorf("positions = %d, want 2", n)
+	if positions != 2 {
+		t.Errorf("positions = %d, want 2", positions)
 	}
-	members := e.cfMembers(c.ID)
-	if n := e.ledger().Int(`SELECT count(*) FROM conflict_position_members`); n != 2 || len(members) != 2 {
+	members := stored.CurrentMembers()
+	if n := len(stored.Members); n != 2 || len(members) != 2 {
 		t.Fatalf("membership rows = %d (current %d), want 2", n, len(members))
 	}
 	ma, mb := members[a1.RelationshipID], members[b1.RelationshipID]
@@ -421,7 +227,7 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	}
 
 	// One event: version 1, opened, by B, in the same transaction as B1.
-	evs := e.cfEvents(c.ID)
+	evs := stored.Events
 	if len(evs) != 1 {
 		t.Fatalf("events = %d, want 1", len(evs))
 	}
@@ -432,7 +238,7 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 	}
 
 	// A1, its evidence, support, tier, status, validity and resolutions are byte for byte unchanged.
-	if d := cmp.Diff(before, e.cfProfileSnapshot(e.A.ProfileID)); d != "" {
+	if d := cmp.Diff(before, rowsOfA()); d != "" {
 		t.Errorf("B's placement changed rows of A (-before +after):\n%s", d)
 	}
 	if st, tier, vt, v := e.relationshipState(a1.RelationshipID); st != "active" || tier != "validated_claim" || vt != nil || v != 1 {
@@ -445,7 +251,7 @@ func TestStaleTeamKnowledgeTimeline(t *testing.T) {
 func TestInvariant11_CrossProfileCorrectionsStayIndependentlyAuthored(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 
 	// Both relationships exist, each with its own owner, both on the graph.
 	owners := e.ledger().Keyed(`SELECT relationship_id, owner_profile_id FROM relationships`)
@@ -509,7 +315,7 @@ func TestInvariant11_CrossProfileCorrectionsStayIndependentlyAuthored(t *testing
 	}
 
 	// Recall as C returns both, neither hidden, with the same conflict_id, and the case once.
-	r := e.cfRecall(e.C, nil, nil)
+	r := e.recall(e.C, "production", nil, nil)
 	if d := cmp.Diff(sortedIDs(s.A1, s.B1), recallIDs(r)); d != "" {
 		t.Fatalf("recall as C (-want +got):\n%s", d)
 	}
@@ -555,12 +361,10 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	e := newEnv(t)
 	d := e.mustProfile("D", "read", "write")
 	ep := e.mustProfile("E", "read", "write")
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 	cf := s.ConflictID
 
-	live := func() int {
-		return e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status IN ('open', 'overdue')`)
-	}
+	live := func() int { return len(e.listConflictPages(e.admin, densemem.ListConflictsRequest{})) }
 
 	// C agrees with B with its own evidence: C's relationship joins B's position; one event, version 2.
 	c1 := e.rememberOne(e.C, withContent(deploy("production", "release"),
@@ -578,35 +382,35 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if diff := cmp.Diff(map[densemem.RelationshipID]string{s.A1: "challenges", s.B1: "confirms"}, kinds); diff != "" {
 		t.Errorf("C1 cross-references (-want +got):\n%s", diff)
 	}
-	if c := e.cfCase(cf); c.Version != 2 || c.Status != "open" {
+	if c := e.listedConflict(cf); c.Version != 2 || c.Status != "open" {
 		t.Errorf("case after C1 = v%d %s, want v2 open", c.Version, c.Status)
 	}
 	if n := e.ledger().Int(`SELECT count(*) FROM conflict_positions WHERE conflict_id = $1`, cf); n != 2 {
 		t.Errorf("positions after C1 = %d, want 2 (C joins B's position)", n)
 	}
-	members := e.cfMembers(cf)
+	members := e.currentCaseMembers(cf)
 	if len(members) != 3 || members[c1.RelationshipID].Position != members[s.B1].Position ||
 		members[c1.RelationshipID].Position == members[s.A1].Position || members[c1.RelationshipID].Added != 2 ||
 		members[c1.RelationshipID].Owner != e.C.ProfileID {
 		t.Errorf("members after C1 = %+v", members)
 	}
-	evs := e.cfCheckEventLedger(cf)
+	evs := e.caseWithCheckedEvents(cf).Events
 	if len(evs) != 2 || evs[1].Reason != "membership_changed" || evs[1].Actor != string(e.C.ProfileID) || evs[1].Prior != "open" {
 		t.Errorf("events after C1 = %+v", evs)
 	}
 
 	// Nothing changes: C repeats the same evidence (copies count once) -> supported, no event, no bump.
 	e.clock.Advance(time.Hour)
-	counts := e.cfCounts()
+	counts := e.countsOf(writtenTables)
 	dup := e.rememberOne(e.C, withContent(deploy("production", "release"),
 		"The deploy runbook says the production environment deploys from the release branch.").request(nextKey())).RelationshipOutcomes[0]
 	if dup.Category != densemem.CategorySupported || dup.RelationshipID != c1.RelationshipID {
 		t.Fatalf("duplicate evidence: %s on %s (%s), want relationship_supported on C1", dup.Category, dup.RelationshipID, dup.Reason)
 	}
-	if c := e.cfCase(cf); c.Version != 2 {
+	if c := e.listedConflict(cf); c.Version != 2 {
 		t.Errorf("duplicate evidence bumped the case to version %d", c.Version)
 	}
-	after := e.cfCounts()
+	after := e.countsOf(writtenTables)
 	for _, table := range []string{"conflict_events", "conflict_cases", "conflict_positions", "conflict_position_members", "relationships"} {
 		if after[table] != counts[table] {
 			t.Errorf("duplicate evidence changed %s: %d -> %d", table, counts[table], after[table])
@@ -642,28 +446,28 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 		dpl.RelationshipOutcomes[1].RelationshipID != d1.RelationshipID {
 		t.Fatalf("D's two statements: %s, %s", d1.Category, dpl.RelationshipOutcomes[1].Category)
 	}
-	if c := e.cfCase(cf); c.Version != 3 {
+	if c := e.listedConflict(cf); c.Version != 3 {
 		t.Errorf("one call changing membership once moved the case from version 2 to %d", c.Version)
 	}
-	if _, tier, _, v := e.relationshipState(d1.RelationshipID); tier != "fact" || e.cfMembers(cf)[d1.RelationshipID].Version != v {
-		t.Errorf("D1 tier %s v%d, member %+v: want fact, current version in the membership", tier, v, e.cfMembers(cf)[d1.RelationshipID])
+	if _, tier, _, v := e.relationshipState(d1.RelationshipID); tier != "fact" || e.currentCaseMembers(cf)[d1.RelationshipID].Version != v {
+		t.Errorf("D1 tier %s v%d, member %+v: want fact, current version in the membership", tier, v, e.currentCaseMembers(cf)[d1.RelationshipID])
 	}
 	for _, o := range dpl.RelationshipOutcomes {
 		if o.Conflict == nil || o.Conflict.Version != 3 {
 			t.Errorf("D outcome %s conflict = %+v, want version 3", o.ProposalID, o.Conflict)
 		}
 	}
-	e.cfCheckEventLedger(cf)
+	e.caseWithCheckedEvents(cf)
 
 	// A's own incompatible undated write is held for A's review: not a member, no event.
 	held := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
 	if held.Category != densemem.CategoryNeedsReview {
 		t.Fatalf("A's undated hotfix: %s, want relationship_needs_review", held.Category)
 	}
-	if c := e.cfCase(cf); c.Version != 3 {
+	if c := e.listedConflict(cf); c.Version != 3 {
 		t.Errorf("a held same-owner write bumped the case to version %d", c.Version)
 	}
-	if _, ok := e.cfMembers(cf)[held.RelationshipID]; ok {
+	if _, ok := e.currentCaseMembers(cf)[held.RelationshipID]; ok {
 		t.Errorf("a needs_review relationship became a case member")
 	}
 
@@ -704,25 +508,37 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if fr.Conflict == nil || fr.Conflict.ConflictID != cf || fr.Conflict.Status != "dismissed" || fr.Conflict.Version != 4 {
 		t.Errorf("forget conflict = %+v, want %s dismissed at version 4", fr.Conflict, cf)
 	}
-	c := e.cfCase(cf)
-	if c.Status != "dismissed" || c.Version != 4 || c.ResolvedAt != nil || c.Preferred != nil {
+	c := e.listedConflict(cf)
+	if c.Status != "dismissed" || c.Version != 4 || c.ResolvedAt != nil || c.PreferredPositionID != "" {
 		t.Errorf("case after forget = %+v, want dismissed v4, never resolved", c)
 	}
-	evs = e.cfCheckEventLedger(cf)
+	stored := e.caseWithCheckedEvents(cf)
+	evs = stored.Events
 	last := evs[len(evs)-1]
-	var trnIngest string
-	if err := e.pool.QueryRow(e.ctx, `SELECT ingest_id FROM relationship_transitions WHERE transition_id = $1`, fr.TransitionID).Scan(&trnIngest); err != nil {
-		t.Fatal(err)
+	trnIngest := ""
+	for _, x := range e.trace(e.admin, s.A1).Transitions {
+		if x.TransitionID == fr.TransitionID {
+			trnIngest = x.IngestID
+		}
+	}
+	if trnIngest == "" {
+		t.Fatalf("A1's trace has no transition %s", fr.TransitionID)
 	}
 	if last.Version != 4 || last.Prior != "open" || last.Resulting != "dismissed" || last.Actor != string(e.A.ProfileID) ||
 		!strings.HasPrefix(last.Reason, "dismissed") || last.IngestID != trnIngest || !last.CreatedAt.Equal(forgetAt) {
 		t.Errorf("dismissal event = %+v (forget transition ingest %s)", last, trnIngest)
 	}
-	if m := e.cfMembers(cf); len(m) != 0 {
+	if m := stored.CurrentMembers(); len(m) != 0 {
 		t.Errorf("dismissed case keeps current members %+v", m)
 	}
-	if n := e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND removed_version = 4`, cf); n != 4 {
-		t.Errorf("membership rows ended at version 4 = %d, want 4 (A1, B1, C1, D1)", n)
+	endedAt4 := 0
+	for _, m := range stored.Members {
+		if m.Removed != nil && *m.Removed == 4 {
+			endedAt4++
+		}
+	}
+	if endedAt4 != 4 {
+		t.Errorf("membership rows ended at version 4 = %d, want 4 (A1, B1, C1, D1)", endedAt4)
 	}
 	if n := live(); n != 0 {
 		t.Errorf("live cases after dismissal = %d", n)
@@ -735,21 +551,22 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 		e1.Conflict.Status != "open" {
 		t.Fatalf("E1: %s conflict=%+v, want a new open case at version 1", e1.Category, e1.Conflict)
 	}
-	if c := e.cfCase(cf); c.Status != "dismissed" || c.Version != 4 {
+	if c := e.listedConflict(cf); c.Status != "dismissed" || c.Version != 4 {
 		t.Errorf("old case after the new episode = %s v%d", c.Status, c.Version)
 	}
 	if n := live(); n != 1 {
 		t.Errorf("live cases = %d, want 1", n)
 	}
-	if n := len(e.cfCases()); n != 2 {
+	if n := len(e.listConflictPages(e.admin, densemem.ListConflictsRequest{
+		Status: []string{"open", "overdue", "resolved", "dismissed"}})); n != 2 {
 		t.Errorf("cases = %d, want 2", n)
 	}
-	nm := e.cfMembers(e1.Conflict.ConflictID)
+	nm := e.currentCaseMembers(e1.Conflict.ConflictID)
 	if len(nm) != 4 || nm[s.B1].Position != nm[c1.RelationshipID].Position || nm[s.B1].Position != nm[d1.RelationshipID].Position ||
 		nm[e1.RelationshipID].Position == nm[s.B1].Position {
 		t.Errorf("new case members = %+v, want B1, C1 and D1 in one position and E1 in another", nm)
 	}
-	e.cfCheckEventLedger(e1.Conflict.ConflictID)
+	e.caseWithCheckedEvents(e1.Conflict.ConflictID)
 
 	// Trace of B1 shows both episodes: the dismissed case with its whole ledger and the new open one.
 	tr, err := e.client.Trace(e.ctx, e.C, densemem.TraceRequest{RelationshipID: s.B1})
@@ -771,7 +588,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 	beforeChange := date("2026-04-15")
 	afterChange := date("2026-05-15")
 
@@ -794,9 +611,9 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 	}
 
 	// While the case is open.
-	check("current", e.cfRecall(e.C, nil, nil), []densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
-	check("valid_at before the change", e.cfRecall(e.C, &beforeChange, nil), []densemem.RelationshipID{s.A1}, s.ConflictID)
-	check("known_at before B's correction", e.cfRecall(e.C, nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
+	check("current", e.recall(e.C, "production", nil, nil), []densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
+	check("valid_at before the change", e.recall(e.C, "production", &beforeChange, nil), []densemem.RelationshipID{s.A1}, s.ConflictID)
+	check("known_at before B's correction", e.recall(e.C, "production", nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
 
 	// A later accepts the correction with its own dated evidence: same-owner supersession.
 	e.clock.Advance(24 * time.Hour)
@@ -810,24 +627,24 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 	if st != "superseded" || vt == nil || !vt.Equal(date("2026-05-01")) {
 		t.Fatalf("A1 = %s valid_to=%v, want superseded at 2026-05-01", st, vt)
 	}
-	if c := e.cfCase(s.ConflictID); c.Status != "dismissed" {
+	if c := e.listedConflict(s.ConflictID); c.Status != "dismissed" {
 		t.Errorf("case after A adopts release = %s, want dismissed (no material disagreement left)", c.Status)
 	}
 
 	// World time: before the change A's main; after it release (A2 and B1), not main.
-	r := e.cfRecall(e.C, &beforeChange, nil)
+	r := e.recall(e.C, "production", &beforeChange, nil)
 	check("valid_at before the change, after supersession", r, []densemem.RelationshipID{s.A1}, "")
 	if len(r.Results) == 1 {
 		if got := r.Results[0].Relationship; got.Object.Name != "main" || got.Status != "superseded" {
 			t.Errorf("valid_at before the change returned %s %s, want main (superseded)", got.Object.Name, got.Status)
 		}
 	}
-	check("valid_at after the change", e.cfRecall(e.C, &afterChange, nil), []densemem.RelationshipID{a2.RelationshipID, s.B1}, "")
-	check("current after supersession", e.cfRecall(e.C, nil, nil), []densemem.RelationshipID{a2.RelationshipID, s.B1}, "")
+	check("valid_at after the change", e.recall(e.C, "production", &afterChange, nil), []densemem.RelationshipID{a2.RelationshipID, s.B1}, "")
+	check("current after supersession", e.recall(e.C, "production", nil, nil), []densemem.RelationshipID{a2.RelationshipID, s.B1}, "")
 
 	// Recorded time: between B's correction and A's supersession the open case and both positions.
 	between := t3.Add(-time.Microsecond)
-	r = e.cfRecall(e.C, nil, &between)
+	r = e.recall(e.C, "production", nil, &between)
 	check("known_at between", r, []densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
 	if len(r.Conflicts) == 1 && (r.Conflicts[0].Version != 1 || r.Conflicts[0].Status != "open" || len(r.Conflicts[0].Positions) != 2) {
 		t.Errorf("known_at between: conflict = %+v, want open v1 with two positions", r.Conflicts[0])
@@ -838,11 +655,11 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 				res.Relationship.Status, res.Relationship.ValidTo)
 		}
 	}
-	check("known_at before the correction", e.cfRecall(e.C, nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
+	check("known_at before the correction", e.recall(e.C, "production", nil, ptr(s.T2.Add(-time.Microsecond))), []densemem.RelationshipID{s.A1}, "")
 	// Combined: what the system believed, before A's supersession, about May: main and release both.
-	check("valid_at after the change, known_at between", e.cfRecall(e.C, &afterChange, &between),
+	check("valid_at after the change, known_at between", e.recall(e.C, "production", &afterChange, &between),
 		[]densemem.RelationshipID{s.A1, s.B1}, s.ConflictID)
-	check("valid_at before the change, known_at between", e.cfRecall(e.C, &beforeChange, &between),
+	check("valid_at before the change, known_at between", e.recall(e.C, "production", &beforeChange, &between),
 		[]densemem.RelationshipID{s.A1}, s.ConflictID)
 }
 
@@ -851,10 +668,10 @@ func TestInvariant16_ValidAtAndKnownAtReconstructHistory(t *testing.T) {
 func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 	cf := s.ConflictID
 
-	r := e.cfRecall(e.C, nil, nil)
+	r := e.recall(e.C, "production", nil, nil)
 	if len(r.Conflicts) != 1 || r.Conflicts[0].ConflictID != cf {
 		t.Fatalf("C's recall conflicts = %+v", r.Conflicts)
 	}
@@ -868,7 +685,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if c1.Category != densemem.CategoryAccepted || c1.Conflict == nil || c1.Conflict.Version != version+1 {
 		t.Fatalf("C's response: %s conflict=%+v (%s)", c1.Category, c1.Conflict, c1.Reason)
 	}
-	if owner := e.ledger().Strings(`SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, c1.RelationshipID); len(owner) != 1 || owner[0] != string(e.C.ProfileID) {
+	if owner := e.trace(e.admin, c1.RelationshipID).Relationship.OwnerProfileID; owner != e.C.ProfileID {
 		t.Errorf("response relationship owner = %v, want C", owner)
 	}
 	sups := e.ledger().Strings(`SELECT s.author_profile_id || '|' || s.profile_id || '|' || f.author_profile_id || '|' || s.fragment_id
@@ -877,11 +694,11 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if len(sups) != 1 || sups[0] != wantSup {
 		t.Errorf("response supports = %v, want [%s]", sups, wantSup)
 	}
-	members := e.cfMembers(cf)
+	members := e.currentCaseMembers(cf)
 	if members[c1.RelationshipID].Position != members[s.B1].Position || members[c1.RelationshipID].Owner != e.C.ProfileID {
 		t.Errorf("response membership = %+v, want C1 in B1's position", members)
 	}
-	if c := e.cfCase(cf); c.Version != version+1 || c.Status != "open" {
+	if c := e.listedConflict(cf); c.Version != version+1 || c.Status != "open" {
 		t.Errorf("case after response = v%d %s, want v%d open", c.Version, c.Status, version+1)
 	}
 	version++
@@ -894,20 +711,20 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 
 	// A response whose evidence does not entail the claim: pending_evidence, no membership or version change.
 	e.clock.Advance(time.Hour)
-	before := e.cfCounts()
-	membersBefore := e.cfMembers(cf)
+	before := e.countsOf(writtenTables)
+	membersBefore := e.currentCaseMembers(cf)
 	weak := e.rememberOne(e.C, responding(withContent(deploy("production", "main"),
 		"The production environment deploys from whichever branch was tagged last."), cf, version)).RelationshipOutcomes[0]
 	if weak.Category != densemem.CategoryPendingEvidence || weak.Status != "pending_evidence" {
 		t.Fatalf("non-entailed response: %s/%s, want relationship_pending_evidence", weak.Category, weak.Status)
 	}
-	if c := e.cfCase(cf); c.Version != version {
+	if c := e.listedConflict(cf); c.Version != version {
 		t.Errorf("non-entailed response moved the case to version %d", c.Version)
 	}
-	if d := cmp.Diff(membersBefore, e.cfMembers(cf)); d != "" {
+	if d := cmp.Diff(membersBefore, e.currentCaseMembers(cf)); d != "" {
 		t.Errorf("non-entailed response changed membership (-before +after):\n%s", d)
 	}
-	after := e.cfCounts()
+	after := e.countsOf(writtenTables)
 	for _, table := range []string{"conflict_events", "conflict_cases", "conflict_positions", "conflict_position_members",
 		"support_links", "relationship_cross_references"} {
 		if after[table] != before[table] {
@@ -917,13 +734,13 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 
 	// A stale expected_version fails and writes nothing.
 	e.clock.Advance(time.Hour)
-	before = e.cfCounts()
+	before = e.countsOf(writtenTables)
 	_, err := e.client.Remember(e.ctx, e.C, responding(withContent(deploy("production", "release"),
 		"Release notes: the production environment deploys from the release branch."), cf, version-1))
 	if !errors.Is(err, densemem.ErrStaleConflictVersion) {
 		t.Errorf("stale response: err = %v, want ErrStaleConflictVersion", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("stale response wrote: %s", d)
 	}
 
@@ -947,7 +764,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if _, err := e.client.Remember(e.ctx, e.C, both); !errors.Is(err, densemem.ErrStaleConflictVersion) {
 		t.Errorf("two-proposal call with a stale response: err = %v, want ErrStaleConflictVersion", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("two-proposal call with a stale response wrote: %s", d)
 	}
 
@@ -956,7 +773,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if !errors.Is(err, densemem.ErrNotMaterialToConflict) {
 		t.Errorf("response about staging: err = %v, want ErrNotMaterialToConflict", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("non-material response wrote: %s", d)
 	}
 
@@ -967,7 +784,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if !errors.Is(err, densemem.ErrNotMaterialToConflict) {
 		t.Errorf("response in scope eu: err = %v, want ErrNotMaterialToConflict", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("response in another scope wrote: %s", d)
 	}
 
@@ -977,7 +794,7 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].conflict_response.conflict_id") {
 		t.Errorf("unknown conflict_id: err = %v, want ValidationError at proposal.relationships[0].conflict_response.conflict_id", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("unknown-case response wrote: %s", d)
 	}
 
@@ -995,10 +812,10 @@ func TestInvariant17_ResponseIsTheWritersOwnEvidenceBackedRelationship(t *testin
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].evidence") {
 		t.Errorf("uncited vote: err = %v, want ValidationError at proposal.relationships[0].evidence", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("bare votes wrote: %s", d)
 	}
-	if c := e.cfCase(cf); c.Version != version || c.Status != "open" {
+	if c := e.listedConflict(cf); c.Version != version || c.Status != "open" {
 		t.Errorf("case after rejected responses = v%d %s, want v%d open", c.Version, c.Status, version)
 	}
 }
@@ -1009,7 +826,7 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	d := e.mustProfile("D", "read", "write")
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 	cf := s.ConflictID
 
 	writers := []densemem.Principal{e.B, e.C, d, e.C, d, e.B}
@@ -1025,8 +842,8 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 		if out.Conflict == nil || out.Conflict.ConflictID != cf || out.Conflict.Status != "open" {
 			t.Errorf("write %d: conflict = %+v, want %s open", i, out.Conflict, cf)
 		}
-		c := e.cfCase(cf)
-		if c.Status != "open" || c.ResolvedAt != nil || c.Preferred != nil {
+		c := e.listedConflict(cf)
+		if c.Status != "open" || c.ResolvedAt != nil || c.PreferredPositionID != "" {
 			t.Fatalf("after write %d the case is %+v: placement resolved or escalated it", i, c)
 		}
 		if st, _, vt, v := e.relationshipState(s.A1); st != "active" || vt != nil || v != 1 {
@@ -1038,12 +855,12 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 	f := withContent(deploy("production", "release"), "Audit log: the production environment deploys from the release branch.")
 	f.sourceGroup = "audit-log"
 	e.rememberOne(e.C, f.request(nextKey()))
-	if c := e.cfCase(cf); c.Status != "open" || c.ResolvedAt != nil {
+	if c := e.listedConflict(cf); c.Status != "open" || c.ResolvedAt != nil {
 		t.Errorf("after the deadline a placement left the case %s", c.Status)
 	}
 
 	// Release really has five or more independent groups now, as readers see it.
-	r := e.cfRecall(e.C, nil, nil)
+	r := e.recall(e.C, "production", nil, nil)
 	if len(r.Conflicts) != 1 {
 		t.Fatalf("recall conflicts = %+v", r.Conflicts)
 	}
@@ -1061,10 +878,11 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE resulting_status IN ('resolved', 'overdue') OR actor_kind <> 'profile'`); n != 0 {
 		t.Errorf("%d resolution/overdue or system events from placement", n)
 	}
-	if n := e.ledger().Int(`SELECT count(*) FROM conflict_cases WHERE status <> 'open'`); n != 0 {
-		t.Errorf("%d cases left open status", n)
+	if settled := e.listConflictPages(e.admin, densemem.ListConflictsRequest{
+		Status: []string{"overdue", "resolved", "dismissed"}}); len(settled) != 0 {
+		t.Errorf("%d cases left open status: %v", len(settled), conflictIDStatuses(settled))
 	}
-	e.cfCheckEventLedger(cf)
+	e.caseWithCheckedEvents(cf)
 }
 
 // ---- I-26 ----
@@ -1102,7 +920,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 		t.Fatalf("A2: %s (%s)", a2.Category, a2.Reason)
 	}
 	step()
-	r := e.cfRecall(e.C, nil, nil)
+	r := e.recall(e.C, "production", nil, nil)
 	if len(r.Conflicts) != 1 {
 		t.Fatalf("conflicts before C's response = %+v", r.Conflicts)
 	}
@@ -1119,12 +937,22 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 	if _, err := e.client.Forget(e.ctx, e.C, densemem.ForgetRequest{RelationshipID: c1.RelationshipID, IdempotencyKey: nextKey()}); err != nil {
 		t.Fatal(err)
 	}
-	if c := e.cfCase(cf); c.Status != "dismissed" || c.Version != 6 {
+	if c := e.listedConflict(cf); c.Status != "dismissed" || c.Version != 6 {
 		t.Fatalf("case at the end = %s v%d, want dismissed v6", c.Status, c.Version)
 	}
 	_ = a1
 
 	// The expected view at T is computed from the ledgers, independently of the library.
+	// fragmentLeak returns when a fragment was recorded if that is after at, "" if not.
+	fragmentLeak := func(id densemem.FragmentID, at time.Time) string {
+		t.Helper()
+		created := e.ledger().Strings(`SELECT CASE WHEN created_at > $2 THEN created_at::text ELSE '' END
+			FROM evidence_fragments WHERE fragment_id = $1`, id, at)
+		if len(created) != 1 {
+			t.Fatalf("fragment %s: %d rows", id, len(created))
+		}
+		return created[0]
+	}
 	expectActive := func(at time.Time) []densemem.RelationshipID {
 		ids := e.ledger().Strings(`SELECT r.relationship_id FROM relationships r
 			JOIN LATERAL (SELECT to_status, to_valid_to FROM relationship_transitions t
@@ -1143,7 +971,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 		members map[densemem.RelationshipID]bool
 	}
 	caseAsOf := func(at time.Time) (caseAt, bool) {
-		for _, ev := range slices.Backward(e.cfEvents(cf)) {
+		for _, ev := range slices.Backward(e.ledger().Case(cf).Events) {
 			if !ev.CreatedAt.After(at) {
 				c := caseAt{version: ev.Version, status: ev.Resulting, members: map[densemem.RelationshipID]bool{}}
 				for _, p := range ev.Positions {
@@ -1163,27 +991,19 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 	}
 	for _, at := range instants {
 		name := at.Format(time.RFC3339Nano)
-		r := e.cfRecall(e.C, nil, ptr(at))
+		r := e.recall(e.C, "production", nil, ptr(at))
 		if d := cmp.Diff(expectActive(at), recallIDs(r)); d != "" {
 			t.Errorf("known_at %s: results (-want +got):\n%s", name, d)
 		}
 		for _, res := range r.Results {
 			id := res.Relationship.RelationshipID
-			var created time.Time
-			if err := e.pool.QueryRow(e.ctx, `SELECT created_at FROM relationships WHERE relationship_id = $1`, id).Scan(&created); err != nil {
-				t.Fatal(err)
-			}
-			if created.After(at) {
+			if created := e.trace(e.admin, id).Relationship.CreatedAt; created.After(at) {
 				t.Errorf("known_at %s: relationship %s created at %s leaked", name, id, created)
 			}
 			var frags []string
 			for _, ev := range res.Evidence {
 				frags = append(frags, string(ev.FragmentID))
-				var fAt time.Time
-				if err := e.pool.QueryRow(e.ctx, `SELECT created_at FROM evidence_fragments WHERE fragment_id = $1`, ev.FragmentID).Scan(&fAt); err != nil {
-					t.Fatal(err)
-				}
-				if fAt.After(at) {
+				if fAt := fragmentLeak(ev.FragmentID, at); fAt != "" {
 					t.Errorf("known_at %s: fragment %s created at %s leaked", name, ev.FragmentID, fAt)
 				}
 			}
@@ -1209,11 +1029,7 @@ func TestInvariant26_KnownAtHasNoFutureLeak(t *testing.T) {
 			for _, p := range rc.Positions {
 				got = append(got, p.RelationshipIDs...)
 				for _, ev := range p.Evidence {
-					var fAt time.Time
-					if err := e.pool.QueryRow(e.ctx, `SELECT created_at FROM evidence_fragments WHERE fragment_id = $1`, ev.FragmentID).Scan(&fAt); err != nil {
-						t.Fatal(err)
-					}
-					if fAt.After(at) {
+					if fAt := fragmentLeak(ev.FragmentID, at); fAt != "" {
 						t.Errorf("known_at %s: position evidence %s created at %s leaked", name, ev.FragmentID, fAt)
 					}
 				}
@@ -1251,7 +1067,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	y := e.profileIn(team2, "Y", "read", "write")
 	e.registerVocabulary(admin2)
 
-	s := e.cfStaleStory()
+	s := e.rememberTeamDisagreement()
 	team1IDs := map[string]bool{string(s.A1): true, string(s.B1): true}
 
 	// Team 2 has its own, unrelated disagreement with the same words.
@@ -1265,11 +1081,12 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 			t.Errorf("team 2's write cross-references team 1's %s", xr.ToRelationshipID)
 		}
 	}
-	if c := e.cfCase(s.ConflictID); c.Version != 1 || len(e.cfMembers(s.ConflictID)) != 2 {
-		t.Errorf("team 1's case changed after team 2's writes: v%d members=%v", c.Version, e.cfMembers(s.ConflictID))
+	if c := e.listedConflict(s.ConflictID); c.Version != 1 || len(c.Positions) != 2 ||
+		len(c.Positions[0].RelationshipIDs)+len(c.Positions[1].RelationshipIDs) != 2 {
+		t.Errorf("team 1's case changed after team 2's writes: v%d positions=%+v", c.Version, c.Positions)
 	}
 
-	r := e.cfRecall(x, nil, nil)
+	r := e.recall(x, "production", nil, nil)
 	if d := cmp.Diff(sortedIDs(x1.RelationshipID, y1.RelationshipID), recallIDs(r)); d != "" {
 		t.Errorf("team 2 recall (-want +got):\n%s", d)
 	}
@@ -1297,7 +1114,7 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 		}
 	}
 	// And the other way around.
-	r1 := e.cfRecall(e.C, nil, nil)
+	r1 := e.recall(e.C, "production", nil, nil)
 	if d := cmp.Diff(sortedIDs(s.A1, s.B1), recallIDs(r1)); d != "" {
 		t.Errorf("team 1 recall (-want +got):\n%s", d)
 	}
@@ -1310,8 +1127,8 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	}
 
 	// Expanding from team 1's entity or forgetting team 1's relationship reaches nothing.
-	subject := e.ledger().Strings(`SELECT subject_entity_id FROM relationships WHERE relationship_id = $1`, s.A1)[0]
-	rx, err := e.client.Recall(e.ctx, x, densemem.RecallRequest{ExpandFromEntityIDs: []densemem.EntityID{densemem.EntityID(subject)}})
+	subject := e.trace(e.admin, s.A1).Relationship.Subject.EntityID
+	rx, err := e.client.Recall(e.ctx, x, densemem.RecallRequest{ExpandFromEntityIDs: []densemem.EntityID{subject}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1323,16 +1140,16 @@ func TestTeamIsolationOfConflicts(t *testing.T) {
 	}
 
 	// A response naming team 1's case: the case is unknown to team 2, nothing is written.
-	before := e.cfCounts()
+	before := e.countsOf(writtenTables)
 	_, err = e.client.Remember(e.ctx, x, responding(deploy("production", "release"), s.ConflictID, 1))
 	var ve *densemem.ValidationError
 	if !errors.As(err, &ve) || !ve.Has("proposal.relationships[0].conflict_response.conflict_id") {
 		t.Errorf("team 2 responds to team 1's case: err = %v, want ValidationError at conflict_response.conflict_id", err)
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("cross-team response wrote: %s", d)
 	}
-	if c := e.cfCase(s.ConflictID); c.Version != 1 {
+	if c := e.listedConflict(s.ConflictID); c.Version != 1 {
 		t.Errorf("team 1's case moved to version %d", c.Version)
 	}
 }
@@ -1376,7 +1193,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 	}
 
 	// Naming a relationship of another key (or no relationship) is a validation error; nothing written.
-	before := e.cfCounts()
+	before := e.countsOf(writtenTables)
 	var ve *densemem.ValidationError
 	for _, id := range []densemem.RelationshipID{s1.RelationshipID, "rel_doesnotexist"} {
 		_, err := e.client.Remember(e.ctx, e.B, correcting(withContent(deploy("production", "hotfix"),
@@ -1385,7 +1202,7 @@ func TestCorrectsRelationshipID(t *testing.T) {
 			t.Errorf("corrects %s: err = %v, want ValidationError at proposal.relationships[0].corrects_relationship_id", id, err)
 		}
 	}
-	if d := cfCountsDiff(before, e.cfCounts()); d != "" {
+	if d := countsDiff(before, e.countsOf(writtenTables)); d != "" {
 		t.Errorf("invalid corrections wrote: %s", d)
 	}
 

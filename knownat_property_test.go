@@ -14,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem"
 )
@@ -33,11 +32,11 @@ import (
 // DENSEMEM_KNOWNAT_STEPS replaces the number of steps per seed. A failing seed prints its step log,
 // with short aliases (rel3, cf1, frg7) for the IDs in the diffs.
 
-const kpStepGap = time.Minute
+const knownAtStepGap = time.Minute
 
-// kpQueries match every relationship of the test: the first only through the entity-name branch
+// knownAtQueries match every relationship of the test: the first only through the entity-name branch
 // (websearch_to_tsquery ANDs its words, so full text finds nothing), the second through both.
-var kpQueries = []string{"production staging qa deploys", "production or staging or qa or deploys"}
+var knownAtQueries = []string{"production staging qa deploys", "production or staging or qa or deploys"}
 
 func TestKnownAtReplaysEveryRecordedStep(t *testing.T) {
 	t.Parallel()
@@ -65,11 +64,11 @@ func TestKnownAtReplaysEveryRecordedStep(t *testing.T) {
 			t.Parallel()
 			t.Logf("seed %d, %d steps; reproduce with DENSEMEM_KNOWNAT_SEEDS=%d go test -race -count=1 -run 'KnownAtReplays/seed=%d$' -v .",
 				seed, steps, seed, seed)
-			w := kpNewWorld(t, seed)
+			w := newKnownAtWorld(t, seed)
 			defer w.dumpOnFailure()
 			w.record("initial state (setup only)", nil)
 			for i := 1; i <= steps; i++ {
-				w.e.clock.Advance(kpStepGap)
+				w.e.clock.Advance(knownAtStepGap)
 				w.step(i)
 			}
 			w.summary()
@@ -79,8 +78,8 @@ func TestKnownAtReplaysEveryRecordedStep(t *testing.T) {
 	}
 }
 
-// kpRel is one relationship row as stored after a step.
-type kpRel struct {
+// storedRelationship is one relationship row as stored after a step.
+type storedRelationship struct {
 	ID        densemem.RelationshipID
 	Owner     densemem.ProfileID
 	Subject   string
@@ -94,57 +93,61 @@ type kpRel struct {
 	CreatedAt time.Time
 }
 
-// kpCase is one conflict case row as stored after a step.
-type kpCase struct {
+// storedCaseState is one conflict case row as stored after a step.
+type storedCaseState struct {
 	ID      string
 	Status  string
 	Version int
 }
 
-// kpSnapshot is the stored state after a step: the truth at that step's time.
-type kpSnapshot struct {
-	rels     map[densemem.RelationshipID]kpRel
-	cases    map[string]kpCase
+// storedState is the stored state after a step: the truth at that step's time.
+type storedState struct {
+	rels     map[densemem.RelationshipID]storedRelationship
+	cases    map[string]storedCaseState
 	supports map[densemem.RelationshipID][]densemem.FragmentID // in created_at, support_id order
 }
 
-// kpStep is one recorded step: its time, what it did, the Recall responses and the stored state.
-type kpStep struct {
+// recordedStep is one recorded step: its time, what it did, the Recall responses and the stored state.
+type recordedStep struct {
 	n      int
 	at     time.Time
 	desc   string
 	err    error
-	recall []*densemem.RecallResponse // one per kpQueries entry
-	snap   kpSnapshot
+	recall []*densemem.RecallResponse // one per knownAtQueries entry
+	snap   storedState
 }
 
-type kpProfile struct {
+// stepWriter is one of the writing profiles with its name in the step log.
+type stepWriter struct {
 	name string
 	p    densemem.Principal
 }
 
-type kpWorld struct {
+// knownAtWorld is one seed's random history: its env, random source, recorded steps and the aliases
+// of the step log.
+type knownAtWorld struct {
 	t        *testing.T
 	e        *env
 	seed     uint64
 	rng      *rand.Rand
 	envs     []string
 	branches []string
-	profiles []kpProfile
+	profiles []stepWriter
 	nextDate time.Time
-	steps    []kpStep
+	steps    []recordedStep
 	alias    map[string]string
 	aliasSeq map[string]int
 	stats    map[string]int
 	dumped   bool
 }
 
-func kpNewWorld(t *testing.T, seed uint64) *kpWorld {
+// newKnownAtWorld starts the history of seed on a new env.
+func newKnownAtWorld(t *testing.T, seed uint64) *knownAtWorld {
 	e := newEnv(t)
-	w := &kpWorld{t: t, e: e, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x6b6e6f776e5f6174)),
+	w := &knownAtWorld{t: t, e: e, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x6b6e6f776e5f6174)),
 		branches: []string{"main", "release", "hotfix"}, nextDate: date("2026-01-05"),
 		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}}
-	w.profiles = []kpProfile{{"A", e.A}, {"B", e.B}, {"C", e.C}}
+	w.profiles = []stepWriter{{"A", e.A}, {"B", e.B}, {"C", e.C}}
 	w.envs = []string{"production", "staging", "qa"}[:2+w.rng.IntN(2)]
 	for _, p := range w.profiles {
 		w.name(string(p.p.ProfileID), p.name)
@@ -154,7 +157,7 @@ func kpNewWorld(t *testing.T, seed uint64) *kpWorld {
 }
 
 // name gives a long ID a short alias for the step log.
-func (w *kpWorld) name(id, short string) string {
+func (w *knownAtWorld) name(id, short string) string {
 	if id == "" {
 		return "-"
 	}
@@ -170,12 +173,12 @@ func (w *kpWorld) name(id, short string) string {
 	return short
 }
 
-func (w *kpWorld) profileName(id densemem.ProfileID) string { return w.name(string(id), "") }
+func (w *knownAtWorld) profileName(id densemem.ProfileID) string { return w.name(string(id), "") }
 
-func (w *kpWorld) last() *kpStep { return &w.steps[len(w.steps)-1] }
+func (w *knownAtWorld) last() *recordedStep { return &w.steps[len(w.steps)-1] }
 
 // step performs one random operation at the current clock time and records the result.
-func (w *kpWorld) step(n int) {
+func (w *knownAtWorld) step(n int) {
 	w.t.Helper()
 	switch r := w.rng.IntN(100); {
 	case r < 15 && w.forget(n):
@@ -187,9 +190,9 @@ func (w *kpWorld) step(n int) {
 	}
 }
 
-// kpContent builds evidence naming env and branch. Negative statements carry a negation cue; a
+// evidenceText builds evidence naming env and branch. Negative statements carry a negation cue; a
 // pending statement names no branch, so the SpanVerifier finds it insufficient.
-func (w *kpWorld) kpContent(env, branch string, negative, pending bool, validFrom *time.Time) string {
+func (w *knownAtWorld) evidenceText(env, branch string, negative, pending bool, validFrom *time.Time) string {
 	since := ""
 	if validFrom != nil {
 		since = "Since " + validFrom.Format(time.DateOnly) + " "
@@ -207,7 +210,7 @@ func (w *kpWorld) kpContent(env, branch string, negative, pending bool, validFro
 }
 
 // proposal builds a random single-relationship Remember about env and branch.
-func (w *kpWorld) proposal(env, branch string) (densemem.RememberRequest, string) {
+func (w *knownAtWorld) proposal(env, branch string) (densemem.RememberRequest, string) {
 	negative := w.rng.IntN(100) < 15
 	pending := !negative && w.rng.IntN(100) < 8
 	var validFrom *time.Time
@@ -221,7 +224,7 @@ func (w *kpWorld) proposal(env, branch string) (densemem.RememberRequest, string
 		pol = "-"
 	}
 	f := fact{subject: env, subjectKind: "environment", predicate: "deploys_from", object: branch, objectKind: "git_branch",
-		content: w.kpContent(env, branch, negative, pending, validFrom), validFrom: validFrom, polarity: pol,
+		content: w.evidenceText(env, branch, negative, pending, validFrom), validFrom: validFrom, polarity: pol,
 		sourceGroup: []string{"", "", "runbook", "chat", "ticket"}[w.rng.IntN(5)]}
 	desc := fmt.Sprintf("%s deploys_from %s (%s)", env, branch, pol)
 	if validFrom != nil {
@@ -236,15 +239,15 @@ func (w *kpWorld) proposal(env, branch string) (densemem.RememberRequest, string
 	return f.request(nextKey()), desc
 }
 
-func (w *kpWorld) remember(n int) {
+func (w *knownAtWorld) remember(n int) {
 	w.t.Helper()
 	who := w.profiles[w.rng.IntN(len(w.profiles))]
 	env, branch := w.envs[w.rng.IntN(len(w.envs))], w.branches[w.rng.IntN(len(w.branches))]
 	// Often restate one of the caller's current relationships, so relationships gather several
 	// support links over time (and full-text scores tie between equally supported ones).
 	if w.rng.IntN(100) < 35 {
-		var own []kpRel
-		for _, r := range kpSorted(w.last().snap.rels) {
+		var own []storedRelationship
+		for _, r := range inCreationOrder(w.last().snap.rels) {
 			if r.Owner == who.p.ProfileID && r.Status == "active" && r.Polarity == "+" {
 				own = append(own, r)
 			}
@@ -266,10 +269,10 @@ func (w *kpWorld) remember(n int) {
 // supportPending gives one of a profile's pending_evidence relationships the evidence it lacked
 // (same subject, object and polarity, sometimes dated), so an old row changes state at a later time.
 // It reports false when no profile has a pending relationship.
-func (w *kpWorld) supportPending(n int) bool {
+func (w *knownAtWorld) supportPending(n int) bool {
 	w.t.Helper()
-	var pending []kpRel
-	for _, r := range kpSorted(w.last().snap.rels) {
+	var pending []storedRelationship
+	for _, r := range inCreationOrder(w.last().snap.rels) {
 		if r.Status == "pending_evidence" {
 			pending = append(pending, r)
 		}
@@ -278,7 +281,7 @@ func (w *kpWorld) supportPending(n int) bool {
 		return false
 	}
 	target := pending[w.rng.IntN(len(pending))]
-	var who kpProfile
+	var who stepWriter
 	for _, p := range w.profiles {
 		if p.p.ProfileID == target.Owner {
 			who = p
@@ -291,7 +294,7 @@ func (w *kpWorld) supportPending(n int) bool {
 		validFrom = &d
 	}
 	f := fact{subject: target.Subject, subjectKind: "environment", predicate: "deploys_from", object: target.Object,
-		objectKind: "git_branch", content: w.kpContent(target.Subject, target.Object, target.Polarity == "-", false, validFrom),
+		objectKind: "git_branch", content: w.evidenceText(target.Subject, target.Object, target.Polarity == "-", false, validFrom),
 		validFrom: validFrom, polarity: target.Polarity}
 	desc := fmt.Sprintf("%s support pending %s: %s deploys_from %s (%s)", who.name, w.name(string(target.ID), ""),
 		target.Subject, target.Object, target.Polarity)
@@ -310,7 +313,7 @@ func (w *kpWorld) supportPending(n int) bool {
 // nightly moves the clock on by one to nine days and runs the nightly Conflict review, which may
 // resolve (superseding losers as the system reviewer), mark overdue, dismiss or keep cases open. It
 // reports false when no case is live.
-func (w *kpWorld) nightly(n int) bool {
+func (w *knownAtWorld) nightly(n int) bool {
 	w.t.Helper()
 	live := false
 	for _, c := range w.last().snap.cases {
@@ -322,7 +325,7 @@ func (w *kpWorld) nightly(n int) bool {
 	days := 1 + w.rng.IntN(9)
 	w.e.clock.Advance(time.Duration(days) * 24 * time.Hour)
 	rep, err := w.e.client.RunNightlyReview(w.e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{w.e.team},
-		WorkerID: "kp"})
+		WorkerID: "knownat"})
 	if err != nil {
 		w.fatalf("step %d: nightly review after %d day(s): %v", n, days, err)
 	}
@@ -337,7 +340,7 @@ func (w *kpWorld) nightly(n int) bool {
 }
 
 // category names a placement's outcome category for the coverage summary.
-func (w *kpWorld) category(pl *densemem.Placement) string {
+func (w *knownAtWorld) category(pl *densemem.Placement) string {
 	if len(pl.RelationshipOutcomes) != 1 {
 		return "?"
 	}
@@ -349,10 +352,10 @@ func (w *kpWorld) category(pl *densemem.Placement) string {
 	return c
 }
 
-func (w *kpWorld) count(what string) { w.stats[what]++ }
+func (w *knownAtWorld) count(what string) { w.stats[what]++ }
 
 // summary logs how often each kind of step happened, so a reader can see what the seed covered.
-func (w *kpWorld) summary() {
+func (w *knownAtWorld) summary() {
 	keys := slices.Sorted(maps.Keys(w.stats))
 	var parts []string
 	for _, k := range keys {
@@ -375,12 +378,12 @@ func (w *kpWorld) summary() {
 
 // forget retracts one of a random profile's own relationships (usually an active one). It reports
 // false when no profile has one.
-func (w *kpWorld) forget(n int) bool {
+func (w *knownAtWorld) forget(n int) bool {
 	w.t.Helper()
 	snap := w.last().snap
 	who := w.profiles[w.rng.IntN(len(w.profiles))]
 	anyStatus := w.rng.IntN(100) < 15
-	var own []kpRel
+	var own []storedRelationship
 	for _, r := range snap.rels {
 		if r.Owner == who.p.ProfileID && (r.Status == "active" || (anyStatus && r.Status != "retracted")) {
 			own = append(own, r)
@@ -389,7 +392,7 @@ func (w *kpWorld) forget(n int) bool {
 	if len(own) == 0 {
 		return false
 	}
-	own = kpSorted(own)
+	own = inCreationOrder(own)
 	target := own[w.rng.IntN(len(own))]
 	res, err := w.e.client.Forget(w.e.ctx, who.p, densemem.ForgetRequest{RelationshipID: target.ID, Reason: "property test",
 		IdempotencyKey: nextKey()})
@@ -409,7 +412,7 @@ func (w *kpWorld) forget(n int) bool {
 // respond answers a live case with a proposal carrying conflict_response. Usually the case comes
 // from the latest Recall (its version must be current); sometimes from an older step's Recall, whose
 // version may be stale. It reports false when no recorded Recall listed a case.
-func (w *kpWorld) respond(n int) bool {
+func (w *knownAtWorld) respond(n int) bool {
 	w.t.Helper()
 	from := len(w.steps) - 1
 	if w.rng.IntN(100) < 30 {
@@ -469,7 +472,7 @@ func (w *kpWorld) respond(n int) bool {
 }
 
 // outcome describes a placement's only relationship outcome for the step log.
-func (w *kpWorld) outcome(pl *densemem.Placement) string {
+func (w *knownAtWorld) outcome(pl *densemem.Placement) string {
 	if len(pl.RelationshipOutcomes) != 1 {
 		return fmt.Sprintf("%d outcomes", len(pl.RelationshipOutcomes))
 	}
@@ -490,10 +493,10 @@ func (w *kpWorld) outcome(pl *densemem.Placement) string {
 
 // record stores the step: its time, a snapshot of the stored rows and the current-view Recall of
 // every query, and checks that view against the snapshot.
-func (w *kpWorld) record(desc string, stepErr error) {
+func (w *knownAtWorld) record(desc string, stepErr error) {
 	w.t.Helper()
-	s := kpStep{n: len(w.steps), at: w.e.clock.Now(), desc: desc, err: stepErr, snap: w.snapshot()}
-	for _, q := range kpQueries {
+	s := recordedStep{n: len(w.steps), at: w.e.clock.Now(), desc: desc, err: stepErr, snap: w.snapshot()}
+	for _, q := range knownAtQueries {
 		resp, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: q, Limit: densemem.MaxRecallLimit})
 		if err != nil {
 			w.fatalf("step %d: recall %q: %v", s.n, q, err)
@@ -502,42 +505,42 @@ func (w *kpWorld) record(desc string, stepErr error) {
 	}
 	w.steps = append(w.steps, s)
 	cur := w.last()
-	for _, r := range kpSorted(cur.snap.rels) {
+	for _, r := range inCreationOrder(cur.snap.rels) {
 		w.name(string(r.ID), "")
 	}
 	for qi, resp := range cur.recall {
-		w.checkView(fmt.Sprintf("step %d current view, query %q", cur.n, kpQueries[qi]), resp, cur.snap, cur.at, nil)
+		w.checkView(fmt.Sprintf("step %d current view, query %q", cur.n, knownAtQueries[qi]), resp, cur.snap, cur.at, nil)
 	}
-	w.checkTies(fmt.Sprintf("step %d current view, query %q", cur.n, kpQueries[1]), cur.recall[1], cur.snap)
+	w.checkTies(fmt.Sprintf("step %d current view, query %q", cur.n, knownAtQueries[1]), cur.recall[1], cur.snap)
 	if stepErr != nil && len(w.steps) > 1 {
 		prev := &w.steps[len(w.steps)-2]
-		for qi := range kpQueries {
-			if d := kpDiff(prev.recall[qi], cur.recall[qi]); d != "" {
-				w.t.Errorf("step %d failed with %v but Recall %q changed (-before +after):\n%s", cur.n, stepErr, kpQueries[qi], d)
+		for qi := range knownAtQueries {
+			if d := recallDiffExceptKnownAt(prev.recall[qi], cur.recall[qi]); d != "" {
+				w.t.Errorf("step %d failed with %v but Recall %q changed (-before +after):\n%s", cur.n, stepErr, knownAtQueries[qi], d)
 			}
 		}
 	}
 }
 
-// kpCountTables are counted around each conflict response, to prove a refused one wrote nothing.
-var kpCountTables = []string{"relationships", "relationship_transitions", "support_links", "evidence_fragments",
+// refusedResponseTables are counted around each conflict response, to prove a refused one wrote nothing.
+var refusedResponseTables = []string{"relationships", "relationship_transitions", "support_links", "evidence_fragments",
 	"observations", "verification_events", "conflict_cases", "conflict_events", "conflict_position_members",
 	"relationship_cross_references", "idempotency_records", "review_items", "entities", "entity_names"}
 
-// counts returns the row counts of kpCountTables, read in one snapshot.
-func (w *kpWorld) counts() map[string]int {
+// counts returns the row counts of refusedResponseTables, read in one snapshot.
+func (w *knownAtWorld) counts() map[string]int {
 	w.t.Helper()
-	return w.e.countsOf(kpCountTables)
+	return w.e.countsOf(refusedResponseTables)
 }
 
 // snapshot reads the stored relationships, cases and support links of the team, in one snapshot.
-func (w *kpWorld) snapshot() kpSnapshot {
+func (w *knownAtWorld) snapshot() storedState {
 	w.t.Helper()
 	e := w.e
-	snap := kpSnapshot{rels: map[densemem.RelationshipID]kpRel{}, cases: map[string]kpCase{},
+	snap := storedState{rels: map[densemem.RelationshipID]storedRelationship{}, cases: map[string]storedCaseState{},
 		supports: map[densemem.RelationshipID][]densemem.FragmentID{}}
-	readSnapshot(w.t, e.pool, func(q pgx.Tx) {
-		rows, err := q.Query(e.ctx, `
+	e.snapshot(func(l ledgerView) {
+		rows, err := l.q.Query(l.ctx, `
 			SELECT r.relationship_id, r.owner_profile_id, sn.name, onm.name, r.polarity, r.status, r.tier,
 			       r.valid_from, r.valid_to, r.version, r.created_at
 			FROM relationships r
@@ -550,7 +553,7 @@ func (w *kpWorld) snapshot() kpSnapshot {
 			w.fatalf("snapshot relationships: %v", err)
 		}
 		for rows.Next() {
-			var r kpRel
+			var r storedRelationship
 			var pol, status, tier string
 			if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.Object, &pol, &status, &tier, &r.ValidFrom, &r.ValidTo,
 				&r.Version, &r.CreatedAt); err != nil {
@@ -562,12 +565,12 @@ func (w *kpWorld) snapshot() kpSnapshot {
 		if rows.Close(); rows.Err() != nil {
 			w.fatalf("snapshot relationships: %v", rows.Err())
 		}
-		rows, err = q.Query(e.ctx, `SELECT conflict_id, status, version FROM conflict_cases WHERE team_id = $1`, e.team)
+		rows, err = l.q.Query(l.ctx, `SELECT conflict_id, status, version FROM conflict_cases WHERE team_id = $1`, e.team)
 		if err != nil {
 			w.fatalf("snapshot cases: %v", err)
 		}
 		for rows.Next() {
-			var c kpCase
+			var c storedCaseState
 			if err := rows.Scan(&c.ID, &c.Status, &c.Version); err != nil {
 				w.fatalf("snapshot cases: %v", err)
 			}
@@ -576,7 +579,7 @@ func (w *kpWorld) snapshot() kpSnapshot {
 		if rows.Close(); rows.Err() != nil {
 			w.fatalf("snapshot cases: %v", rows.Err())
 		}
-		rows, err = q.Query(e.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
+		rows, err = l.q.Query(l.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
 			ORDER BY relationship_id, created_at, support_id`, e.team)
 		if err != nil {
 			w.fatalf("snapshot supports: %v", err)
@@ -600,7 +603,7 @@ func (w *kpWorld) snapshot() kpSnapshot {
 // exactly the relationships the view must show (every relationship matches the queries), each with
 // its stored status, tier, validity and version and all its support links as evidence; every
 // conflict listed is live at its stored version, and every result's conflict_id is listed.
-func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpSnapshot, at time.Time, validAt *time.Time) {
+func (w *knownAtWorld) checkView(what string, resp *densemem.RecallResponse, snap storedState, at time.Time, validAt *time.Time) {
 	w.t.Helper()
 	var want []string
 	for _, r := range snap.rels {
@@ -639,20 +642,20 @@ func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpS
 			problems = append(problems, fmt.Sprintf("%s did not exist yet", w.name(string(s.RelationshipID), "")))
 			continue
 		}
-		if s.Status != r.Status || s.Tier != r.Tier || s.Version != r.Version || !kpSameTime(s.ValidTo, r.ValidTo) ||
-			!kpSameTime(s.ValidFrom, r.ValidFrom) {
+		if s.Status != r.Status || s.Tier != r.Tier || s.Version != r.Version || !sameInstant(s.ValidTo, r.ValidTo) ||
+			!sameInstant(s.ValidFrom, r.ValidFrom) {
 			problems = append(problems, fmt.Sprintf("%s is %s/%s v%d valid [%s, %s), stored %s/%s v%d valid [%s, %s)",
-				w.name(string(s.RelationshipID), ""), s.Status, s.Tier, s.Version, kpTime(s.ValidFrom), kpTime(s.ValidTo),
-				r.Status, r.Tier, r.Version, kpTime(r.ValidFrom), kpTime(r.ValidTo)))
+				w.name(string(s.RelationshipID), ""), s.Status, s.Tier, s.Version, instantText(s.ValidFrom), instantText(s.ValidTo),
+				r.Status, r.Tier, r.Version, instantText(r.ValidFrom), instantText(r.ValidTo)))
 		}
 		// What the result says about time, from the model: current is active and valid at the view's
 		// known instant; every valid_at result held then.
 		current := r.Status == "active" && (r.ValidFrom == nil || !r.ValidFrom.After(at)) && (r.ValidTo == nil || r.ValidTo.After(at))
-		if !kpSameTime(res.ValidDuring.From, r.ValidFrom) || !kpSameTime(res.ValidDuring.To, r.ValidTo) || res.Current != current ||
+		if !sameInstant(res.ValidDuring.From, r.ValidFrom) || !sameInstant(res.ValidDuring.To, r.ValidTo) || res.Current != current ||
 			(validAt == nil) != (res.TrueAtValidAt == nil) || (res.TrueAtValidAt != nil && !*res.TrueAtValidAt) {
 			problems = append(problems, fmt.Sprintf("%s says valid_during [%s, %s), current %v, true_at_valid_at %v; stored "+
-				"[%s, %s), %s, so current %v and true at valid_at", w.name(string(s.RelationshipID), ""), kpTime(res.ValidDuring.From),
-				kpTime(res.ValidDuring.To), res.Current, res.TrueAtValidAt, kpTime(r.ValidFrom), kpTime(r.ValidTo), r.Status, current))
+				"[%s, %s), %s, so current %v and true at valid_at", w.name(string(s.RelationshipID), ""), instantText(res.ValidDuring.From),
+				instantText(res.ValidDuring.To), res.Current, res.TrueAtValidAt, instantText(r.ValidFrom), instantText(r.ValidTo), r.Status, current))
 		}
 		var frags []densemem.FragmentID
 		for _, ex := range res.Evidence {
@@ -677,7 +680,7 @@ func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpS
 	slices.Sort(got)
 	if !slices.Equal(want, got) {
 		problems = append(problems, fmt.Sprintf("results %v, want %v (missing %v, unexpected %v)",
-			w.names(got), w.names(want), w.names(kpMinus(want, got)), w.names(kpMinus(got, want))))
+			w.names(got), w.names(want), w.names(missingFrom(want, got)), w.names(missingFrom(got, want))))
 	}
 	if len(problems) > 0 {
 		w.t.Errorf("%s:\n  %s", what, strings.Join(problems, "\n  "))
@@ -685,12 +688,12 @@ func (w *kpWorld) checkView(what string, resp *densemem.RecallResponse, snap kpS
 }
 
 // checkTies checks the ranking rule "ties broken by earlier creation then ID" (DESIGN §11) on a
-// response to kpQueries[1]. Every fragment this test writes names exactly one environment and
+// response to knownAtQueries[1]. Every fragment this test writes names exactly one environment and
 // "deploys" once, so for that OR query each fragment ranks the same, and so does each subject
 // name; two relationships with the same number of support links therefore tie in the full-text
 // branch, they tie in the entity-name branch (one subject name each), and with the same tier they
 // get the same boost. The one created first must then rank first, with a strictly higher score.
-func (w *kpWorld) checkTies(what string, resp *densemem.RecallResponse, snap kpSnapshot) {
+func (w *knownAtWorld) checkTies(what string, resp *densemem.RecallResponse, snap storedState) {
 	w.t.Helper()
 	var problems []string
 	for i, a := range resp.Results {
@@ -716,7 +719,7 @@ func (w *kpWorld) checkTies(what string, resp *densemem.RecallResponse, snap kpS
 
 // replayKnownAt asks, for every recorded step, what was known at its time (and just before the next
 // step), and compares with what Recall returned then.
-func (w *kpWorld) replayKnownAt() {
+func (w *knownAtWorld) replayKnownAt() {
 	w.t.Helper()
 	mismatches := 0
 	for i, s := range w.steps {
@@ -725,18 +728,18 @@ func (w *kpWorld) replayKnownAt() {
 			instants = append(instants, w.steps[i+1].at.Add(-time.Microsecond))
 		}
 		for _, at := range instants {
-			for qi, q := range kpQueries {
+			for qi, q := range knownAtQueries {
 				got, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: q, Limit: densemem.MaxRecallLimit, KnownAt: &at})
 				if err != nil {
 					w.fatalf("replay step %d known_at %s: %v", s.n, at.Format(time.RFC3339Nano), err)
 				}
 				if got.KnownAt == nil || !got.KnownAt.Equal(at) {
-					w.t.Errorf("replay step %d: response known_at %s, want %s", s.n, kpTime(got.KnownAt), at.Format(time.RFC3339Nano))
+					w.t.Errorf("replay step %d: response known_at %s, want %s", s.n, instantText(got.KnownAt), at.Format(time.RFC3339Nano))
 				}
-				if d := kpDiff(s.recall[qi], got); d != "" {
+				if d := recallDiffExceptKnownAt(s.recall[qi], got); d != "" {
 					mismatches++
 					kind := "the content differs"
-					if kpDiffContent(s.recall[qi], got) == "" {
+					if recallContentDiff(s.recall[qi], got) == "" {
 						kind = "the same relationships, evidence and conflicts, but ranked differently (scores or order)"
 					}
 					if mismatches <= 6 {
@@ -764,7 +767,7 @@ func (w *kpWorld) replayKnownAt() {
 // replayValidAt checks valid_at combined with known_at at a sample of steps, at instants around every
 // valid_from then stored: exactly the active or superseded relationships of that step whose validity
 // contains valid_at.
-func (w *kpWorld) replayValidAt() {
+func (w *knownAtWorld) replayValidAt() {
 	w.t.Helper()
 	lastIdx := len(w.steps) - 1
 	for i, s := range w.steps {
@@ -788,7 +791,7 @@ func (w *kpWorld) replayValidAt() {
 		}
 		for _, v := range instants {
 			known := s.at
-			got, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: kpQueries[0], Limit: densemem.MaxRecallLimit,
+			got, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: knownAtQueries[0], Limit: densemem.MaxRecallLimit,
 				ValidAt: &v, KnownAt: &known})
 			if err != nil {
 				w.fatalf("step %d valid_at %s known_at %s: %v", s.n, v.Format(time.RFC3339Nano), known.Format(time.RFC3339Nano), err)
@@ -797,12 +800,12 @@ func (w *kpWorld) replayValidAt() {
 				got, s.snap, known, &v)
 			if i == lastIdx {
 				// known_at = now answers like no known_at at all.
-				now, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: kpQueries[0], Limit: densemem.MaxRecallLimit,
+				now, err := w.e.client.Recall(w.e.ctx, w.e.C, densemem.RecallRequest{Query: knownAtQueries[0], Limit: densemem.MaxRecallLimit,
 					ValidAt: &v})
 				if err != nil {
 					w.fatalf("valid_at %s: %v", v.Format(time.RFC3339Nano), err)
 				}
-				if d := kpDiff(now, got); d != "" {
+				if d := recallDiffExceptKnownAt(now, got); d != "" {
 					w.t.Errorf("valid_at=%s: known_at=now (%s) differs from no known_at (-no known_at +known_at now):\n%s",
 						v.Format(time.RFC3339Nano), known.Format(time.RFC3339Nano), w.readable(d))
 				}
@@ -811,14 +814,14 @@ func (w *kpWorld) replayValidAt() {
 	}
 }
 
-// kpDiff compares two Recall responses exactly, except for the echoed known_at.
-func kpDiff(want, got *densemem.RecallResponse) string {
+// recallDiffExceptKnownAt compares two Recall responses exactly, except for the echoed known_at.
+func recallDiffExceptKnownAt(want, got *densemem.RecallResponse) string {
 	return cmp.Diff(want, got, cmpopts.IgnoreFields(densemem.RecallResponse{}, "KnownAt"))
 }
 
-// kpDiffContent compares two Recall responses ignoring ranking: scores and the order of results
+// recallContentDiff compares two Recall responses ignoring ranking: scores and the order of results
 // and conflicts. It tells a ranking-only mismatch from a leak or a loss.
-func kpDiffContent(want, got *densemem.RecallResponse) string {
+func recallContentDiff(want, got *densemem.RecallResponse) string {
 	return cmp.Diff(want, got, cmpopts.IgnoreFields(densemem.RecallResponse{}, "KnownAt"),
 		cmpopts.IgnoreFields(densemem.RecallResult{}, "Score"),
 		cmpopts.SortSlices(func(a, b densemem.RecallResult) bool {
@@ -828,7 +831,7 @@ func kpDiffContent(want, got *densemem.RecallResponse) string {
 }
 
 // readable appends the alias of every long ID found in a diff, so it can be matched to the step log.
-func (w *kpWorld) readable(d string) string {
+func (w *knownAtWorld) readable(d string) string {
 	var legend []string
 	for id, a := range w.alias {
 		if strings.Contains(d, id) {
@@ -842,7 +845,7 @@ func (w *kpWorld) readable(d string) string {
 	return d + "  (ids: " + strings.Join(legend, ", ") + ")"
 }
 
-func (w *kpWorld) names(ids any) []string {
+func (w *knownAtWorld) names(ids any) []string {
 	var out []string
 	switch ids := ids.(type) {
 	case []string:
@@ -858,20 +861,20 @@ func (w *kpWorld) names(ids any) []string {
 }
 
 // fatalf stops the test after printing the step log.
-func (w *kpWorld) fatalf(format string, args ...any) {
+func (w *knownAtWorld) fatalf(format string, args ...any) {
 	w.t.Helper()
 	w.dump()
 	w.t.Fatalf(format, args...)
 }
 
-func (w *kpWorld) dumpOnFailure() {
+func (w *knownAtWorld) dumpOnFailure() {
 	if w.t.Failed() {
 		w.dump()
 	}
 }
 
 // dump logs every step with its time and the relationships and cases stored after it.
-func (w *kpWorld) dump() {
+func (w *knownAtWorld) dump() {
 	if w.dumped {
 		return
 	}
@@ -884,13 +887,13 @@ func (w *kpWorld) dump() {
 	if len(w.steps) > 0 {
 		fmt.Fprintf(&b, "relationships after the last step:\n")
 		snap := w.last().snap
-		for _, r := range kpSorted(snap.rels) {
+		for _, r := range inCreationOrder(snap.rels) {
 			fmt.Fprintf(&b, "  %-4s %s owner %s: %s deploys_from %s (%s) %s/%s v%d valid [%s, %s) created %s\n",
 				w.name(string(r.ID), ""), r.ID, w.profileName(r.Owner), r.Subject, r.Object, r.Polarity, r.Status, r.Tier,
-				r.Version, kpTime(r.ValidFrom), kpTime(r.ValidTo), r.CreatedAt.UTC().Format("01-02 15:04"))
+				r.Version, instantText(r.ValidFrom), instantText(r.ValidTo), r.CreatedAt.UTC().Format("01-02 15:04"))
 		}
 		cases := slices.Collect(maps.Values(snap.cases))
-		slices.SortFunc(cases, func(a, b kpCase) int { return strings.Compare(a.ID, b.ID) })
+		slices.SortFunc(cases, func(a, b storedCaseState) int { return strings.Compare(a.ID, b.ID) })
 		for _, c := range cases {
 			fmt.Fprintf(&b, "  case %s %s %s v%d\n", w.name(c.ID, ""), c.ID, c.Status, c.Version)
 		}
@@ -898,16 +901,16 @@ func (w *kpWorld) dump() {
 	w.t.Log(b.String())
 }
 
-// kpSorted returns relationships in creation order (then ID), so random choices replay per seed.
-func kpSorted[C map[densemem.RelationshipID]kpRel | []kpRel](rels C) []kpRel {
-	var out []kpRel
+// inCreationOrder returns relationships in creation order (then ID), so random choices replay per seed.
+func inCreationOrder[C map[densemem.RelationshipID]storedRelationship | []storedRelationship](rels C) []storedRelationship {
+	var out []storedRelationship
 	switch rels := any(rels).(type) {
-	case map[densemem.RelationshipID]kpRel:
+	case map[densemem.RelationshipID]storedRelationship:
 		out = slices.Collect(maps.Values(rels))
-	case []kpRel:
+	case []storedRelationship:
 		out = slices.Clone(rels)
 	}
-	slices.SortFunc(out, func(a, b kpRel) int {
+	slices.SortFunc(out, func(a, b storedRelationship) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
 		}
@@ -916,11 +919,13 @@ func kpSorted[C map[densemem.RelationshipID]kpRel | []kpRel](rels C) []kpRel {
 	return out
 }
 
-func kpSameTime(a, b *time.Time) bool {
+// sameInstant reports whether a and b are both nil or the same instant.
+func sameInstant(a, b *time.Time) bool {
 	return (a == nil) == (b == nil) && (a == nil || a.Equal(*b))
 }
 
-func kpTime(t *time.Time) string {
+// instantText formats an instant for the step log: a date at midnight, "-" for nil.
+func instantText(t *time.Time) string {
 	if t == nil {
 		return "-"
 	}
@@ -930,8 +935,8 @@ func kpTime(t *time.Time) string {
 	return t.UTC().Format(time.RFC3339Nano)
 }
 
-// kpMinus returns the elements of a not in b.
-func kpMinus(a, b []string) []string {
+// missingFrom returns the elements of a not in b.
+func missingFrom(a, b []string) []string {
 	var out []string
 	for _, x := range a {
 		if !slices.Contains(b, x) {

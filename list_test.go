@@ -16,9 +16,9 @@ import (
 
 // The List calls: order, keyset paging, what each item carries, validation and team isolation.
 
-// lsConflictPages reads every page of ListConflicts for req with page size limit and returns the
+// listConflictPages reads every page of ListConflicts for req with page size limit and returns the
 // cases in order, failing on a case listed twice.
-func (e *env) lsConflictPages(p densemem.Principal, req densemem.ListConflictsRequest) []densemem.ConflictCase {
+func (e *env) listConflictPages(p densemem.Principal, req densemem.ListConflictsRequest) []densemem.ConflictCase {
 	e.t.Helper()
 	var out []densemem.ConflictCase
 	seen := map[string]bool{}
@@ -47,7 +47,8 @@ func (e *env) lsConflictPages(p densemem.Principal, req densemem.ListConflictsRe
 	}
 }
 
-func lsIDs(cs []densemem.ConflictCase) []string {
+// conflictIDStatuses returns "id:status" for each case, in order.
+func conflictIDStatuses(cs []densemem.ConflictCase) []string {
 	out := []string{}
 	for _, c := range cs {
 		out = append(out, c.ConflictID+":"+c.Status)
@@ -55,9 +56,10 @@ func lsIDs(cs []densemem.ConflictCase) []string {
 	return out
 }
 
-// lsCase opens a case on "<env> deploys_from": A says main, B says release since 2026-05-01 (one
-// group each), and with corroborate C repeats release from its own source. It returns the case ID.
-func (e *env) lsCase(env string, corroborate bool) (string, densemem.RelationshipID) {
+// openEnvironmentCase opens a case on "<env> deploys_from": A says main, B says release since
+// 2026-05-01 (one group each), and with corroborate C repeats release from its own source. It returns
+// the case ID and A's relationship.
+func (e *env) openEnvironmentCase(env string, corroborate bool) (string, densemem.RelationshipID) {
 	e.t.Helper()
 	a := e.rememberAccepted(e.A, deploy(env, "main"))
 	b := e.rememberAccepted(e.B, deploy(env, "release").since(releaseCutoff))
@@ -76,13 +78,13 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	t0 := e.clock.Now()
-	alpha, _ := e.lsCase("alpha", false)
+	alpha, _ := e.openEnvironmentCase("alpha", false)
 	e.clock.Advance(time.Hour)
-	bravo, _ := e.lsCase("bravo", false)
+	bravo, _ := e.openEnvironmentCase("bravo", false)
 	e.clock.Advance(time.Hour)
-	charlie, _ := e.lsCase("charlie", true)
+	charlie, _ := e.openEnvironmentCase("charlie", true)
 	e.clock.Advance(time.Hour)
-	delta, deltaA := e.lsCase("delta", false)
+	delta, deltaA := e.openEnvironmentCase("delta", false)
 	if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: deltaA, IdempotencyKey: nextKey()}); err != nil {
 		t.Fatal(err)
 	}
@@ -93,34 +95,34 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	}
 	// Cases opened later are open, with later deadlines; echo is opened before foxtrot but its
 	// deadline is later only by the clock, so the order is by deadline.
-	echo, _ := e.lsCase("echo", false)
+	echo, _ := e.openEnvironmentCase("echo", false)
 	e.clock.Advance(time.Minute)
-	foxtrot, _ := e.lsCase("foxtrot", false)
+	foxtrot, _ := e.openEnvironmentCase("foxtrot", false)
 	e.clock.Advance(time.Minute)
-	golf, _ := e.lsCase("golf", false)
+	golf, _ := e.openEnvironmentCase("golf", false)
 
 	want := []string{alpha + ":overdue", bravo + ":overdue", echo + ":open", foxtrot + ":open", golf + ":open"}
 	for _, limit := range []int{0, 1, 2, 5} {
-		got := e.lsConflictPages(e.C, densemem.ListConflictsRequest{Limit: limit})
-		if d := cmp.Diff(want, lsIDs(got)); d != "" {
+		got := e.listConflictPages(e.C, densemem.ListConflictsRequest{Limit: limit})
+		if d := cmp.Diff(want, conflictIDStatuses(got)); d != "" {
 			t.Errorf("default statuses, limit %d (-want +got):\n%s", limit, d)
 		}
 	}
 	all := append(slices.Clone(want), charlie+":resolved", delta+":dismissed")
 	for _, limit := range []int{1, 2, 3, 500} {
-		got := e.lsConflictPages(densemem.HostPrincipal(e.team), densemem.ListConflictsRequest{Limit: limit,
+		got := e.listConflictPages(densemem.HostPrincipal(e.team), densemem.ListConflictsRequest{Limit: limit,
 			Status: []string{"dismissed", "open", "resolved", "overdue", "open"}})
-		if d := cmp.Diff(all, lsIDs(got)); d != "" {
+		if d := cmp.Diff(all, conflictIDStatuses(got)); d != "" {
 			t.Errorf("every status, limit %d (-want +got):\n%s", limit, d)
 		}
 	}
-	settled := e.lsConflictPages(e.admin, densemem.ListConflictsRequest{Status: []string{"resolved", "dismissed"}, Limit: 1})
-	if d := cmp.Diff([]string{charlie + ":resolved", delta + ":dismissed"}, lsIDs(settled)); d != "" {
+	settled := e.listConflictPages(e.admin, densemem.ListConflictsRequest{Status: []string{"resolved", "dismissed"}, Limit: 1})
+	if d := cmp.Diff([]string{charlie + ":resolved", delta + ":dismissed"}, conflictIDStatuses(settled)); d != "" {
 		t.Errorf("settled cases (-want +got):\n%s", d)
 	}
 
 	// What an operator sees of an overdue case: deadlines, names, positions with counted groups.
-	got := e.lsConflictPages(e.C, densemem.ListConflictsRequest{Status: []string{"overdue", "resolved"}})
+	got := e.listConflictPages(e.C, densemem.ListConflictsRequest{Status: []string{"overdue", "resolved"}})
 	byID := map[string]densemem.ConflictCase{}
 	for _, c := range got {
 		byID[c.ConflictID] = c
@@ -167,8 +169,8 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	team2 := e.mustTeam("globex")
 	x := e.profileIn(team2, "X", "read")
 	for _, p := range []densemem.Principal{x, densemem.HostPrincipal(team2)} {
-		if got := e.lsConflictPages(p, densemem.ListConflictsRequest{Status: []string{"open", "overdue", "resolved", "dismissed"}}); len(got) != 0 {
-			t.Errorf("another team lists %v", lsIDs(got))
+		if got := e.listConflictPages(p, densemem.ListConflictsRequest{Status: []string{"open", "overdue", "resolved", "dismissed"}}); len(got) != 0 {
+			t.Errorf("another team lists %v", conflictIDStatuses(got))
 		}
 	}
 	// A cursor of this team's list, sent by the other team, starts nowhere in particular of its own.

@@ -17,8 +17,8 @@ import (
 // Trace bounds: every list of a Trace response is at most the request's limit, a list cut short is
 // named in Truncated, and following its NextAfter returns every row exactly once in order.
 
-// tbIDs returns the IDs of one list of a Trace response, in response order.
-func tbIDs(tr *densemem.TraceResult, list string) []string {
+// traceListIDs returns the IDs of one list of a Trace response, in response order.
+func traceListIDs(tr *densemem.TraceResult, list string) []string {
 	var out []string
 	switch list {
 	case densemem.TraceListEvidence:
@@ -65,8 +65,8 @@ func tbIDs(tr *densemem.TraceResult, list string) []string {
 	return out
 }
 
-// tbCut returns the Truncated entry of list, or nil.
-func tbCut(tr *densemem.TraceResult, list string) *densemem.TraceTruncation {
+// truncationOf returns the Truncated entry of list, or nil.
+func truncationOf(tr *densemem.TraceResult, list string) *densemem.TraceTruncation {
 	for i := range tr.Truncated {
 		if tr.Truncated[i].List == list {
 			return &tr.Truncated[i]
@@ -75,8 +75,8 @@ func tbCut(tr *densemem.TraceResult, list string) *densemem.TraceTruncation {
 	return nil
 }
 
-// tbPage traces req with After set to base plus list's cursor.
-func (e *env) tbPage(p densemem.Principal, req densemem.TraceRequest, base map[string]string, list, cursor string) *densemem.TraceResult {
+// tracePage traces req with After set to base plus list's cursor.
+func (e *env) tracePage(p densemem.Principal, req densemem.TraceRequest, base map[string]string, list, cursor string) *densemem.TraceResult {
 	e.t.Helper()
 	req.After = map[string]string{}
 	for k, v := range base {
@@ -92,9 +92,9 @@ func (e *env) tbPage(p densemem.Principal, req densemem.TraceRequest, base map[s
 	return tr
 }
 
-// tbPageAll follows list's NextAfter from its first page until the list is no longer truncated,
+// traceListPages follows list's NextAfter from its first page until the list is no longer truncated,
 // checking every page against the limit and the truncation report, and returns the IDs in order.
-func (e *env) tbPageAll(p densemem.Principal, req densemem.TraceRequest, base map[string]string, list string) []string {
+func (e *env) traceListPages(p densemem.Principal, req densemem.TraceRequest, base map[string]string, list string) []string {
 	e.t.Helper()
 	var all []string
 	cursor := ""
@@ -102,13 +102,13 @@ func (e *env) tbPageAll(p densemem.Principal, req densemem.TraceRequest, base ma
 		if page > 1000 {
 			e.t.Fatalf("%s: more than 1000 pages", list)
 		}
-		tr := e.tbPage(p, req, base, list, cursor)
-		ids := tbIDs(tr, list)
+		tr := e.tracePage(p, req, base, list, cursor)
+		ids := traceListIDs(tr, list)
 		if len(ids) > req.Limit {
 			e.t.Errorf("%s page %d holds %d items, more than the limit %d", list, page, len(ids), req.Limit)
 		}
 		all = append(all, ids...)
-		cut := tbCut(tr, list)
+		cut := truncationOf(tr, list)
 		if cut == nil {
 			return all
 		}
@@ -119,10 +119,10 @@ func (e *env) tbPageAll(p densemem.Principal, req densemem.TraceRequest, base ma
 	}
 }
 
-// tbStory builds a relationship of A ("production deploys_from main") with at least three items in
+// busyTracedRelationship builds a relationship of A ("production deploys_from main") with at least three items in
 // every Trace list and three conflict cases, and returns it. The clock stands still for stretches,
 // so many rows share a recorded time and the IDs order them.
-func (e *env) tbStory() densemem.RelationshipID {
+func (e *env) busyTracedRelationship() densemem.RelationshipID {
 	e.t.Helper()
 	d := e.mustProfile("D", "read", "write")
 	want := func(o densemem.RelationshipOutcome, cat densemem.Category) densemem.RelationshipOutcome {
@@ -172,37 +172,40 @@ func (e *env) tbStory() densemem.RelationshipID {
 	return m
 }
 
-// tbWant returns, straight from the tables, the IDs of each Trace list of relationship id in the
-// list's documented order.
-func (e *env) tbWant(id densemem.RelationshipID) map[string][]string {
+// traceListsFromTables returns, straight from the tables and in one snapshot, the IDs of each Trace
+// list of relationship id in the list's documented order.
+func (e *env) traceListsFromTables(id densemem.RelationshipID) map[string][]string {
 	e.t.Helper()
 	obs := `(SELECT observation_id FROM support_links WHERE relationship_id = $1
 	         UNION SELECT observation_id FROM relationships WHERE relationship_id = $1)`
-	want := map[string][]string{
-		densemem.TraceListEvidence: e.ledger().Strings(`SELECT support_id FROM support_links WHERE relationship_id = $1
+	var want map[string][]string
+	e.snapshot(func(l ledgerView) {
+		want = map[string][]string{
+			densemem.TraceListEvidence: l.Strings(`SELECT support_id FROM support_links WHERE relationship_id = $1
 			ORDER BY created_at, observation_id, verification_id, support_id`, id),
-		densemem.TraceListObservations: e.ledger().Strings(`SELECT observation_id FROM observations WHERE observation_id IN `+obs+`
+			densemem.TraceListObservations: l.Strings(`SELECT observation_id FROM observations WHERE observation_id IN `+obs+`
 			ORDER BY created_at, observation_id`, id),
-		densemem.TraceListVerifications: e.ledger().Strings(`SELECT v.verification_id FROM verification_events v
+			densemem.TraceListVerifications: l.Strings(`SELECT v.verification_id FROM verification_events v
 			JOIN observations o ON o.team_id = v.team_id AND o.observation_id = v.observation_id
 			WHERE o.observation_id IN `+obs+` ORDER BY o.created_at, o.observation_id, v.verification_id`, id),
-		densemem.TraceListTransitions: e.ledger().Strings(`SELECT transition_id FROM relationship_transitions WHERE relationship_id = $1
+			densemem.TraceListTransitions: l.Strings(`SELECT transition_id FROM relationship_transitions WHERE relationship_id = $1
 			ORDER BY to_version`, id),
-		densemem.TraceListIdentityResolutions: e.ledger().Strings(`SELECT e.resolution_id FROM entity_resolution_events e, relationships r
+			densemem.TraceListIdentityResolutions: l.Strings(`SELECT e.resolution_id FROM entity_resolution_events e, relationships r
 			WHERE r.relationship_id = $1 AND (e.entity_id IN (r.subject_entity_id, r.object_entity_id) OR e.observation_id = r.observation_id)
 			ORDER BY e.created_at, e.resolution_id`, id),
-		densemem.TraceListReviewItems: e.ledger().Strings(`SELECT review_id FROM review_items WHERE relationship_id = $1 OR $1 = ANY(related_ids)
+			densemem.TraceListReviewItems: l.Strings(`SELECT review_id FROM review_items WHERE relationship_id = $1 OR $1 = ANY(related_ids)
 			ORDER BY created_at, review_id`, id),
-		densemem.TraceListCrossReferences: e.ledger().Strings(`SELECT xref_id FROM relationship_cross_references
+			densemem.TraceListCrossReferences: l.Strings(`SELECT xref_id FROM relationship_cross_references
 			WHERE from_relationship_id = $1 OR to_relationship_id = $1 ORDER BY created_at, xref_id`, id),
-		densemem.TraceListConflicts: e.ledger().Strings(`SELECT conflict_id FROM conflict_cases
+			densemem.TraceListConflicts: l.Strings(`SELECT conflict_id FROM conflict_cases
 			WHERE conflict_id IN (SELECT conflict_id FROM conflict_position_members WHERE relationship_id = $1)
 			ORDER BY opened_at, conflict_id`, id),
-	}
-	for _, c := range want[densemem.TraceListConflicts] {
-		want[densemem.TraceConflictEventsList(c)] = e.ledger().Strings(`SELECT event_id FROM conflict_events WHERE conflict_id = $1
+		}
+		for _, c := range want[densemem.TraceListConflicts] {
+			want[densemem.TraceConflictEventsList(c)] = l.Strings(`SELECT event_id FROM conflict_events WHERE conflict_id = $1
 			ORDER BY case_version`, c)
-	}
+		}
+	})
 	return want
 }
 
@@ -212,8 +215,8 @@ func (e *env) tbWant(id densemem.RelationshipID) map[string][]string {
 func TestTraceBoundsEveryList(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	m := e.tbStory()
-	want := e.tbWant(m)
+	m := e.busyTracedRelationship()
+	want := e.traceListsFromTables(m)
 	const limit = 2
 	lists := []string{densemem.TraceListEvidence, densemem.TraceListObservations, densemem.TraceListVerifications,
 		densemem.TraceListTransitions, densemem.TraceListIdentityResolutions, densemem.TraceListReviewItems,
@@ -234,11 +237,11 @@ func TestTraceBoundsEveryList(t *testing.T) {
 
 	// The first page: every list at the limit, each named in Truncated with the items it returned,
 	// in the order of the result's fields, case events after the conflicts entry.
-	first := e.tbPage(viewer, req, nil, "", "")
+	first := e.tracePage(viewer, req, nil, "", "")
 	var named []string
 	for _, cut := range first.Truncated {
 		named = append(named, cut.List)
-		if got := tbIDs(first, cut.List); cut.Returned != len(got) {
+		if got := traceListIDs(first, cut.List); cut.Returned != len(got) {
 			t.Errorf("%s: returned %d, holds %d", cut.List, cut.Returned, len(got))
 		}
 	}
@@ -247,43 +250,43 @@ func TestTraceBoundsEveryList(t *testing.T) {
 		t.Errorf("truncated lists (-want +got):\n%s", diff)
 	}
 	for _, list := range lists {
-		if got := tbIDs(first, list); len(got) != limit || !slices.Equal(got, want[list][:limit]) {
+		if got := traceListIDs(first, list); len(got) != limit || !slices.Equal(got, want[list][:limit]) {
 			t.Errorf("%s first page = %v, want %v", list, got, want[list][:limit])
 		}
 	}
 
 	// Every list, paged on its own, returns the whole list once in order.
 	for _, list := range lists {
-		if diff := cmp.Diff(want[list], e.tbPageAll(viewer, req, nil, list)); diff != "" {
+		if diff := cmp.Diff(want[list], e.traceListPages(viewer, req, nil, list)); diff != "" {
 			t.Errorf("%s paged (-want +got):\n%s", list, diff)
 		}
 	}
 	// A case's events page within the conflicts page that shows the case: the first case on the
 	// first page, the third on the second, with the conflicts cursor kept.
 	if diff := cmp.Diff(want[densemem.TraceConflictEventsList(cases[0])],
-		e.tbPageAll(viewer, req, nil, densemem.TraceConflictEventsList(cases[0]))); diff != "" {
+		e.traceListPages(viewer, req, nil, densemem.TraceConflictEventsList(cases[0]))); diff != "" {
 		t.Errorf("first case's events paged (-want +got):\n%s", diff)
 	}
-	second := map[string]string{densemem.TraceListConflicts: tbCut(first, densemem.TraceListConflicts).NextAfter}
+	second := map[string]string{densemem.TraceListConflicts: truncationOf(first, densemem.TraceListConflicts).NextAfter}
 	if diff := cmp.Diff(want[densemem.TraceConflictEventsList(cases[2])],
-		e.tbPageAll(viewer, req, second, densemem.TraceConflictEventsList(cases[2]))); diff != "" {
+		e.traceListPages(viewer, req, second, densemem.TraceConflictEventsList(cases[2]))); diff != "" {
 		t.Errorf("third case's events paged (-want +got):\n%s", diff)
 	}
 	// An events cursor for a case that is not on the page is ignored.
-	third := tbCut(e.tbPage(viewer, req, second, "", ""), densemem.TraceConflictEventsList(cases[2]))
-	tr := e.tbPage(viewer, req, map[string]string{densemem.TraceConflictEventsList(cases[2]): third.NextAfter}, "", "")
-	if got := tbIDs(tr, densemem.TraceListConflicts); !slices.Equal(got, cases[:limit]) {
+	third := truncationOf(e.tracePage(viewer, req, second, "", ""), densemem.TraceConflictEventsList(cases[2]))
+	tr := e.tracePage(viewer, req, map[string]string{densemem.TraceConflictEventsList(cases[2]): third.NextAfter}, "", "")
+	if got := traceListIDs(tr, densemem.TraceListConflicts); !slices.Equal(got, cases[:limit]) {
 		t.Errorf("conflicts with a foreign events cursor = %v, want %v", got, cases[:limit])
 	}
 
 	// With the maximum limit nothing is truncated and every list is whole.
 	req.Limit = densemem.DefaultMaxTraceItems
-	full := e.tbPage(viewer, req, nil, "", "")
+	full := e.tracePage(viewer, req, nil, "", "")
 	if len(full.Truncated) != 0 {
 		t.Errorf("truncated at the maximum limit: %+v", full.Truncated)
 	}
 	for list, ids := range want {
-		if diff := cmp.Diff(ids, tbIDs(full, list)); diff != "" {
+		if diff := cmp.Diff(ids, traceListIDs(full, list)); diff != "" {
 			t.Errorf("%s at the maximum limit (-want +got):\n%s", list, diff)
 		}
 	}
@@ -316,7 +319,7 @@ func TestTraceDefaultAndMaximumLimit(t *testing.T) {
 		t.Errorf("default page: %d evidence, %d observations; want 50 each", len(tr.Evidence), len(tr.Observations))
 	}
 	for _, list := range []string{densemem.TraceListEvidence, densemem.TraceListObservations, densemem.TraceListIdentityResolutions} {
-		if cut := tbCut(tr, list); cut == nil || cut.Returned != 50 {
+		if cut := truncationOf(tr, list); cut == nil || cut.Returned != 50 {
 			t.Errorf("%s truncation = %+v, want returned 50", list, cut)
 		}
 	}
@@ -324,7 +327,7 @@ func TestTraceDefaultAndMaximumLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(tr.Evidence) != supports || tbCut(tr, densemem.TraceListEvidence) != nil {
+	if len(tr.Evidence) != supports || truncationOf(tr, densemem.TraceListEvidence) != nil {
 		t.Errorf("limit 500: %d evidence, truncated %v; want all %d", len(tr.Evidence), tr.Truncated, supports)
 	}
 	for _, limit := range []int{-1, 501} {
@@ -409,7 +412,7 @@ func TestTraceContentBudget(t *testing.T) {
 		if used > budget {
 			t.Errorf("page %d carries %d content bytes, more than the budget of %d", page, used, budget)
 		}
-		cut := tbCut(tr, densemem.TraceListEvidence)
+		cut := truncationOf(tr, densemem.TraceListEvidence)
 		if omitted != (cut != nil) {
 			t.Errorf("page %d: omitted content %v, truncated %+v", page, omitted, cut)
 		}
@@ -447,8 +450,8 @@ func TestTraceRejectsBadPaging(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	obsCursor := tbCut(tr, densemem.TraceListObservations).NextAfter
-	evCursor := tbCut(tr, densemem.TraceListEvidence).NextAfter
+	obsCursor := truncationOf(tr, densemem.TraceListObservations).NextAfter
+	evCursor := truncationOf(tr, densemem.TraceListEvidence).NextAfter
 
 	_, err = e.client.Trace(e.ctx, e.A, densemem.TraceRequest{RelationshipID: m, Limit: -3, After: map[string]string{
 		"supports":                            "x",       // not a list name

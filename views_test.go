@@ -12,22 +12,23 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// vwInterval is a validity interval as RecallResult.ValidDuring carries it.
-func vwInterval(from, to *time.Time) densemem.ValidityInterval {
+// validityInterval is a validity interval as RecallResult.ValidDuring carries it.
+func validityInterval(from, to *time.Time) densemem.ValidityInterval {
 	return densemem.ValidityInterval{From: from, To: to}
 }
 
-// vwSays is what a result says about time: its status at the view's known instant, its validity, and
-// the two readings a host must not confuse.
-type vwSays struct {
+// resultTimeReading is what a recall result says about time: its status at the view's known instant,
+// its validity, and the two readings a host must not confuse.
+type resultTimeReading struct {
 	Status        densemem.Status
 	ValidDuring   densemem.ValidityInterval
 	Current       bool
 	TrueAtValidAt *bool
 }
 
-func vwSaid(r densemem.RecallResult) vwSays {
-	return vwSays{Status: r.Relationship.Status, ValidDuring: r.ValidDuring, Current: r.Current, TrueAtValidAt: r.TrueAtValidAt}
+// timeReadingOf returns what r says about time.
+func timeReadingOf(r densemem.RecallResult) resultTimeReading {
+	return resultTimeReading{Status: r.Relationship.Status, ValidDuring: r.ValidDuring, Current: r.Current, TrueAtValidAt: r.TrueAtValidAt}
 }
 
 // TestRecallSaysWhatWasTrueAndWhatIsCurrent: a relationship superseded by a dated correction is
@@ -60,14 +61,14 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 		t.Fatalf("later: %s related %v (%s), want relationship_superseded_prior", later.Category, later.Related, later.Reason)
 	}
 
-	check := func(name string, r *densemem.RecallResponse, want map[densemem.RelationshipID]vwSays) {
+	check := func(name string, r *densemem.RecallResponse, want map[densemem.RelationshipID]resultTimeReading) {
 		t.Helper()
-		got := map[densemem.RelationshipID]vwSays{}
+		got := map[densemem.RelationshipID]resultTimeReading{}
 		for _, res := range r.Results {
 			if res.Relationship.Predicate == "deploys_from" && res.Relationship.Subject.Name == "production" {
-				got[res.Relationship.RelationshipID] = vwSaid(res)
+				got[res.Relationship.RelationshipID] = timeReadingOf(res)
 			}
-			if !cmp.Equal(res.ValidDuring, vwInterval(res.Relationship.ValidFrom, res.Relationship.ValidTo)) {
+			if !cmp.Equal(res.ValidDuring, validityInterval(res.Relationship.ValidFrom, res.Relationship.ValidTo)) {
 				t.Errorf("%s: %s valid_during %+v differs from the relationship's validity [%v, %v)", name,
 					res.Relationship.RelationshipID, res.ValidDuring, res.Relationship.ValidFrom, res.Relationship.ValidTo)
 			}
@@ -78,57 +79,57 @@ func TestRecallSaysWhatWasTrueAndWhatIsCurrent(t *testing.T) {
 	}
 
 	// World time before the change: the old relationship, true then, superseded and not current now.
-	check("valid_at before the change", e.recall(e.C, "production", &beforeChange, nil), map[densemem.RelationshipID]vwSays{
-		old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
+	check("valid_at before the change", e.recall(e.C, "production", &beforeChange, nil), map[densemem.RelationshipID]resultTimeReading{
+		old.RelationshipID: {Status: "superseded", ValidDuring: validityInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
 	})
 	// World time after the change: the correction, true then and current.
-	check("valid_at after the change", e.recall(e.C, "production", &afterChange, nil), map[densemem.RelationshipID]vwSays{
-		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
+	check("valid_at after the change", e.recall(e.C, "production", &afterChange, nil), map[densemem.RelationshipID]resultTimeReading{
+		fix.RelationshipID: {Status: "active", ValidDuring: validityInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
 	})
 	// valid_at at the change itself: validity is [from, to), so the correction and not the old one.
-	check("valid_at at the change", e.recall(e.C, "production", &change, nil), map[densemem.RelationshipID]vwSays{
-		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
+	check("valid_at at the change", e.recall(e.C, "production", &change, nil), map[densemem.RelationshipID]resultTimeReading{
+		fix.RelationshipID: {Status: "active", ValidDuring: validityInterval(&change, nil), Current: true, TrueAtValidAt: ptr(true)},
 	})
 	// Now: only the correction, current; no valid_at, so nothing said about one.
-	check("current", e.recall(e.C, "production", nil, nil), map[densemem.RelationshipID]vwSays{
-		fix.RelationshipID: {Status: "active", ValidDuring: vwInterval(&change, nil), Current: true},
+	check("current", e.recall(e.C, "production", nil, nil), map[densemem.RelationshipID]resultTimeReading{
+		fix.RelationshipID: {Status: "active", ValidDuring: validityInterval(&change, nil), Current: true},
 	})
 	// Recorded time before the correction: the old relationship was the current belief then.
 	knownBefore := corrected.Add(-time.Microsecond)
-	check("known_at before the correction", e.recall(e.C, "production", nil, &knownBefore), map[densemem.RelationshipID]vwSays{
-		old.RelationshipID: {Status: "active", ValidDuring: vwInterval(nil, nil), Current: true},
+	check("known_at before the correction", e.recall(e.C, "production", nil, &knownBefore), map[densemem.RelationshipID]resultTimeReading{
+		old.RelationshipID: {Status: "active", ValidDuring: validityInterval(nil, nil), Current: true},
 	})
 	check("known_at before the correction, valid_at before the change", e.recall(e.C, "production", &beforeChange, &knownBefore),
-		map[densemem.RelationshipID]vwSays{
-			old.RelationshipID: {Status: "active", ValidDuring: vwInterval(nil, nil), Current: true, TrueAtValidAt: ptr(true)},
+		map[densemem.RelationshipID]resultTimeReading{
+			old.RelationshipID: {Status: "active", ValidDuring: validityInterval(nil, nil), Current: true, TrueAtValidAt: ptr(true)},
 		})
 	// Recorded time after the correction, world time before the change: true then, not current then.
 	knownAfter := corrected
 	check("known_at at the correction, valid_at before the change", e.recall(e.C, "production", &beforeChange, &knownAfter),
-		map[densemem.RelationshipID]vwSays{
-			old.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
+		map[densemem.RelationshipID]resultTimeReading{
+			old.RelationshipID: {Status: "superseded", ValidDuring: validityInterval(nil, &change), Current: false, TrueAtValidAt: ptr(true)},
 		})
 
 	// The current view returns the correction starting in July, not current; a valid_at recall of
 	// today returns the superseded prior, true today and still not current.
-	previewSays := func(name string, r *densemem.RecallResponse) map[densemem.RelationshipID]vwSays {
+	previewSays := func(name string, r *densemem.RecallResponse) map[densemem.RelationshipID]resultTimeReading {
 		t.Helper()
-		got := map[densemem.RelationshipID]vwSays{}
+		got := map[densemem.RelationshipID]resultTimeReading{}
 		for _, res := range r.Results {
 			if res.Relationship.Subject.Name == "preview" {
-				got[res.Relationship.RelationshipID] = vwSaid(res)
+				got[res.Relationship.RelationshipID] = timeReadingOf(res)
 			}
 		}
 		return got
 	}
-	if d := cmp.Diff(map[densemem.RelationshipID]vwSays{
-		later.RelationshipID: {Status: "active", ValidDuring: vwInterval(&july, nil), Current: false},
+	if d := cmp.Diff(map[densemem.RelationshipID]resultTimeReading{
+		later.RelationshipID: {Status: "active", ValidDuring: validityInterval(&july, nil), Current: false},
 	}, previewSays("current", e.recall(e.C, "preview", nil, nil))); d != "" {
 		t.Errorf("preview, current recall (-want +got):\n%s", d)
 	}
 	today := e.clock.Now()
-	if d := cmp.Diff(map[densemem.RelationshipID]vwSays{
-		preview.RelationshipID: {Status: "superseded", ValidDuring: vwInterval(nil, &july), Current: false, TrueAtValidAt: ptr(true)},
+	if d := cmp.Diff(map[densemem.RelationshipID]resultTimeReading{
+		preview.RelationshipID: {Status: "superseded", ValidDuring: validityInterval(nil, &july), Current: false, TrueAtValidAt: ptr(true)},
 	}, previewSays("valid_at today", e.recall(e.C, "preview", &today, nil))); d != "" {
 		t.Errorf("preview, valid_at today (-want +got):\n%s", d)
 	}
