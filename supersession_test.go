@@ -333,14 +333,14 @@ func TestSupersessionTable(t *testing.T) {
 		{
 			name:  "15 cardinality one with literal values: another value, undated, is held",
 			prior: func(e *env) densemem.RelationshipOutcome { return ssRememberEmail(e, "ops@example.com") },
-			next:  func(e *env) densemem.RememberRequest { return ssEmailRequest("oncall@example.com") },
+			next:  func(e *env) densemem.RememberRequest { return denseMemEmail("oncall@example.com") },
 			want:  ssHold,
 		},
 		{
 			name:  "16 cardinality one with literal values: the same value is supported",
 			prior: func(e *env) densemem.RelationshipOutcome { return ssRememberEmail(e, "ops@example.com") },
 			next: func(e *env) densemem.RememberRequest {
-				req := ssEmailRequest("ops@example.com")
+				req := denseMemEmail("ops@example.com")
 				req.Evidence[0].Content = "Reminder: the Dense-Mem project owner email is ops@example.com"
 				req.Proposal.Relationships[0].Evidence[0].End = len(req.Evidence[0].Content)
 				return req
@@ -409,7 +409,7 @@ func TestSupersessionTable(t *testing.T) {
 		main := e.remember(e.A, deploy("production", "main")).RelationshipID
 		e.step()
 		may10 := date("2026-05-10")
-		pl := e.rememberReq(e.A, invMerge(nextKey(),
+		pl := e.rememberReq(e.A, mergeRequests(nextKey(),
 			deploy("production", "release").since(may1).request(""),
 			deploy("production", "hotfix").since(may10).request("")))
 		if len(pl.RelationshipOutcomes) != 2 {
@@ -598,13 +598,7 @@ func ssWorksOn(person, project string) fact {
 		content: fmt.Sprintf("%s works on the %s project.", person, project)}
 }
 
-func ssEmailRequest(address string) densemem.RememberRequest {
-	req := invEmail("Dense-Mem", address)
-	req.IdempotencyKey = nextKey()
-	return req
-}
-
 func ssRememberEmail(e *env, address string) densemem.RelationshipOutcome {
 	e.t.Helper()
-	return only(e.t, e.rememberReq(e.A, ssEmailRequest(address)))
+	return only(e.t, e.rememberReq(e.A, denseMemEmail(address)))
 }
