@@ -789,6 +789,185 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	}
 }
 
+// ---- Invariant 9 ----
+
+// TestInvariant9_TraceReconstructsLineage: Trace alone (with transitions), read by a profile that
+// authored none of it, tells each relationship's lineage: a same-owner supersession on both sides, a
+// retraction, and a cross-profile correction with its cross-reference, its team case with the case's
+// events in version order, and the reviewer's supersession of the losing side.
+func TestInvariant9_TraceReconstructsLineage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apr1, may1 := date("2026-04-01"), date("2026-05-01")
+	a, b, c := e.A.ProfileID, e.B.ProfileID, e.C.ProfileID
+	transitionsOf := func(id densemem.RelationshipID) []densemem.TraceTransition { return e.trace(e.admin, id).Transitions }
+	created := func(by densemem.ProfileID, ingest, key string, at time.Time) densemem.TraceTransition {
+		return densemem.TraceTransition{ToStatus: "active", ToTier: "validated_claim", ToVersion: 1, Reason: "accepted",
+			ActorKind: "profile", ActorProfileID: by, IngestID: ingest, IdempotencyKey: key, CreatedAt: at}
+	}
+	// ended is an accepted relationship's transition from active v1 to status v2.
+	ended := func(status densemem.Status, validTo *time.Time, reason, actorKind string, by densemem.ProfileID,
+		at time.Time) densemem.TraceTransition {
+		return densemem.TraceTransition{FromStatus: "active", ToStatus: status, FromTier: "validated_claim", ToTier: "validated_claim",
+			ToValidTo: validTo, FromVersion: 1, ToVersion: 2, Reason: reason, ActorKind: actorKind, ActorProfileID: by, CreatedAt: at}
+	}
+	// ownIngest takes the ingest of a transition no call returns, after checking it is not the creation's.
+	ownIngest := func(t *testing.T, got []densemem.TraceTransition, want *densemem.TraceTransition) {
+		t.Helper()
+		if len(got) != 2 || got[1].IngestID == "" || got[1].IngestID == got[0].IngestID {
+			t.Fatalf("transitions %+v: want a second one under an ingest of its own", got)
+		}
+		want.IngestID = got[1].IngestID
+	}
+	noTransitionIDs := cmpopts.IgnoreFields(densemem.TraceTransition{}, "TransitionID")
+	must := func(name string, f func(t *testing.T)) {
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+
+	var successor densemem.RelationshipOutcome
+	var successorCreated densemem.TraceTransition
+	must("same-owner supersession", func(t *testing.T) {
+		k1, at1 := nextKey(), e.step()
+		p1 := e.rememberReq(e.A, deploy("staging", "main").since(apr1).request(k1))
+		k2, at2 := nextKey(), e.step()
+		p2 := e.rememberReq(e.A, deploy("staging", "release").since(may1).request(k2))
+		prior, next := only(t, p1), only(t, p2)
+		if next.Category != densemem.CategorySupersededPrior || !slices.Equal(next.Related, []densemem.RelationshipID{prior.RelationshipID}) {
+			t.Fatalf("A's later dated fact: %s related %v, want superseded_prior of %s", next.Category, next.Related, prior.RelationshipID)
+		}
+		superseded := ended("superseded", &may1, "superseded", "profile", a, at2)
+		superseded.RelatedRelationshipID, superseded.IngestID, superseded.IdempotencyKey = next.RelationshipID, p2.IngestID, k2
+		want := []densemem.TraceTransition{created(a, p1.IngestID, k1, at1), superseded}
+		if d := diff(want, transitionsOf(prior.RelationshipID), noTransitionIDs); d != "" {
+			t.Errorf("the prior's transitions (-want +got):\n%s", d)
+		}
+		successor, successorCreated = next, created(a, p2.IngestID, k2, at2)
+		if d := diff([]densemem.TraceTransition{successorCreated}, transitionsOf(next.RelationshipID), noTransitionIDs); d != "" {
+			t.Errorf("the successor's transitions (-want +got):\n%s", d)
+		}
+	})
+
+	must("retraction by forget", func(t *testing.T) {
+		k3, at3 := nextKey(), e.step()
+		res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: successor.RelationshipID,
+			Reason: "staging moved to trunk", IdempotencyKey: k3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		retracted := ended("retracted", nil, "forget: staging moved to trunk", "profile", a, at3)
+		retracted.TransitionID, retracted.IdempotencyKey = res.TransitionID, k3
+		got := transitionsOf(successor.RelationshipID)
+		ownIngest(t, got, &retracted) // Forget returns no ingest
+		successorCreated.TransitionID = got[0].TransitionID
+		if d := diff([]densemem.TraceTransition{successorCreated, retracted}, got); d != "" {
+			t.Errorf("the successor's transitions (-want +got):\n%s", d)
+		}
+	})
+
+	must("cross-profile correction, team case and nightly resolution", func(t *testing.T) {
+		kA, atA := nextKey(), e.step()
+		pA := e.rememberReq(e.A, deploy("production", "main").request(kA))
+		a1 := only(t, pA)
+		e.clock.Advance(24 * time.Hour)
+		atB := e.step()
+		reqB := correcting(deploy("production", "release").since(may1), a1.RelationshipID)
+		pB := e.rememberReq(e.B, reqB)
+		b1 := only(t, pB)
+		if b1.Conflict == nil || len(b1.CrossReferences) != 1 || b1.CrossReferences[0].Kind != "corrects" {
+			t.Fatalf("B's correction: conflict %+v, cross-references %+v; want a case and one corrects", b1.Conflict, b1.CrossReferences)
+		}
+		caseID := b1.Conflict.ConflictID
+		atC := e.step()
+		c1 := e.remember(e.C, withContent(deploy("production", "release").since(may1),
+			"Ops confirmed: since 2026-05-01 the production environment deploys from the release branch."))
+		if c1.Conflict == nil || c1.Conflict.ConflictID != caseID {
+			t.Fatalf("C's statement did not join case %s: %+v", caseID, c1.Conflict)
+		}
+		pol, err := e.client.TeamPolicy(e.ctx, e.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := atB.Add(pol.ReviewTTL)
+		e.clock.Advance(due.Sub(e.clock.Now()) + time.Minute)
+		at := e.clock.Now()
+		rep, err := e.client.RunNightlyReview(e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}})
+		if err != nil || rep.Resolved != 1 {
+			t.Fatalf("nightly review past the due time: %+v, %v; want one resolution", rep, err)
+		}
+
+		// Every member's trace shows the case with its events in version order and the preferred side.
+		wantCase := densemem.TraceConflict{ConflictID: caseID, Kind: "cross_profile_current_state", Status: "resolved", Version: 3,
+			OpenedAt: atB, ReviewDueAt: due, ResolvedAt: &at, EffectiveAt: &may1, EffectiveTimeBasis: "evidence_time",
+			Events: []densemem.TraceConflictEvent{
+				{CaseVersion: 1, ResultingStatus: "open", ActorKind: "profile", ActorProfileID: b, Reason: "opened",
+					PolicyVersion: pol.Version, CreatedAt: atB},
+				{CaseVersion: 2, PriorStatus: "open", ResultingStatus: "open", ActorKind: "profile", ActorProfileID: c,
+					Reason: "membership_changed", PolicyVersion: pol.Version, CreatedAt: atC},
+				{CaseVersion: 3, PriorStatus: "open", ResultingStatus: "resolved", ActorKind: "system_conflict_reviewer",
+					Reason: "post_ttl_majority_floor_met", PolicyVersion: pol.Version, TimeBasis: "evidence_time", CreatedAt: at},
+			}}
+		wantPreferred := []densemem.TraceCaseMember{{RelationshipID: b1.RelationshipID, Version: 1, OwnerProfileID: b},
+			{RelationshipID: c1.RelationshipID, Version: 1, OwnerProfileID: c}}
+		traces := map[densemem.RelationshipID]*densemem.TraceResult{}
+		for _, id := range []densemem.RelationshipID{a1.RelationshipID, b1.RelationshipID, c1.RelationshipID} {
+			traces[id] = e.trace(e.admin, id)
+			if d := diff([]densemem.TraceConflict{wantCase}, traces[id].Conflicts,
+				cmpopts.IgnoreFields(densemem.TraceConflict{}, "PreferredPositionID", "Positions"),
+				cmpopts.IgnoreFields(densemem.TraceConflictEvent{}, "EventID")); d != "" {
+				t.Fatalf("trace of %s: case (-want +got):\n%s", id, d)
+			}
+			var preferred []densemem.TraceCaseMember
+			for _, p := range traces[id].Conflicts[0].Positions {
+				if p.PositionID == traces[id].Conflicts[0].PreferredPositionID {
+					preferred = p.Members
+				}
+			}
+			if d := diff(wantPreferred, preferred, cmpopts.SortSlices(func(x, y densemem.TraceCaseMember) bool {
+				return x.RelationshipID < y.RelationshipID
+			})); d != "" {
+				t.Errorf("trace of %s: preferred position's members (-want +got):\n%s", id, d)
+			}
+		}
+
+		// The corrects cross-reference outgoing from B1 and incoming on A1, beside C1's own.
+		xref := func(from densemem.RelationshipOutcome, to densemem.RelationshipID, dir string, by densemem.ProfileID,
+			at time.Time) densemem.TraceCrossReference {
+			for _, x := range from.CrossReferences {
+				if x.ToRelationshipID == to {
+					return densemem.TraceCrossReference{CrossReferenceID: x.CrossReferenceID, Kind: x.Kind, Direction: dir,
+						FromRelationshipID: from.RelationshipID, FromVersion: 1, ToRelationshipID: to, ToVersion: 1,
+						AuthorProfileID: by, CreatedAt: at}
+				}
+			}
+			t.Fatalf("%s placed no cross-reference to %s: %+v", from.RelationshipID, to, from.CrossReferences)
+			return densemem.TraceCrossReference{}
+		}
+		noVerification := cmpopts.IgnoreFields(densemem.TraceCrossReference{}, "VerificationID")
+		want := []densemem.TraceCrossReference{xref(b1, a1.RelationshipID, "incoming", b, atB), xref(c1, a1.RelationshipID, "incoming", c, atC)}
+		if d := diff(want, traces[a1.RelationshipID].CrossReferences, noVerification); d != "" {
+			t.Errorf("A1's cross-references (-want +got):\n%s", d)
+		}
+		want = []densemem.TraceCrossReference{xref(b1, a1.RelationshipID, "outgoing", b, atB), xref(c1, b1.RelationshipID, "incoming", c, atC)}
+		if d := diff(want, traces[b1.RelationshipID].CrossReferences, noVerification); d != "" {
+			t.Errorf("B1's cross-references (-want +got):\n%s", d)
+		}
+
+		// The loser's episode closed by the reviewer at the case's effective time; the corrector's untouched.
+		closed := ended("superseded", &may1, "conflict_resolved:"+caseID, "system_conflict_reviewer", "", at)
+		got := traces[a1.RelationshipID].Transitions
+		ownIngest(t, got, &closed) // the reviewer's run
+		if d := diff([]densemem.TraceTransition{created(a, pA.IngestID, kA, atA), closed}, got, noTransitionIDs); d != "" {
+			t.Errorf("A1's transitions (-want +got):\n%s", d)
+		}
+		wantB := []densemem.TraceTransition{created(b, pB.IngestID, reqB.IdempotencyKey, atB)}
+		if d := diff(wantB, traces[b1.RelationshipID].Transitions, noTransitionIDs); d != "" {
+			t.Errorf("B1's transitions (-want +got):\n%s", d)
+		}
+	})
+}
+
 // ---- Invariant 10 ----
 
 func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
