@@ -9,26 +9,26 @@ import (
 	"github.com/densemem/densemem"
 )
 
-// badInputLimits are the small limits of the env's second client, so limit cases stay small.
-var badInputLimits = densemem.Limits{MaxEvidence: 2, MaxContentBytes: 64, MaxEntities: 3, MaxRelationships: 2,
+// smallLimits are the small limits of the env's second client, so limit cases stay small.
+var smallLimits = densemem.Limits{MaxEvidence: 2, MaxContentBytes: 64, MaxEntities: 3, MaxRelationships: 2,
 	MaxCitations: 2, MaxTextBytes: 32}
 
-// badSnowman is a base fact whose content holds a three-byte UTF-8 character; its byte offset is
-// badSnowmanAt.
+// snowmanFact is a base fact whose content holds a three-byte UTF-8 character; its byte offset is
+// snowmanAt.
 var (
-	badSnowman = fact{subject: "production", subjectKind: "environment", predicate: "deploys_from", object: "main",
+	snowmanFact = fact{subject: "production", subjectKind: "environment", predicate: "deploys_from", object: "main",
 		objectKind: "git_branch", content: "The production environment deploys from the main branch ☃."}
-	badSnowmanAt = strings.Index(badSnowman.content, "☃")
+	snowmanAt = strings.Index(snowmanFact.content, "☃")
 )
 
-// badInputCase is one malformed Remember: a valid base request with one mutation, and the error it must get.
-type badInputCase struct {
+// malformedRemember is one malformed Remember: a valid base request with one mutation, and the error it must get.
+type malformedRemember struct {
 	name string
 	// base builds the valid starting request from a fresh idempotency key; nil means deploy("production", "main").
 	base func(key string) densemem.RememberRequest
 	// mutate breaks the request.
 	mutate func(r *densemem.RememberRequest)
-	// small selects the client with badInputLimits.
+	// small selects the client with smallLimits.
 	small bool
 	// as is the caller; nil means env.A.
 	as func() densemem.Principal
@@ -38,24 +38,25 @@ type badInputCase struct {
 	is error
 }
 
-// badRel returns the first relationship of r.
-func badRel(r *densemem.RememberRequest) *densemem.ProposedRelationship {
+// firstRelationship returns the first relationship of r.
+func firstRelationship(r *densemem.RememberRequest) *densemem.ProposedRelationship {
 	return &r.Proposal.Relationships[0]
 }
 
-// badCite returns the first citation of the first relationship of r.
-func badCite(r *densemem.RememberRequest) *densemem.Citation {
+// firstCitation returns the first citation of the first relationship of r.
+func firstCitation(r *densemem.RememberRequest) *densemem.Citation {
 	return &r.Proposal.Relationships[0].Evidence[0]
 }
 
-// badTwoItems adds a second evidence item cited by the first relationship.
-func badTwoItems(r *densemem.RememberRequest) {
+// addSecondEvidenceItem adds a second evidence item cited by the first relationship.
+func addSecondEvidenceItem(r *densemem.RememberRequest) {
 	r.Evidence = append(r.Evidence, densemem.EvidenceInput{Content: "The main branch is protected.", SourceType: "document"})
-	badRel(r).Evidence = append(badRel(r).Evidence, densemem.Citation{EvidenceIndex: 1, Start: 4, End: 8})
+	firstRelationship(r).Evidence = append(firstRelationship(r).Evidence, densemem.Citation{EvidenceIndex: 1, Start: 4, End: 8})
 }
 
-// badValueBase makes the first relationship "owner_email" of a project with a literal object.
-func badValueBase(typ densemem.ValueType, value string) func(string) densemem.RememberRequest {
+// literalValueRequest returns a base whose one relationship is "atlas owner_email <value>", a literal
+// object of type typ.
+func literalValueRequest(typ densemem.ValueType, value string) func(string) densemem.RememberRequest {
 	return func(key string) densemem.RememberRequest {
 		content := "Project atlas has owner email ops@example.com and value " + value + "."
 		return densemem.RememberRequest{
@@ -71,23 +72,10 @@ func badValueBase(typ densemem.ValueType, value string) func(string) densemem.Re
 	}
 }
 
-// badSameCounts reports whether two env.counts snapshots are equal.
-func badSameCounts(a, b map[string]int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if n, ok := b[k]; !ok || n != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestRememberRejectsBadInput(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	small, err := densemem.New(e.store, &densemem.Config{Clock: e.clock.Now, Limits: badInputLimits})
+	small, err := densemem.New(e.store, &densemem.Config{Clock: e.clock.Now, Limits: smallLimits})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,15 +87,8 @@ func TestRememberRejectsBadInput(t *testing.T) {
 	}
 	ownEnv := pl.Entities[0].EntityID
 	team2 := e.mustTeam("globex")
-	profile2 := func(name string, scopes ...densemem.Scope) densemem.Principal {
-		id, err := e.client.CreateProfile(e.ctx, team2, densemem.CreateProfileRequest{Name: name, Scopes: scopes})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return densemem.Principal{TeamID: team2, ProfileID: id}
-	}
-	e.registerVocabulary(profile2("admin2", "read", "vocabulary"))
-	writer2 := profile2("W2", "read", "write")
+	e.registerVocabulary(e.profileIn(team2, "admin2", "read", "vocabulary"))
+	writer2 := e.profileIn(team2, "W2", "read", "write")
 	pl2, err := e.client.Remember(e.ctx, writer2, deploy("staging", "develop").request(nextKey()))
 	if err != nil {
 		t.Fatal(err)
@@ -133,21 +114,21 @@ func TestRememberRejectsBadInput(t *testing.T) {
 	contentLen := len(deploy("production", "main").content)
 	day := func(s string) *time.Time { d := date(s); return &d }
 
-	cases := []badInputCase{
+	cases := []malformedRemember{
 		// Spans are byte ranges [start, end) of the cited item.
-		{name: "span start negative", mutate: func(r *densemem.RememberRequest) { badCite(r).Start = -1 }, paths: []string{c0 + ".start"}},
-		{name: "span start equals end", mutate: func(r *densemem.RememberRequest) { badCite(r).Start, badCite(r).End = 5, 5 }, paths: []string{c0 + ".end"}},
-		{name: "span start after end", mutate: func(r *densemem.RememberRequest) { badCite(r).Start, badCite(r).End = 9, 4 }, paths: []string{c0 + ".end"}},
-		{name: "span end one past content", mutate: func(r *densemem.RememberRequest) { badCite(r).End = contentLen + 1 }, paths: []string{c0 + ".end"}},
-		{name: "span end one past the bytes of multi-byte content", base: badSnowman.request,
-			mutate: func(r *densemem.RememberRequest) { badCite(r).End = len(badSnowman.content) + 1 }, paths: []string{c0 + ".end"}},
-		{name: "span end splits a multi-byte character", base: badSnowman.request,
-			mutate: func(r *densemem.RememberRequest) { badCite(r).End = badSnowmanAt + 1 }, paths: []string{c0 + ".end"}},
-		{name: "span start splits a multi-byte character", base: badSnowman.request,
-			mutate: func(r *densemem.RememberRequest) { badCite(r).Start = badSnowmanAt + 2 }, paths: []string{c0 + ".start"}},
-		{name: "evidence_index out of range", mutate: func(r *densemem.RememberRequest) { badCite(r).EvidenceIndex = 1 },
+		{name: "span start negative", mutate: func(r *densemem.RememberRequest) { firstCitation(r).Start = -1 }, paths: []string{c0 + ".start"}},
+		{name: "span start equals end", mutate: func(r *densemem.RememberRequest) { firstCitation(r).Start, firstCitation(r).End = 5, 5 }, paths: []string{c0 + ".end"}},
+		{name: "span start after end", mutate: func(r *densemem.RememberRequest) { firstCitation(r).Start, firstCitation(r).End = 9, 4 }, paths: []string{c0 + ".end"}},
+		{name: "span end one past content", mutate: func(r *densemem.RememberRequest) { firstCitation(r).End = contentLen + 1 }, paths: []string{c0 + ".end"}},
+		{name: "span end one past the bytes of multi-byte content", base: snowmanFact.request,
+			mutate: func(r *densemem.RememberRequest) { firstCitation(r).End = len(snowmanFact.content) + 1 }, paths: []string{c0 + ".end"}},
+		{name: "span end splits a multi-byte character", base: snowmanFact.request,
+			mutate: func(r *densemem.RememberRequest) { firstCitation(r).End = snowmanAt + 1 }, paths: []string{c0 + ".end"}},
+		{name: "span start splits a multi-byte character", base: snowmanFact.request,
+			mutate: func(r *densemem.RememberRequest) { firstCitation(r).Start = snowmanAt + 2 }, paths: []string{c0 + ".start"}},
+		{name: "evidence_index out of range", mutate: func(r *densemem.RememberRequest) { firstCitation(r).EvidenceIndex = 1 },
 			paths: []string{c0 + ".evidence_index", ev0}},
-		{name: "evidence_index negative", mutate: func(r *densemem.RememberRequest) { badCite(r).EvidenceIndex = -1 },
+		{name: "evidence_index negative", mutate: func(r *densemem.RememberRequest) { firstCitation(r).EvidenceIndex = -1 },
 			paths: []string{c0 + ".evidence_index", ev0}},
 
 		// Evidence content.
@@ -157,8 +138,8 @@ func TestRememberRejectsBadInput(t *testing.T) {
 			paths: []string{ev0 + ".content"}},
 		{name: "empty content", mutate: func(r *densemem.RememberRequest) { r.Evidence[0].Content = "" }, paths: []string{ev0 + ".content"}},
 		{name: "content over a configured limit", small: true, mutate: func(r *densemem.RememberRequest) {
-			r.Evidence[0].Content += strings.Repeat(" ", badInputLimits.MaxContentBytes+1-contentLen)
-			badCite(r).End = badInputLimits.MaxContentBytes + 1
+			r.Evidence[0].Content += strings.Repeat(" ", smallLimits.MaxContentBytes+1-contentLen)
+			firstCitation(r).End = smallLimits.MaxContentBytes + 1
 		}, paths: []string{ev0 + ".content"}},
 		{name: "content over the default 32 KiB", mutate: func(r *densemem.RememberRequest) {
 			r.Evidence[0].Content += strings.Repeat("x", densemem.DefaultMaxContentBytes+1-contentLen)
@@ -179,7 +160,7 @@ func TestRememberRejectsBadInput(t *testing.T) {
 			paths: []string{en0 + ".name"}},
 		{name: "blank name", mutate: func(r *densemem.RememberRequest) { r.Proposal.Entities[0].Name = " \t" }, paths: []string{en0 + ".name"}},
 		{name: "name over a configured limit", small: true, mutate: func(r *densemem.RememberRequest) {
-			r.Proposal.Entities[0].Name = strings.Repeat("p", badInputLimits.MaxTextBytes+1)
+			r.Proposal.Entities[0].Name = strings.Repeat("p", smallLimits.MaxTextBytes+1)
 		}, paths: []string{en0 + ".name"}},
 		{name: "NUL byte in alias", mutate: func(r *densemem.RememberRequest) { r.Proposal.Entities[0].Aliases = []string{"prod", "pr\x00d"} },
 			paths: []string{en0 + ".aliases[1]"}},
@@ -203,73 +184,73 @@ func TestRememberRejectsBadInput(t *testing.T) {
 		}, paths: []string{"proposal.entities"}},
 
 		// Relationships.
-		{name: "invalid UTF-8 in predicate", mutate: func(r *densemem.RememberRequest) { badRel(r).Predicate = "deploys\xe2\x82from" },
+		{name: "invalid UTF-8 in predicate", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Predicate = "deploys\xe2\x82from" },
 			paths: []string{r0 + ".predicate"}},
-		{name: "missing predicate", mutate: func(r *densemem.RememberRequest) { badRel(r).Predicate = "" }, paths: []string{r0 + ".predicate"}},
-		{name: "unknown polarity", mutate: func(r *densemem.RememberRequest) { badRel(r).Polarity = "positive" }, paths: []string{r0 + ".polarity"}},
-		{name: "unknown modality", mutate: func(r *densemem.RememberRequest) { badRel(r).Modality = "rumour" }, paths: []string{r0 + ".modality"}},
-		{name: "modality not spelled exactly", mutate: func(r *densemem.RememberRequest) { badRel(r).Modality = "Statement" },
+		{name: "missing predicate", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Predicate = "" }, paths: []string{r0 + ".predicate"}},
+		{name: "unknown polarity", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Polarity = "positive" }, paths: []string{r0 + ".polarity"}},
+		{name: "unknown modality", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Modality = "rumour" }, paths: []string{r0 + ".modality"}},
+		{name: "modality not spelled exactly", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Modality = "Statement" },
 			paths: []string{r0 + ".modality"}},
-		{name: "invalid UTF-8 in scope", mutate: func(r *densemem.RememberRequest) { badRel(r).Scope = "eu\xff" }, paths: []string{r0 + ".scope"}},
-		{name: "subject_ref dangling", mutate: func(r *densemem.RememberRequest) { badRel(r).SubjectRef = "nobody" },
+		{name: "invalid UTF-8 in scope", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Scope = "eu\xff" }, paths: []string{r0 + ".scope"}},
+		{name: "subject_ref dangling", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).SubjectRef = "nobody" },
 			paths: []string{r0 + ".subject_ref"}},
-		{name: "object_ref dangling", mutate: func(r *densemem.RememberRequest) { badRel(r).ObjectRef = "nothing" },
+		{name: "object_ref dangling", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).ObjectRef = "nothing" },
 			paths: []string{r0 + ".object_ref"}},
 		{name: "both object_ref and object_value", mutate: func(r *densemem.RememberRequest) {
-			badRel(r).ObjectValue = &densemem.ObjectValue{Type: densemem.ValueString, Value: "main"}
+			firstRelationship(r).ObjectValue = &densemem.ObjectValue{Type: densemem.ValueString, Value: "main"}
 		}, paths: []string{r0}},
-		{name: "neither object_ref nor object_value", mutate: func(r *densemem.RememberRequest) { badRel(r).ObjectRef = "" }, paths: []string{r0}},
-		{name: "unknown object_value type", base: badValueBase("integer", "42"),
+		{name: "neither object_ref nor object_value", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).ObjectRef = "" }, paths: []string{r0}},
+		{name: "unknown object_value type", base: literalValueRequest("integer", "42"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "bad number value", base: badValueBase(densemem.ValueNumber, "12abc"),
+		{name: "bad number value", base: literalValueRequest(densemem.ValueNumber, "12abc"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "number value not finite", base: badValueBase(densemem.ValueNumber, "NaN"),
+		{name: "number value not finite", base: literalValueRequest(densemem.ValueNumber, "NaN"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "number value overflows", base: badValueBase(densemem.ValueNumber, "1e400"),
+		{name: "number value overflows", base: literalValueRequest(densemem.ValueNumber, "1e400"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "bad date value", base: badValueBase(densemem.ValueDate, "2026-02-30"),
+		{name: "bad date value", base: literalValueRequest(densemem.ValueDate, "2026-02-30"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "date value in another layout", base: badValueBase(densemem.ValueDate, "01/06/2026"),
+		{name: "date value in another layout", base: literalValueRequest(densemem.ValueDate, "01/06/2026"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "bad date_time value", base: badValueBase(densemem.ValueDateTime, "2026-06-01 09:00"),
+		{name: "bad date_time value", base: literalValueRequest(densemem.ValueDateTime, "2026-06-01 09:00"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "bad boolean value", base: badValueBase(densemem.ValueBoolean, "yes"),
+		{name: "bad boolean value", base: literalValueRequest(densemem.ValueBoolean, "yes"),
 			paths: []string{r0 + ".object_value"}},
-		{name: "blank string value", base: badValueBase(densemem.ValueString, "ops@example.com"),
-			mutate: func(r *densemem.RememberRequest) { badRel(r).ObjectValue.Value = "  " }, paths: []string{r0 + ".object_value"}},
+		{name: "blank string value", base: literalValueRequest(densemem.ValueString, "ops@example.com"),
+			mutate: func(r *densemem.RememberRequest) { firstRelationship(r).ObjectValue.Value = "  " }, paths: []string{r0 + ".object_value"}},
 		{name: "valid_to before valid_from", mutate: func(r *densemem.RememberRequest) {
-			badRel(r).ValidFrom, badRel(r).ValidTo = day("2026-05-01"), day("2026-04-01")
+			firstRelationship(r).ValidFrom, firstRelationship(r).ValidTo = day("2026-05-01"), day("2026-04-01")
 		}, paths: []string{r0 + ".valid_to"}},
 		{name: "valid_to equal to valid_from", mutate: func(r *densemem.RememberRequest) {
-			badRel(r).ValidFrom, badRel(r).ValidTo = day("2026-05-01"), day("2026-05-01")
+			firstRelationship(r).ValidFrom, firstRelationship(r).ValidTo = day("2026-05-01"), day("2026-05-01")
 		}, paths: []string{r0 + ".valid_to"}},
 		{name: "valid_to after valid_from by less than the stored microsecond", mutate: func(r *densemem.RememberRequest) {
 			from := date("2026-05-01").Add(100 * time.Nanosecond)
 			to := from.Add(200 * time.Nanosecond)
-			badRel(r).ValidFrom, badRel(r).ValidTo = &from, &to
+			firstRelationship(r).ValidFrom, firstRelationship(r).ValidTo = &from, &to
 		}, paths: []string{r0 + ".valid_to"}},
 		{name: "valid_from past year 9999", mutate: func(r *densemem.RememberRequest) {
-			badRel(r).ValidFrom = new(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
+			firstRelationship(r).ValidFrom = new(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC))
 		}, paths: []string{r0 + ".valid_from"}},
 		{name: "valid_to before year 0001 in UTC", mutate: func(r *densemem.RememberRequest) {
-			badRel(r).ValidTo = new(time.Date(1, 1, 1, 0, 30, 0, 0, time.FixedZone("+01", 3600)))
+			firstRelationship(r).ValidTo = new(time.Date(1, 1, 1, 0, 30, 0, 0, time.FixedZone("+01", 3600)))
 		}, paths: []string{r0 + ".valid_to"}},
-		{name: "date_time value past year 9999 in UTC", base: badValueBase(densemem.ValueDateTime, "9999-12-31T23:00:00-02:00"),
+		{name: "date_time value past year 9999 in UTC", base: literalValueRequest(densemem.ValueDateTime, "9999-12-31T23:00:00-02:00"),
 			paths: []string{r0 + ".object_value"}},
 		{name: "duplicate proposal_id", mutate: func(r *densemem.RememberRequest) {
-			r.Proposal.Relationships = append(r.Proposal.Relationships, *badRel(r))
+			r.Proposal.Relationships = append(r.Proposal.Relationships, *firstRelationship(r))
 		}, paths: []string{"proposal.relationships[1].proposal_id"}},
-		{name: "missing proposal_id", mutate: func(r *densemem.RememberRequest) { badRel(r).ProposalID = "" }, paths: []string{r0 + ".proposal_id"}},
-		{name: "relationship with no citations", mutate: func(r *densemem.RememberRequest) { badRel(r).Evidence = nil },
+		{name: "missing proposal_id", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).ProposalID = "" }, paths: []string{r0 + ".proposal_id"}},
+		{name: "relationship with no citations", mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Evidence = nil },
 			paths: []string{r0 + ".evidence", ev0}},
 		{name: "too many citations", small: true, mutate: func(r *densemem.RememberRequest) {
-			badRel(r).Evidence = append(badRel(r).Evidence, densemem.Citation{Start: 0, End: 3}, densemem.Citation{Start: 4, End: 14})
+			firstRelationship(r).Evidence = append(firstRelationship(r).Evidence, densemem.Citation{Start: 0, End: 3}, densemem.Citation{Start: 4, End: 14})
 		}, paths: []string{r0 + ".evidence"}},
 		{name: "no relationships", mutate: func(r *densemem.RememberRequest) { r.Proposal.Relationships = nil },
 			paths: []string{"proposal.relationships", ev0}},
 		{name: "too many relationships", small: true, mutate: func(r *densemem.RememberRequest) {
 			for _, id := range []string{"p2", "p3"} {
-				x := *badRel(r)
+				x := *firstRelationship(r)
 				x.ProposalID = id
 				r.Proposal.Relationships = append(r.Proposal.Relationships, x)
 			}
@@ -282,9 +263,9 @@ func TestRememberRejectsBadInput(t *testing.T) {
 			r.Evidence = append(r.Evidence, densemem.EvidenceInput{Content: "An unrelated note.", SourceType: "manual"})
 		}, paths: []string{"evidence[1]"}},
 		{name: "too many evidence items", small: true, mutate: func(r *densemem.RememberRequest) {
-			badTwoItems(r)
+			addSecondEvidenceItem(r)
 			r.Evidence = append(r.Evidence, densemem.EvidenceInput{Content: "A third note.", SourceType: "manual"})
-			x := *badRel(r)
+			x := *firstRelationship(r)
 			x.ProposalID, x.Evidence = "p2", []densemem.Citation{{EvidenceIndex: 2, Start: 0, End: 7}}
 			r.Proposal.Relationships = append(r.Proposal.Relationships, x)
 		}, paths: []string{"evidence"}},
@@ -318,7 +299,7 @@ func TestRememberRejectsBadInput(t *testing.T) {
 		{name: "empty principal", as: principal(densemem.Principal{}), is: densemem.ErrForbidden},
 		// Validation comes before authorisation.
 		{name: "invalid request from a disabled profile", as: principal(disabled),
-			mutate: func(r *densemem.RememberRequest) { badRel(r).Polarity = "?" }, paths: []string{r0 + ".polarity"}},
+			mutate: func(r *densemem.RememberRequest) { firstRelationship(r).Polarity = "?" }, paths: []string{r0 + ".polarity"}},
 
 		// Every problem of a request is listed, not only the first.
 		{name: "several problems at once", mutate: func(r *densemem.RememberRequest) {
@@ -327,8 +308,8 @@ func TestRememberRejectsBadInput(t *testing.T) {
 			r.Evidence = append(r.Evidence, densemem.EvidenceInput{Content: "bad \x00", SourceType: "manual"})
 			r.Proposal.Entities[1].EntityKind = "Git Branch"
 			r.Proposal.Entities = append(r.Proposal.Entities, densemem.ProposedEntity{Ref: "s", Name: "again", EntityKind: "environment"})
-			badRel(r).Polarity = "±"
-			badRel(r).Evidence = append(badRel(r).Evidence, densemem.Citation{EvidenceIndex: 0, Start: 3, End: 2},
+			firstRelationship(r).Polarity = "±"
+			firstRelationship(r).Evidence = append(firstRelationship(r).Evidence, densemem.Citation{EvidenceIndex: 0, Start: 3, End: 2},
 				densemem.Citation{EvidenceIndex: 7, Start: 0, End: 1})
 			r.Proposal.Relationships = append(r.Proposal.Relationships, densemem.ProposedRelationship{ProposalID: "p1",
 				SubjectRef: "ghost", Predicate: "works on", ObjectRef: "s", Evidence: []densemem.Citation{{Start: -2, End: 1}}})
@@ -370,8 +351,8 @@ func TestRememberRejectsBadInput(t *testing.T) {
 			}
 			before := e.counts()
 			pl, err := client.Remember(e.ctx, as, req)
-			if after := e.counts(); !badSameCounts(before, after) {
-				t.Errorf("row counts changed: before %v, after %v", before, after)
+			if d := countsDiff(before, e.counts()); d != "" {
+				t.Errorf("row counts changed: %s", d)
 			}
 			if err == nil {
 				t.Fatalf("Remember accepted the request: %+v", pl)
@@ -403,9 +384,9 @@ func TestRememberRejectsBadInput(t *testing.T) {
 	t.Run("bases are accepted", func(t *testing.T) {
 		for _, req := range []densemem.RememberRequest{
 			deploy("production", "main").request(nextKey()),
-			badSnowman.request(nextKey()),
-			badValueBase(densemem.ValueNumber, "42")(nextKey()),
-			badValueBase(densemem.ValueDate, "2026-02-28")(nextKey()),
+			snowmanFact.request(nextKey()),
+			literalValueRequest(densemem.ValueNumber, "42")(nextKey()),
+			literalValueRequest(densemem.ValueDate, "2026-02-28")(nextKey()),
 		} {
 			if _, err := e.client.Remember(e.ctx, e.A, req); err != nil {
 				t.Errorf("base %q: %v", req.Evidence[0].Content, err)

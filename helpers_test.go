@@ -412,3 +412,55 @@ func quiet(c *densemem.Config) { c.Logger = slog.New(slog.DiscardHandler) }
 
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
+
+// ---- added for invariants_test.go, supersession_test.go (also used by views_test.go) ----
+
+// mergeRequests combines single-statement requests into one request under key: evidence items are
+// concatenated, refs and proposal IDs prefixed per request so they stay unique.
+func mergeRequests(key string, reqs ...densemem.RememberRequest) densemem.RememberRequest {
+	out := densemem.RememberRequest{IdempotencyKey: key}
+	for i, r := range reqs {
+		base := len(out.Evidence)
+		out.Evidence = append(out.Evidence, r.Evidence...)
+		prefix := fmt.Sprintf("r%d_", i)
+		for _, en := range r.Proposal.Entities {
+			en.Ref = prefix + en.Ref
+			out.Proposal.Entities = append(out.Proposal.Entities, en)
+		}
+		for _, rel := range r.Proposal.Relationships {
+			rel.ProposalID = prefix + rel.ProposalID
+			rel.SubjectRef = prefix + rel.SubjectRef
+			if rel.ObjectRef != "" {
+				rel.ObjectRef = prefix + rel.ObjectRef
+			}
+			cites := slices.Clone(rel.Evidence)
+			for j := range cites {
+				cites[j].EvidenceIndex += base
+			}
+			rel.Evidence = cites
+			out.Proposal.Relationships = append(out.Proposal.Relationships, rel)
+		}
+	}
+	return out
+}
+
+// ownerEmail is "<project> owner_email <address>" with a literal value object.
+func ownerEmail(project, address string) densemem.RememberRequest {
+	content := fmt.Sprintf("The %s project owner email is %s.", project, address)
+	return densemem.RememberRequest{
+		Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{{Ref: "s", Name: project, EntityKind: "project"}},
+			Relationships: []densemem.ProposedRelationship{{ProposalID: "p1", SubjectRef: "s", Predicate: "owner_email",
+				ObjectValue: &densemem.ObjectValue{Type: densemem.ValueString, Value: address},
+				Evidence:    []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}}},
+		},
+	}
+}
+
+// denseMemEmail is the Dense-Mem project's owner_email fact with address, under a fresh key.
+func denseMemEmail(address string) densemem.RememberRequest {
+	req := ownerEmail("Dense-Mem", address)
+	req.IdempotencyKey = nextKey()
+	return req
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -13,7 +14,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem"
@@ -23,146 +23,6 @@ import (
 
 // The acceptance invariants of the specification ("Conflicts And Corrections") and of DESIGN §16, one
 // test each. Every test owns an isolated database (newEnv) and asserts what could actually go wrong.
-
-// ---- helpers (prefixed inv so they cannot clash with other test files of the package) ----
-
-// invSnapshot returns every row of table as JSON text keyed by the row's primary key columns.
-func (e *env) invSnapshot(table string, pk ...string) map[string]string {
-	e.t.Helper()
-	return e.invSnapshotIn(e.pool, table, pk...)
-}
-
-// invSnapshotIn returns every row of table as q sees it, as JSON text keyed by its primary key columns.
-func (e *env) invSnapshotIn(q dbReader, table string, pk ...string) map[string]string {
-	e.t.Helper()
-	keyExpr := "concat_ws('|', " + strings.Join(pk, ", ") + ")"
-	rows, err := q.Query(e.ctx, fmt.Sprintf(`SELECT %s, to_jsonb(t)::text FROM %s t`, keyExpr, table))
-	if err != nil {
-		e.t.Fatalf("snapshot %s: %v", table, err)
-	}
-	defer rows.Close()
-	out := map[string]string{}
-	for rows.Next() {
-		var k, v string
-		if err := rows.Scan(&k, &v); err != nil {
-			e.t.Fatal(err)
-		}
-		out[k] = v
-	}
-	if err := rows.Err(); err != nil {
-		e.t.Fatal(err)
-	}
-	return out
-}
-
-// invLedgers are the append-only tables with their primary keys (team_id omitted: IDs are unique).
-type invLedger struct {
-	table string
-	pk    []string
-}
-
-var invLedgers = []invLedger{
-	{"entities", []string{"entity_id"}},
-	{"entity_names", []string{"entity_id", "normalized_name"}},
-	{"literal_values", []string{"value_id"}},
-	{"evidence_fragments", []string{"fragment_id"}},
-	{"fragment_contents", []string{"fragment_id"}},
-	{"observations", []string{"observation_id"}},
-	{"verification_events", []string{"verification_id"}},
-	{"entity_resolution_events", []string{"resolution_id"}},
-	{"support_links", []string{"support_id"}},
-	{"relationship_transitions", []string{"transition_id"}},
-	{"idempotency_records", []string{"profile_id", "idempotency_key"}},
-}
-
-// invLedgerSnapshot snapshots every append-only ledger.
-func (e *env) invLedgerSnapshot() map[string]map[string]string {
-	e.t.Helper()
-	return e.invLedgersSnapshot(invLedgers)
-}
-
-// invLedgersSnapshot snapshots the given ledgers, all in one snapshot.
-func (e *env) invLedgersSnapshot(ledgers []invLedger) map[string]map[string]string {
-	e.t.Helper()
-	out := map[string]map[string]string{}
-	readSnapshot(e.t, e.pool, func(q pgx.Tx) {
-		for _, l := range ledgers {
-			out[l.table] = e.invSnapshotIn(q, l.table, l.pk...)
-		}
-	})
-	return out
-}
-
-// invRowsKept reports every row of before that is missing or different in after.
-func invRowsKept(before, after map[string]map[string]string) []string {
-	var bad []string
-	for table, rows := range before {
-		for k, v := range rows {
-			switch got, ok := after[table][k]; {
-			case !ok:
-				bad = append(bad, fmt.Sprintf("%s %s: row disappeared", table, k))
-			case got != v:
-				bad = append(bad, fmt.Sprintf("%s %s changed:\n  -%s\n  +%s", table, k, v, got))
-			}
-		}
-	}
-	slices.Sort(bad)
-	return bad
-}
-
-// invCountsDiff lists the tables whose counts differ.
-func invCountsDiff(before, after map[string]int) string {
-	var out []string
-	for _, t := range dataTables {
-		if before[t] != after[t] {
-			out = append(out, fmt.Sprintf("%s %d -> %d", t, before[t], after[t]))
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-// invMerge combines single-statement requests into one request under key: evidence items are
-// concatenated, refs and proposal IDs prefixed per request so they stay unique.
-func invMerge(key string, reqs ...densemem.RememberRequest) densemem.RememberRequest {
-	out := densemem.RememberRequest{IdempotencyKey: key}
-	for i, r := range reqs {
-		base := len(out.Evidence)
-		out.Evidence = append(out.Evidence, r.Evidence...)
-		prefix := fmt.Sprintf("r%d_", i)
-		for _, en := range r.Proposal.Entities {
-			en.Ref = prefix + en.Ref
-			out.Proposal.Entities = append(out.Proposal.Entities, en)
-		}
-		for _, rel := range r.Proposal.Relationships {
-			rel.ProposalID = prefix + rel.ProposalID
-			rel.SubjectRef = prefix + rel.SubjectRef
-			if rel.ObjectRef != "" {
-				rel.ObjectRef = prefix + rel.ObjectRef
-			}
-			cites := slices.Clone(rel.Evidence)
-			for j := range cites {
-				cites[j].EvidenceIndex += base
-			}
-			rel.Evidence = cites
-			out.Proposal.Relationships = append(out.Proposal.Relationships, rel)
-		}
-	}
-	return out
-}
-
-// invEmail is "<project> owner_email <address>" with a literal value object.
-func invEmail(project, address string) densemem.RememberRequest {
-	content := fmt.Sprintf("The %s project owner email is %s.", project, address)
-	return densemem.RememberRequest{
-		Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
-		Proposal: densemem.Proposal{
-			Entities: []densemem.ProposedEntity{{Ref: "s", Name: project, EntityKind: "project"}},
-			Relationships: []densemem.ProposedRelationship{{ProposalID: "p1", SubjectRef: "s", Predicate: "owner_email",
-				ObjectValue: &densemem.ObjectValue{Type: densemem.ValueString, Value: address},
-				Evidence:    []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}}},
-		},
-	}
-}
 
 // ---- Invariant 1 ----
 
@@ -205,14 +65,13 @@ func TestInvariant1_ConflictPreservesOldAndNewEvidence(t *testing.T) {
 			t.Fatalf("placement %d: %d fragments", i, len(pl.Fragments))
 		}
 		fid := pl.Fragments[0].FragmentID
-		var stored string
+		var stored []string
 		var length int
-		err := e.pool.QueryRow(e.ctx, `SELECT c.content, f.content_length FROM fragment_contents c
-			JOIN evidence_fragments f USING (team_id, fragment_id) WHERE fragment_id = $1`, fid).Scan(&stored, &length)
-		if err != nil {
-			t.Fatalf("fragment %s: %v", fid, err)
-		}
-		if stored != contents[i] || length != len(contents[i]) {
+		e.snapshot(func(l ledgerView) {
+			stored = l.Strings(`SELECT content FROM fragment_contents WHERE fragment_id = $1`, fid)
+			length = l.Int(`SELECT content_length FROM evidence_fragments WHERE fragment_id = $1`, fid)
+		})
+		if len(stored) != 1 || stored[0] != contents[i] || length != len(contents[i]) {
 			t.Errorf("fragment %d stored %q (%d bytes), want %q (%d bytes)", i, stored, length, contents[i], len(contents[i]))
 		}
 
@@ -273,16 +132,11 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 		if d := diff([]string{"deployed", "deploys_from", "owner_email", "works_on"}, keys); d != "" {
 			t.Errorf("predicate options (-want +got):\n%s", d)
 		}
-		var phrase string
-		var key *string
-		var version *int
-		err := e.pool.QueryRow(e.ctx, `SELECT predicate_phrase, predicate_key, predicate_version FROM observations
-			WHERE observation_id = $1`, out.ObservationID).Scan(&phrase, &key, &version)
-		if err != nil {
-			t.Fatalf("observation %s: %v", out.ObservationID, err)
-		}
-		if phrase != "is hosted on" || key != nil || version != nil {
-			t.Errorf("observation phrase %q key %v version %v; want the phrase kept and a NULL predicate", phrase, key, version)
+		// The observation is not a relationship's, so no trace shows it: "phrase|key|version".
+		obs := e.ledger().Strings(`SELECT concat_ws('|', predicate_phrase, COALESCE(predicate_key, '<null>'),
+			COALESCE(predicate_version::text, '<null>')) FROM observations WHERE observation_id = $1`, out.ObservationID)
+		if d := diff([]string{"is hosted on|<null>|<null>"}, obs); d != "" {
+			t.Errorf("observation phrase|key|version (-want +got); want the phrase kept and a NULL predicate:\n%s", d)
 		}
 		for table, want := range map[string]int{"relationships": 0, "semantic_edges": 0, "support_links": 0,
 			"verification_events": 0, "relationship_transitions": 0, "observations": 1, "review_items": 1} {
@@ -369,16 +223,13 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 		if d := diff(want, got); d != "" {
 			t.Errorf("entity outcome candidates (-want +got):\n%s", d)
 		}
-		var cands []string
-		err := e.pool.QueryRow(e.ctx, `SELECT candidate_ids FROM entity_resolution_events
+		// The ambiguous event's candidates, sorted and comma-joined, one entry per event.
+		cands := e.ledger().Strings(`SELECT (SELECT string_agg(c, ',' ORDER BY c) FROM unnest(candidate_ids) c)
+			FROM entity_resolution_events
 			WHERE observation_id = $1 AND mention_ref = 'o' AND decision = 'ambiguous' AND entity_id IS NULL`,
-			out.ObservationID).Scan(&cands)
-		if err != nil {
-			t.Fatalf("ambiguous resolution event: %v", err)
-		}
-		slices.Sort(cands)
-		if d := diff([]string{string(want[0]), string(want[1])}, cands); d != "" {
-			t.Errorf("resolution candidates (-want +got):\n%s", d)
+			out.ObservationID)
+		if d := diff([]string{string(want[0]) + "," + string(want[1])}, cands); d != "" {
+			t.Errorf("ambiguous resolution events' candidates (-want +got):\n%s", d)
 		}
 
 		after := e.counts()
@@ -388,7 +239,7 @@ func TestInvariant2_UnresolvedIdentityOrPredicateCreatesNoActiveEdge(t *testing.
 			}
 		}
 		if after["observations"] != before["observations"]+1 || after["review_items"] != before["review_items"]+1 {
-			t.Errorf("want one more observation and review item: %s", invCountsDiff(before, after))
+			t.Errorf("want one more observation and review item: %s", countsDiff(before, after))
 		}
 		if n := e.count("semantic_edges"); n != edgesBefore {
 			t.Errorf("semantic_edges %d -> %d", edgesBefore, n)
@@ -412,43 +263,41 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 		fromVersion, toVersion   int
 		createdAt                time.Time
 	}
+	// transitionsOf reads a relationship's transitions through Trace, in version order.
 	transitionsOf := func(id densemem.RelationshipID) []trn {
 		t.Helper()
-		rows, err := e.pool.Query(e.ctx, `SELECT COALESCE(from_status, ''), to_status, actor_kind, COALESCE(actor_profile_id, ''),
-			ingest_id, idempotency_key, COALESCE(related_relationship_id, ''), COALESCE(from_version, 0), to_version, created_at
-			FROM relationship_transitions WHERE relationship_id = $1 ORDER BY to_version`, id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer rows.Close()
 		var out []trn
-		for rows.Next() {
-			var x trn
-			if err := rows.Scan(&x.from, &x.to, &x.actorKind, &x.actor, &x.ingest, &x.key, &x.related, &x.fromVersion,
-				&x.toVersion, &x.createdAt); err != nil {
-				t.Fatal(err)
-			}
-			x.createdAt = x.createdAt.UTC()
-			out = append(out, x)
+		for _, x := range e.trace(e.A, id).Transitions {
+			out = append(out, trn{from: string(x.FromStatus), to: string(x.ToStatus), actorKind: x.ActorKind,
+				actor: string(x.ActorProfileID), ingest: x.IngestID, key: x.IdempotencyKey, related: string(x.RelatedRelationshipID),
+				fromVersion: x.FromVersion, toVersion: x.ToVersion, createdAt: x.CreatedAt.UTC()})
 		}
 		return out
 	}
+	// checkIdempotency reads A's idempotency record of key on the ledger: no call shows it.
 	checkIdempotency := func(key, op, ingest string, at time.Time) {
 		t.Helper()
-		var gotOp, gotIngest, hash string
-		var created time.Time
-		var result []byte
-		err := e.pool.QueryRow(e.ctx, `SELECT operation, ingest_id, request_hash, result, created_at FROM idempotency_records
-			WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`, e.team, e.A.ProfileID, key).
-			Scan(&gotOp, &gotIngest, &hash, &result, &created)
-		if err != nil {
+		rows := e.ledger().Strings(`SELECT to_jsonb(r)::text FROM idempotency_records r
+			WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`, e.team, e.A.ProfileID, key)
+		if len(rows) != 1 {
+			t.Fatalf("idempotency records of %s: %v, want one", key, rows)
+		}
+		var rec struct {
+			Operation   string          `json:"operation"`
+			IngestID    string          `json:"ingest_id"`
+			RequestHash string          `json:"request_hash"`
+			Result      json.RawMessage `json:"result"`
+			CreatedAt   time.Time       `json:"created_at"`
+		}
+		if err := json.Unmarshal([]byte(rows[0]), &rec); err != nil {
 			t.Fatalf("idempotency record %s: %v", key, err)
 		}
-		if gotOp != op || gotIngest != ingest || len(hash) != 64 || !created.Equal(at) {
-			t.Errorf("idempotency %s: op %s ingest %s hash %q at %v; want %s %s <sha256> %v", key, gotOp, gotIngest, hash, created, op, ingest, at)
+		if rec.Operation != op || rec.IngestID != ingest || len(rec.RequestHash) != 64 || !rec.CreatedAt.Equal(at) {
+			t.Errorf("idempotency %s: op %s ingest %s hash %q at %v; want %s %s <sha256> %v", key, rec.Operation, rec.IngestID,
+				rec.RequestHash, rec.CreatedAt, op, ingest, at)
 		}
-		if !json.Valid(result) || len(result) < 3 {
-			t.Errorf("idempotency %s stores no result: %s", key, result)
+		if !json.Valid(rec.Result) || len(rec.Result) < 3 {
+			t.Errorf("idempotency %s stores no result: %s", key, rec.Result)
 		}
 	}
 	checkProvenance := func(pl *densemem.Placement, at time.Time) {
@@ -467,10 +316,14 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 			t.Errorf("ingest %s has %d observations, want %d", pl.IngestID, n, len(pl.RelationshipOutcomes))
 		}
 		for _, o := range pl.RelationshipOutcomes {
-			var created time.Time
-			err := e.pool.QueryRow(e.ctx, `SELECT v.created_at FROM verification_events v WHERE v.observation_id = $1`, o.ObservationID).Scan(&created)
-			if err != nil || !created.Equal(at) {
-				t.Errorf("verification of %s: %v at %v, want one at %v", o.ObservationID, err, created, at)
+			var created []time.Time
+			for _, v := range e.trace(e.A, o.RelationshipID).Verifications {
+				if v.ObservationID == o.ObservationID {
+					created = append(created, v.CreatedAt)
+				}
+			}
+			if len(created) != 1 || !created[0].Equal(at) {
+				t.Errorf("verifications of %s at %v, want one at %v", o.ObservationID, created, at)
 			}
 		}
 	}
@@ -499,14 +352,12 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 		toVersion: 1, createdAt: t2}}, transitionsOf(next.RelationshipID)); d != "" {
 		t.Errorf("new relationship transitions (-want +got):\n%s", d)
 	}
-	var owner, ingest string
-	var created, updated time.Time
-	if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id, ingest_id, created_at, updated_at FROM relationships
-		WHERE relationship_id = $1`, prior).Scan(&owner, &ingest, &created, &updated); err != nil {
-		t.Fatal(err)
-	}
-	if owner != actor || ingest != p1.IngestID || !created.Equal(t1) || !updated.Equal(t2) {
-		t.Errorf("prior row: owner %s ingest %s created %v updated %v; want %s %s %v %v", owner, ingest, created, updated, actor, p1.IngestID, t1, t2)
+	r := e.trace(e.A, prior).Relationship
+	// The row's own ingest_id is not in the trace (its creation transition's is, checked above).
+	ingest := e.ledger().Strings(`SELECT ingest_id FROM relationships WHERE relationship_id = $1`, prior)
+	if string(r.OwnerProfileID) != actor || !slices.Equal(ingest, []string{p1.IngestID}) || !r.CreatedAt.Equal(t1) || !r.UpdatedAt.Equal(t2) {
+		t.Errorf("prior: owner %s ingest %v created %v updated %v; want %s %s %v %v", r.OwnerProfileID, ingest, r.CreatedAt,
+			r.UpdatedAt, actor, p1.IngestID, t1, t2)
 	}
 	checkProvenance(p1, t1)
 	checkProvenance(p2, t2)
@@ -521,21 +372,22 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 	if held.Category != densemem.CategoryNeedsReview || held.Review == nil {
 		t.Fatalf("held: %+v", held)
 	}
-	var kind, status, profile, itemIngest, itemID, obs string
-	var relID *string
-	var related []string
-	var itemCreated time.Time
-	err := e.pool.QueryRow(e.ctx, `SELECT kind, status, profile_id, ingest_id, placement_item_id, observation_id, relationship_id,
-		related_ids, created_at FROM review_items WHERE review_id = $1`, held.Review.ReviewID).
-		Scan(&kind, &status, &profile, &itemIngest, &itemID, &obs, &relID, &related, &itemCreated)
-	if err != nil {
-		t.Fatalf("review item %s: %v", held.Review.ReviewID, err)
+	var item *densemem.TraceReviewItem
+	for _, it := range e.trace(e.A, held.RelationshipID).ReviewItems {
+		if it.ReviewID == held.Review.ReviewID {
+			item = &it
+		}
 	}
-	if kind != "relationship_conflict" || status != "open" || profile != actor || itemIngest != p3.IngestID ||
-		itemID != held.PlacementItemID || obs != held.ObservationID || relID == nil || *relID != string(held.RelationshipID) ||
-		!slices.Equal(related, []string{string(next.RelationshipID)}) || !itemCreated.Equal(t3) {
+	if item == nil {
+		t.Fatalf("the held relationship's trace does not list its review item %s", held.Review.ReviewID)
+	}
+	if item.Kind != "relationship_conflict" || item.Status != "open" || string(item.ProfileID) != actor || item.IngestID != p3.IngestID ||
+		item.PlacementItemID != held.PlacementItemID || item.ObservationID != held.ObservationID ||
+		item.RelationshipID != held.RelationshipID ||
+		!slices.Equal(item.RelatedRelationshipID, []densemem.RelationshipID{next.RelationshipID}) || !item.CreatedAt.Equal(t3) {
 		t.Errorf("review item: kind %s status %s profile %s ingest %s item %s obs %s rel %v related %v at %v",
-			kind, status, profile, itemIngest, itemID, obs, relID, related, itemCreated)
+			item.Kind, item.Status, item.ProfileID, item.IngestID, item.PlacementItemID, item.ObservationID, item.RelationshipID,
+			item.RelatedRelationshipID, item.CreatedAt)
 	}
 	checkProvenance(p3, t3)
 	checkIdempotency(key3, "remember", p3.IngestID, t3)
@@ -552,24 +404,22 @@ func TestInvariant3_EveryDecisionRecordsActorProvenanceTimeTargetsAndIdempotency
 	if len(trs) != 2 {
 		t.Fatalf("after forget: %d transitions, want 2", len(trs))
 	}
-	var forgetIngest string
-	if err := e.pool.QueryRow(e.ctx, `SELECT ingest_id FROM idempotency_records WHERE profile_id = $1 AND idempotency_key = $2`,
-		e.A.ProfileID, key4).Scan(&forgetIngest); err != nil {
-		t.Fatal(err)
+	// Forget returns no ingest: the one its idempotency record names is the call's.
+	forgetIngest := e.ledger().Strings(`SELECT ingest_id FROM idempotency_records WHERE profile_id = $1 AND idempotency_key = $2`,
+		e.A.ProfileID, key4)
+	if len(forgetIngest) != 1 {
+		t.Fatalf("idempotency records of the forget: %v, want one", forgetIngest)
 	}
-	if d := diff(trn{from: "active", to: "retracted", actorKind: "profile", actor: actor, ingest: forgetIngest, key: key4,
+	if d := diff(trn{from: "active", to: "retracted", actorKind: "profile", actor: actor, ingest: forgetIngest[0], key: key4,
 		fromVersion: 1, toVersion: 2, createdAt: t4}, trs[1]); d != "" {
 		t.Errorf("forget transition (-want +got):\n%s", d)
 	}
-	var trnID, reason string
-	if err := e.pool.QueryRow(e.ctx, `SELECT transition_id, reason FROM relationship_transitions WHERE relationship_id = $1 AND to_version = 2`,
-		next.RelationshipID).Scan(&trnID, &reason); err != nil {
-		t.Fatal(err)
+	retraction := e.trace(e.A, next.RelationshipID).Transitions[1]
+	if retraction.TransitionID != res.TransitionID || !strings.Contains(retraction.Reason, "moved to trunk") {
+		t.Errorf("forget transition %s reason %q; result names %s and the reason must be kept", retraction.TransitionID,
+			retraction.Reason, res.TransitionID)
 	}
-	if trnID != res.TransitionID || !strings.Contains(reason, "moved to trunk") {
-		t.Errorf("forget transition %s reason %q; result names %s and the reason must be kept", trnID, reason, res.TransitionID)
-	}
-	checkIdempotency(key4, "forget", forgetIngest, t4)
+	checkIdempotency(key4, "forget", forgetIngest[0], t4)
 }
 
 // ---- Invariant 4 ----
@@ -583,8 +433,9 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 	e.step()
 	e.remember(e.B, deploy("production", "main")) // another owner's evidence on the same key
 
-	evidenceTables := invLedgers[3:9] // fragments, contents, observations, verifications, resolutions, supports
-	before := e.invLedgersSnapshot(evidenceTables)
+	evidenceTables := appendOnlyTables[3:9] // fragments, contents, observations, verifications, resolutions, supports
+	var before map[string]map[string]string
+	e.snapshot(func(l ledgerView) { before = l.AppendOnly(evidenceTables) })
 	for table, rows := range before {
 		if len(rows) == 0 {
 			t.Fatalf("%s is empty before the correction; the test would prove nothing", table)
@@ -595,7 +446,8 @@ func TestInvariant4_CorrectionNeverMutatesVerbatimEvidence(t *testing.T) {
 	if out.Category != densemem.CategorySupersededPrior {
 		t.Fatalf("correction: category %s, want superseded_prior", out.Category)
 	}
-	after := e.invLedgersSnapshot(evidenceTables)
+	var after map[string]map[string]string
+	e.snapshot(func(l ledgerView) { after = l.AppendOnly(evidenceTables) })
 	for table, rows := range before {
 		// The rows that existed before, as they are now: every one must still be there, unchanged.
 		kept := map[string]string{}
@@ -631,10 +483,9 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 		if n := e.ledger().Int(`SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = 'semantic_edges'`); n != 0 {
 			t.Errorf("semantic_edges is also a table")
 		}
-		var typ string
-		if err := e.pool.QueryRow(e.ctx, `SELECT table_type FROM information_schema.tables
-			WHERE table_schema = current_schema() AND table_name = 'semantic_edges'`).Scan(&typ); err != nil || typ != "VIEW" {
-			t.Errorf("information_schema table_type = %q (%v), want VIEW", typ, err)
+		if typ := e.ledger().Strings(`SELECT table_type::text FROM information_schema.tables
+			WHERE table_schema = current_schema() AND table_name = 'semantic_edges'`); !slices.Equal(typ, []string{"VIEW"}) {
+			t.Errorf("information_schema table_type = %q, want VIEW", typ)
 		}
 		if n := e.ledger().Int(`SELECT count(*) FROM information_schema.view_table_usage
 			WHERE view_schema = current_schema() AND view_name = 'semantic_edges' AND table_name = 'relationships'`); n != 1 {
@@ -713,15 +564,25 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 	})
 
 	t.Run("forget writes only the relationship and its ledger", func(t *testing.T) {
-		before := e.counts()
-		relsBefore := e.invSnapshot("relationships", "relationship_id")
-		ledgers := e.invLedgerSnapshot()
+		var before map[string]int
+		var relsBefore map[string]string
+		var ledgers map[string]map[string]string
+		e.snapshot(func(l ledgerView) {
+			before, relsBefore = l.Counts(dataTables), l.Table("relationships", "relationship_id")
+			ledgers = l.AppendOnly(appendOnlyTables)
+		})
 		e.step()
 		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, IdempotencyKey: nextKey()}); err != nil {
 			t.Fatal(err)
 		}
-		after := e.counts()
-		want := invCopyCounts(before)
+		var after map[string]int
+		var relsAfter map[string]string
+		var ledgersAfter map[string]map[string]string
+		e.snapshot(func(l ledgerView) {
+			after, relsAfter = l.Counts(dataTables), l.Table("relationships", "relationship_id")
+			ledgersAfter = l.AppendOnly(appendOnlyTables)
+		})
+		want := maps.Clone(before)
 		want["relationship_transitions"]++
 		want["idempotency_records"]++
 		for _, table := range dataTables {
@@ -732,10 +593,9 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 				t.Errorf("%s: %d -> %d, want %d", table, before[table], after[table], want[table])
 			}
 		}
-		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+		if bad := rowsKept(ledgers, ledgersAfter); len(bad) > 0 {
 			t.Errorf("forget changed ledger rows:\n%s", strings.Join(bad, "\n"))
 		}
-		relsAfter := e.invSnapshot("relationships", "relationship_id")
 		for k, v := range relsBefore {
 			if k != string(id) && relsAfter[k] != v {
 				t.Errorf("forget changed another relationship %s", k)
@@ -753,14 +613,6 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 	})
 }
 
-func invCopyCounts(m map[string]int) map[string]int {
-	out := make(map[string]int, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // ---- Invariant 7 ----
 
 func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
@@ -771,32 +623,31 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 		e := newEnv(t)
 		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
 		at := e.step()
-		next := e.remember(e.A, deploy("production", "release").since(date("2026-05-01")))
+		pl := e.rememberReq(e.A, deploy("production", "release").since(date("2026-05-01")).request(nextKey()))
+		next := only(t, pl)
 		if next.Category != densemem.CategorySupersededPrior {
 			t.Fatalf("category %s", next.Category)
 		}
-		status, tier, validTo, version := e.relationshipState(prior)
-		var tStatus, tTier, tIngest, related string
-		var tValidTo *time.Time
-		var tCreated, updated time.Time
-		var rIngest string
-		err := e.pool.QueryRow(e.ctx, `SELECT t.to_status, t.to_tier, t.to_valid_to, t.ingest_id, t.related_relationship_id,
-			t.created_at, r.updated_at, n.ingest_id
-			FROM relationship_transitions t
-			JOIN relationships r ON r.relationship_id = t.relationship_id
-			JOIN relationships n ON n.relationship_id = $2
-			WHERE t.relationship_id = $1 AND t.to_version = $3`, prior, next.RelationshipID, version).
-			Scan(&tStatus, &tTier, &tValidTo, &tIngest, &related, &tCreated, &updated, &rIngest)
-		if err != nil {
-			t.Fatalf("no transition to the prior's current version %d: %v", version, err)
+		// One trace reads the prior's state and its transitions in one transaction.
+		tr := e.trace(e.A, prior)
+		r := tr.Relationship
+		var x *densemem.TraceTransition
+		for i := range tr.Transitions {
+			if tr.Transitions[i].ToVersion == r.Version {
+				x = &tr.Transitions[i]
+			}
 		}
-		if version != 2 || status != "superseded" || tStatus != status || tTier != tier || validTo == nil || tValidTo == nil ||
-			!tValidTo.Equal(*validTo) || !validTo.Equal(date("2026-05-01")) {
-			t.Errorf("prior %s/%s valid_to %v v%d; transition %s/%s valid_to %v", status, tier, validTo, version, tStatus, tTier, tValidTo)
+		if x == nil {
+			t.Fatalf("no transition to the prior's current version %d: %+v", r.Version, tr.Transitions)
 		}
-		if tIngest != rIngest || related != string(next.RelationshipID) || !tCreated.Equal(at) || !updated.Equal(at) {
-			t.Errorf("transition ingest %s (new relationship's %s), related %s, at %v, prior updated %v; want one call at %v",
-				tIngest, rIngest, related, tCreated, updated, at)
+		if r.Version != 2 || r.Status != "superseded" || x.ToStatus != r.Status || x.ToTier != r.Tier || r.ValidTo == nil ||
+			x.ToValidTo == nil || !x.ToValidTo.Equal(*r.ValidTo) || !r.ValidTo.Equal(date("2026-05-01")) {
+			t.Errorf("prior %s/%s valid_to %v v%d; transition %s/%s valid_to %v", r.Status, r.Tier, r.ValidTo, r.Version, x.ToStatus,
+				x.ToTier, x.ToValidTo)
+		}
+		if x.IngestID != pl.IngestID || x.RelatedRelationshipID != next.RelationshipID || !x.CreatedAt.Equal(at) || !r.UpdatedAt.Equal(at) {
+			t.Errorf("transition ingest %s (the new relationship's call: %s), related %s, at %v, prior updated %v; want one call at %v",
+				x.IngestID, pl.IngestID, x.RelatedRelationshipID, x.CreatedAt, r.UpdatedAt, at)
 		}
 		// Every version of every relationship has exactly one transition that produced it.
 		if n := e.ledger().Int(`SELECT count(*) FROM relationships r WHERE NOT EXISTS (SELECT 1 FROM relationship_transitions t
@@ -826,7 +677,7 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 			if tr := e.transitions(prior); len(tr) != 1 {
 				t.Errorf("prior transitions after failure: %v, want exactly one", tr)
 			}
-			if d := invCountsDiff(before, e.counts()); d != "" {
+			if d := countsDiff(before, e.counts()); d != "" {
 				t.Errorf("failed call wrote: %s", d)
 			}
 			// The same request then succeeds: the failure left no idempotency record either.
@@ -846,7 +697,7 @@ func TestInvariant7_PriorChangesOnlyWithItsTransition(t *testing.T) {
 func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	pl := e.rememberReq(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+	pl := e.rememberReq(e.A, mergeRequests(nextKey(), deploy("production", "main").request(""), ownerEmail("Dense-Mem", "ops@example.com")))
 	if len(pl.RelationshipOutcomes) != 2 {
 		t.Fatalf("outcomes: %+v", pl.RelationshipOutcomes)
 	}
@@ -864,8 +715,9 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	traceBefore := e.trace(e.A, edge)
 
 	for _, id := range []densemem.RelationshipID{edge, value} {
-		before := e.counts()
-		ledgers := e.invLedgerSnapshot()
+		var before map[string]int
+		var ledgers map[string]map[string]string
+		e.snapshot(func(l ledgerView) { before, ledgers = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
 		if e.ledger().Edges(id) != 1 {
 			t.Fatalf("%s is not an edge before forget", id)
 		}
@@ -878,7 +730,9 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 		if res.Status != "retracted" || res.Version != version+1 || res.TransitionID == "" || res.AlreadyRetracted {
 			t.Errorf("forget result %+v, want retracted at version %d", res, version+1)
 		}
-		after := e.counts()
+		var after map[string]int
+		var ledgersAfter map[string]map[string]string
+		e.snapshot(func(l ledgerView) { after, ledgersAfter = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
 		for _, table := range []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
 			"observations", "verification_events", "support_links", "entity_resolution_events", "relationships"} {
 			if after[table] != before[table] {
@@ -888,7 +742,7 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 		if after["relationship_transitions"] != before["relationship_transitions"]+1 {
 			t.Errorf("forget %s: transitions %d -> %d, want +1", id, before["relationship_transitions"], after["relationship_transitions"])
 		}
-		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+		if bad := rowsKept(ledgers, ledgersAfter); len(bad) > 0 {
 			t.Errorf("forget %s changed history:\n%s", id, strings.Join(bad, "\n"))
 		}
 		if e.ledger().Edges(id) != 0 {
@@ -935,6 +789,185 @@ func TestInvariant8_ForgetRemovesEdgeButKeepsNodesAndHistory(t *testing.T) {
 	}
 }
 
+// ---- Invariant 9 ----
+
+// TestInvariant9_TraceReconstructsLineage: Trace alone (with transitions), read by a profile that
+// authored none of it, tells each relationship's lineage: a same-owner supersession on both sides, a
+// retraction, and a cross-profile correction with its cross-reference, its team case with the case's
+// events in version order, and the reviewer's supersession of the losing side.
+func TestInvariant9_TraceReconstructsLineage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apr1, may1 := date("2026-04-01"), date("2026-05-01")
+	a, b, c := e.A.ProfileID, e.B.ProfileID, e.C.ProfileID
+	transitionsOf := func(id densemem.RelationshipID) []densemem.TraceTransition { return e.trace(e.admin, id).Transitions }
+	created := func(by densemem.ProfileID, ingest, key string, at time.Time) densemem.TraceTransition {
+		return densemem.TraceTransition{ToStatus: "active", ToTier: "validated_claim", ToVersion: 1, Reason: "accepted",
+			ActorKind: "profile", ActorProfileID: by, IngestID: ingest, IdempotencyKey: key, CreatedAt: at}
+	}
+	// ended is an accepted relationship's transition from active v1 to status v2.
+	ended := func(status densemem.Status, validTo *time.Time, reason, actorKind string, by densemem.ProfileID,
+		at time.Time) densemem.TraceTransition {
+		return densemem.TraceTransition{FromStatus: "active", ToStatus: status, FromTier: "validated_claim", ToTier: "validated_claim",
+			ToValidTo: validTo, FromVersion: 1, ToVersion: 2, Reason: reason, ActorKind: actorKind, ActorProfileID: by, CreatedAt: at}
+	}
+	// ownIngest takes the ingest of a transition no call returns, after checking it is not the creation's.
+	ownIngest := func(t *testing.T, got []densemem.TraceTransition, want *densemem.TraceTransition) {
+		t.Helper()
+		if len(got) != 2 || got[1].IngestID == "" || got[1].IngestID == got[0].IngestID {
+			t.Fatalf("transitions %+v: want a second one under an ingest of its own", got)
+		}
+		want.IngestID = got[1].IngestID
+	}
+	noTransitionIDs := cmpopts.IgnoreFields(densemem.TraceTransition{}, "TransitionID")
+	must := func(name string, f func(t *testing.T)) {
+		if !t.Run(name, f) {
+			t.FailNow()
+		}
+	}
+
+	var successor densemem.RelationshipOutcome
+	var successorCreated densemem.TraceTransition
+	must("same-owner supersession", func(t *testing.T) {
+		k1, at1 := nextKey(), e.step()
+		p1 := e.rememberReq(e.A, deploy("staging", "main").since(apr1).request(k1))
+		k2, at2 := nextKey(), e.step()
+		p2 := e.rememberReq(e.A, deploy("staging", "release").since(may1).request(k2))
+		prior, next := only(t, p1), only(t, p2)
+		if next.Category != densemem.CategorySupersededPrior || !slices.Equal(next.Related, []densemem.RelationshipID{prior.RelationshipID}) {
+			t.Fatalf("A's later dated fact: %s related %v, want superseded_prior of %s", next.Category, next.Related, prior.RelationshipID)
+		}
+		superseded := ended("superseded", &may1, "superseded", "profile", a, at2)
+		superseded.RelatedRelationshipID, superseded.IngestID, superseded.IdempotencyKey = next.RelationshipID, p2.IngestID, k2
+		want := []densemem.TraceTransition{created(a, p1.IngestID, k1, at1), superseded}
+		if d := diff(want, transitionsOf(prior.RelationshipID), noTransitionIDs); d != "" {
+			t.Errorf("the prior's transitions (-want +got):\n%s", d)
+		}
+		successor, successorCreated = next, created(a, p2.IngestID, k2, at2)
+		if d := diff([]densemem.TraceTransition{successorCreated}, transitionsOf(next.RelationshipID), noTransitionIDs); d != "" {
+			t.Errorf("the successor's transitions (-want +got):\n%s", d)
+		}
+	})
+
+	must("retraction by forget", func(t *testing.T) {
+		k3, at3 := nextKey(), e.step()
+		res, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: successor.RelationshipID,
+			Reason: "staging moved to trunk", IdempotencyKey: k3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		retracted := ended("retracted", nil, "forget: staging moved to trunk", "profile", a, at3)
+		retracted.TransitionID, retracted.IdempotencyKey = res.TransitionID, k3
+		got := transitionsOf(successor.RelationshipID)
+		ownIngest(t, got, &retracted) // Forget returns no ingest
+		successorCreated.TransitionID = got[0].TransitionID
+		if d := diff([]densemem.TraceTransition{successorCreated, retracted}, got); d != "" {
+			t.Errorf("the successor's transitions (-want +got):\n%s", d)
+		}
+	})
+
+	must("cross-profile correction, team case and nightly resolution", func(t *testing.T) {
+		kA, atA := nextKey(), e.step()
+		pA := e.rememberReq(e.A, deploy("production", "main").request(kA))
+		a1 := only(t, pA)
+		e.clock.Advance(24 * time.Hour)
+		atB := e.step()
+		reqB := correcting(deploy("production", "release").since(may1), a1.RelationshipID)
+		pB := e.rememberReq(e.B, reqB)
+		b1 := only(t, pB)
+		if b1.Conflict == nil || len(b1.CrossReferences) != 1 || b1.CrossReferences[0].Kind != "corrects" {
+			t.Fatalf("B's correction: conflict %+v, cross-references %+v; want a case and one corrects", b1.Conflict, b1.CrossReferences)
+		}
+		caseID := b1.Conflict.ConflictID
+		atC := e.step()
+		c1 := e.remember(e.C, withContent(deploy("production", "release").since(may1),
+			"Ops confirmed: since 2026-05-01 the production environment deploys from the release branch."))
+		if c1.Conflict == nil || c1.Conflict.ConflictID != caseID {
+			t.Fatalf("C's statement did not join case %s: %+v", caseID, c1.Conflict)
+		}
+		pol, err := e.client.TeamPolicy(e.ctx, e.admin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		due := atB.Add(pol.ReviewTTL)
+		e.clock.Advance(due.Sub(e.clock.Now()) + time.Minute)
+		at := e.clock.Now()
+		rep, err := e.client.RunNightlyReview(e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}})
+		if err != nil || rep.Resolved != 1 {
+			t.Fatalf("nightly review past the due time: %+v, %v; want one resolution", rep, err)
+		}
+
+		// Every member's trace shows the case with its events in version order and the preferred side.
+		wantCase := densemem.TraceConflict{ConflictID: caseID, Kind: "cross_profile_current_state", Status: "resolved", Version: 3,
+			OpenedAt: atB, ReviewDueAt: due, ResolvedAt: &at, EffectiveAt: &may1, EffectiveTimeBasis: "evidence_time",
+			Events: []densemem.TraceConflictEvent{
+				{CaseVersion: 1, ResultingStatus: "open", ActorKind: "profile", ActorProfileID: b, Reason: "opened",
+					PolicyVersion: pol.Version, CreatedAt: atB},
+				{CaseVersion: 2, PriorStatus: "open", ResultingStatus: "open", ActorKind: "profile", ActorProfileID: c,
+					Reason: "membership_changed", PolicyVersion: pol.Version, CreatedAt: atC},
+				{CaseVersion: 3, PriorStatus: "open", ResultingStatus: "resolved", ActorKind: "system_conflict_reviewer",
+					Reason: "post_ttl_majority_floor_met", PolicyVersion: pol.Version, TimeBasis: "evidence_time", CreatedAt: at},
+			}}
+		wantPreferred := []densemem.TraceCaseMember{{RelationshipID: b1.RelationshipID, Version: 1, OwnerProfileID: b},
+			{RelationshipID: c1.RelationshipID, Version: 1, OwnerProfileID: c}}
+		traces := map[densemem.RelationshipID]*densemem.TraceResult{}
+		for _, id := range []densemem.RelationshipID{a1.RelationshipID, b1.RelationshipID, c1.RelationshipID} {
+			traces[id] = e.trace(e.admin, id)
+			if d := diff([]densemem.TraceConflict{wantCase}, traces[id].Conflicts,
+				cmpopts.IgnoreFields(densemem.TraceConflict{}, "PreferredPositionID", "Positions"),
+				cmpopts.IgnoreFields(densemem.TraceConflictEvent{}, "EventID")); d != "" {
+				t.Fatalf("trace of %s: case (-want +got):\n%s", id, d)
+			}
+			var preferred []densemem.TraceCaseMember
+			for _, p := range traces[id].Conflicts[0].Positions {
+				if p.PositionID == traces[id].Conflicts[0].PreferredPositionID {
+					preferred = p.Members
+				}
+			}
+			if d := diff(wantPreferred, preferred, cmpopts.SortSlices(func(x, y densemem.TraceCaseMember) bool {
+				return x.RelationshipID < y.RelationshipID
+			})); d != "" {
+				t.Errorf("trace of %s: preferred position's members (-want +got):\n%s", id, d)
+			}
+		}
+
+		// The corrects cross-reference outgoing from B1 and incoming on A1, beside C1's own.
+		xref := func(from densemem.RelationshipOutcome, to densemem.RelationshipID, dir string, by densemem.ProfileID,
+			at time.Time) densemem.TraceCrossReference {
+			for _, x := range from.CrossReferences {
+				if x.ToRelationshipID == to {
+					return densemem.TraceCrossReference{CrossReferenceID: x.CrossReferenceID, Kind: x.Kind, Direction: dir,
+						FromRelationshipID: from.RelationshipID, FromVersion: 1, ToRelationshipID: to, ToVersion: 1,
+						AuthorProfileID: by, CreatedAt: at}
+				}
+			}
+			t.Fatalf("%s placed no cross-reference to %s: %+v", from.RelationshipID, to, from.CrossReferences)
+			return densemem.TraceCrossReference{}
+		}
+		noVerification := cmpopts.IgnoreFields(densemem.TraceCrossReference{}, "VerificationID")
+		want := []densemem.TraceCrossReference{xref(b1, a1.RelationshipID, "incoming", b, atB), xref(c1, a1.RelationshipID, "incoming", c, atC)}
+		if d := diff(want, traces[a1.RelationshipID].CrossReferences, noVerification); d != "" {
+			t.Errorf("A1's cross-references (-want +got):\n%s", d)
+		}
+		want = []densemem.TraceCrossReference{xref(b1, a1.RelationshipID, "outgoing", b, atB), xref(c1, b1.RelationshipID, "incoming", c, atC)}
+		if d := diff(want, traces[b1.RelationshipID].CrossReferences, noVerification); d != "" {
+			t.Errorf("B1's cross-references (-want +got):\n%s", d)
+		}
+
+		// The loser's episode closed by the reviewer at the case's effective time; the corrector's untouched.
+		closed := ended("superseded", &may1, "conflict_resolved:"+caseID, "system_conflict_reviewer", "", at)
+		got := traces[a1.RelationshipID].Transitions
+		ownIngest(t, got, &closed) // the reviewer's run
+		if d := diff([]densemem.TraceTransition{created(a, pA.IngestID, kA, atA), closed}, got, noTransitionIDs); d != "" {
+			t.Errorf("A1's transitions (-want +got):\n%s", d)
+		}
+		wantB := []densemem.TraceTransition{created(b, pB.IngestID, reqB.IdempotencyKey, atB)}
+		if d := diff(wantB, traces[b1.RelationshipID].Transitions, noTransitionIDs); d != "" {
+			t.Errorf("B1's transitions (-want +got):\n%s", d)
+		}
+	})
+}
+
 // ---- Invariant 10 ----
 
 func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
@@ -952,16 +985,14 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 		return s
 	}
 	want := state{status: "active", tier: "validated_claim", version: 1}
-	supports := func() int {
-		return e.ledger().Int(`SELECT count(*) FROM support_links WHERE relationship_id = $1`, a.RelationshipID)
-	}
+	supports := func() int { return len(e.trace(e.admin, a.RelationshipID).Evidence) }
 
 	before := e.counts()
 	_, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: a.RelationshipID, IdempotencyKey: nextKey()})
 	if !errors.Is(err, densemem.ErrNotOwner) {
 		t.Fatalf("B forgets A's relationship: %v, want ErrNotOwner", err)
 	}
-	if d := invCountsDiff(before, e.counts()); d != "" {
+	if d := countsDiff(before, e.counts()); d != "" {
 		t.Errorf("refused forget wrote: %s", d)
 	}
 	if d := diff(want, read()); d != "" {
@@ -975,9 +1006,8 @@ func TestInvariant10_AnotherProfileCannotForgetOrSupersede(t *testing.T) {
 		slices.Contains(b.Related, a.RelationshipID) {
 		t.Errorf("B's dated release: %+v, want B's own accepted relationship that does not supersede A's", b)
 	}
-	var owner string
-	if err := e.pool.QueryRow(e.ctx, `SELECT owner_profile_id FROM relationships WHERE relationship_id = $1`, b.RelationshipID).Scan(&owner); err != nil || owner != string(e.B.ProfileID) {
-		t.Errorf("B's relationship owner %q (%v), want %s", owner, err, e.B.ProfileID)
+	if owner := e.trace(e.admin, b.RelationshipID).Relationship.OwnerProfileID; owner != e.B.ProfileID {
+		t.Errorf("B's relationship owner %q, want %s", owner, e.B.ProfileID)
 	}
 	if d := diff(want, read()); d != "" {
 		t.Errorf("A's relationship after B's replacement (-want +got):\n%s", d)
@@ -1083,7 +1113,7 @@ func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 		}
 	})
 
-	if d := invCountsDiff(before, e.counts()); d != "" {
+	if d := countsDiff(before, e.counts()); d != "" {
 		t.Errorf("refused cross-team calls wrote: %s", d)
 	}
 
@@ -1123,7 +1153,7 @@ func TestInvariant22_EveryQueryIsTeamScoped(t *testing.T) {
 func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	e.rememberReq(e.A, invMerge(nextKey(), deploy("production", "main").request(""), invEmail("Dense-Mem", "ops@example.com")))
+	pl := e.rememberReq(e.A, mergeRequests(nextKey(), deploy("production", "main").request(""), ownerEmail("Dense-Mem", "ops@example.com")))
 
 	refused := func(t *testing.T, stmt string, args ...any) {
 		t.Helper()
@@ -1141,7 +1171,7 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 			if n == 0 {
 				t.Fatalf("%s is empty; the test would prove nothing", table)
 			}
-			snap := e.invSnapshot(table, "ctid")
+			snap := e.ledger().Table(table, "ctid")
 			t.Run("update", func(t *testing.T) {
 				refused(t, "UPDATE "+table+" SET team_id = team_id")
 			})
@@ -1151,17 +1181,14 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 			t.Run("truncate", func(t *testing.T) {
 				refused(t, "TRUNCATE "+table+" CASCADE")
 			})
-			if d := diff(snap, e.invSnapshot(table, "ctid")); d != "" {
+			if d := diff(snap, e.ledger().Table(table, "ctid")); d != "" {
 				t.Errorf("%s changed:\n%s", table, d)
 			}
 		})
 	}
 
 	t.Run("relationships", func(t *testing.T) {
-		var id string
-		if err := e.pool.QueryRow(e.ctx, `SELECT relationship_id FROM relationships WHERE predicate_key = 'deploys_from'`).Scan(&id); err != nil {
-			t.Fatal(err)
-		}
+		id := pl.RelationshipOutcomes[0].RelationshipID // production deploys_from main
 		t.Run("delete", func(t *testing.T) {
 			refused(t, `DELETE FROM relationships`)
 		})
@@ -1184,7 +1211,7 @@ func TestInvariant23_AppendOnlyTablesRejectUpdateAndDelete(t *testing.T) {
 				refused(t, "UPDATE relationships SET "+set+", version = version + 1 WHERE relationship_id = $1", id)
 			})
 		}
-		if st, _, _, v := e.relationshipState(densemem.RelationshipID(id)); st != "active" || v != 1 {
+		if st, _, _, v := e.relationshipState(id); st != "active" || v != 1 {
 			t.Errorf("relationship after refused writes: %s v%d", st, v)
 		}
 	})
@@ -1200,8 +1227,8 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		e := newEnv(t)
 		e.remember(e.A, deploy("production", "main"))
 		e.step()
-		req := invMerge(nextKey(), deploy("production", "release").since(date("2026-05-01")).request(""),
-			deploy("staging", "main").request(""), invEmail("Dense-Mem", "ops@example.com"))
+		req := mergeRequests(nextKey(), deploy("production", "release").since(date("2026-05-01")).request(""),
+			deploy("staging", "main").request(""), ownerEmail("Dense-Mem", "ops@example.com"))
 		first, err := e.client.Remember(e.ctx, e.A, req)
 		if err != nil {
 			t.Fatal(err)
@@ -1216,8 +1243,9 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 			t.Fatal(err)
 		}
 		e.step()
-		before := e.counts()
-		ledgers := e.invLedgerSnapshot()
+		var before map[string]int
+		var ledgers map[string]map[string]string
+		e.snapshot(func(l ledgerView) { before, ledgers = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
 		again, err := e.client.Remember(e.ctx, e.A, req)
 		if err != nil {
 			t.Fatal(err)
@@ -1228,10 +1256,13 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		if d := cmp.Diff(first, again, cmpopts.IgnoreFields(densemem.Placement{}, "Replayed")); d != "" {
 			t.Errorf("replayed placement (-want +got):\n%s", d)
 		}
-		if d := invCountsDiff(before, e.counts()); d != "" {
+		var after map[string]int
+		var ledgersAfter map[string]map[string]string
+		e.snapshot(func(l ledgerView) { after, ledgersAfter = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
+		if d := countsDiff(before, after); d != "" {
 			t.Errorf("replay wrote: %s", d)
 		}
-		if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+		if bad := rowsKept(ledgers, ledgersAfter); len(bad) > 0 {
 			t.Errorf("replay changed rows:\n%s", strings.Join(bad, "\n"))
 		}
 
@@ -1242,7 +1273,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		if _, err := e.client.Remember(e.ctx, e.A, other); !errors.Is(err, densemem.ErrIdempotencyConflict) {
 			t.Errorf("same key, different request: %v, want ErrIdempotencyConflict", err)
 		}
-		if d := invCountsDiff(before, e.counts()); d != "" {
+		if d := countsDiff(before, e.counts()); d != "" {
 			t.Errorf("idempotency conflict wrote: %s", d)
 		}
 		// The key is the caller's: another profile may use the same key for its own request.
@@ -1273,7 +1304,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		if d := cmp.Diff(first, again, cmpopts.IgnoreFields(densemem.ForgetResult{}, "Replayed")); d != "" {
 			t.Errorf("replayed forget (-want +got):\n%s", d)
 		}
-		if d := invCountsDiff(before, e.counts()); d != "" {
+		if d := countsDiff(before, e.counts()); d != "" {
 			t.Errorf("replayed forget wrote: %s", d)
 		}
 		other := req
@@ -1285,7 +1316,7 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 		if _, err := e.client.Remember(e.ctx, e.A, deploy("production", "main").request(req.IdempotencyKey)); !errors.Is(err, densemem.ErrIdempotencyConflict) {
 			t.Errorf("remember with a forget's key: %v, want ErrIdempotencyConflict", err)
 		}
-		if d := invCountsDiff(before, e.counts()); d != "" {
+		if d := countsDiff(before, e.counts()); d != "" {
 			t.Errorf("refused calls wrote: %s", d)
 		}
 	})
@@ -1323,14 +1354,14 @@ func TestInvariant24_ReplayedKeyWritesNothingAndReturnsOriginal(t *testing.T) {
 
 // ---- Invariant 27 ----
 
-// invVerifier wraps the SpanVerifier and can be told to fail or to answer out of contract.
-type invVerifier struct {
+// faultyVerifier wraps the SpanVerifier and can be told to fail or to answer out of contract.
+type faultyVerifier struct {
 	mode atomic.Int32 // 0 ok, 1 error, 2 drop a result
 }
 
-func (v *invVerifier) Name() string { return "inv_verifier" }
+func (v *faultyVerifier) Name() string { return "inv_verifier" }
 
-func (v *invVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]evidence.Result, error) {
+func (v *faultyVerifier) Verify(ctx context.Context, req evidence.VerifyRequest) ([]evidence.Result, error) {
 	switch v.mode.Load() {
 	case 1:
 		return nil, errors.New("model endpoint timed out")
@@ -1353,13 +1384,14 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 		// fragments, observations, relationships, supports, transitions, an update of the prior (the
 		// supersession), a review item (canary is held against the new current release) and the
 		// idempotency record.
-		req := invMerge(nextKey(),
+		req := mergeRequests(nextKey(),
 			deploy("production", "release").since(date("2026-05-01")).request(""),
-			invEmail("Dense-Mem", "ops@example.com"),
+			ownerEmail("Dense-Mem", "ops@example.com"),
 			deploy("staging", "hotfix").request(""),
 			deploy("production", "canary").request(""))
-		before := e.counts()
-		ledgers := e.invLedgerSnapshot()
+		var before map[string]int
+		var ledgers map[string]map[string]string
+		e.snapshot(func(l ledgerView) { before, ledgers = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
 		for _, step := range []string{"writeset.after:entities", "writeset.after:fragments", "writeset.after:observations",
 			"writeset.after:relationships", "writeset.after:updates", "writeset.after:supports", "writeset.after:transitions",
 			"writeset.after:idempotency", "tx.before_commit"} {
@@ -1368,10 +1400,13 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 				if !errors.Is(err, failpoint.ErrInjected) {
 					t.Fatalf("remember with %s armed: placement %+v, err %v; want ErrInjected", step, pl, err)
 				}
-				if d := invCountsDiff(before, e.counts()); d != "" {
+				var after map[string]int
+				var ledgersAfter map[string]map[string]string
+				e.snapshot(func(l ledgerView) { after, ledgersAfter = l.Counts(dataTables), l.AppendOnly(appendOnlyTables) })
+				if d := countsDiff(before, after); d != "" {
 					t.Errorf("partial write: %s", d)
 				}
-				if bad := invRowsKept(ledgers, e.invLedgerSnapshot()); len(bad) > 0 {
+				if bad := rowsKept(ledgers, ledgersAfter); len(bad) > 0 {
 					t.Errorf("rows changed:\n%s", strings.Join(bad, "\n"))
 				}
 				if st, _, vt, v := e.relationshipState(prior); st != "active" || vt != nil || v != 1 {
@@ -1405,7 +1440,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 
 	t.Run("verifier failure", func(t *testing.T) {
 		t.Parallel()
-		v := &invVerifier{}
+		v := &faultyVerifier{}
 		e := newEnv(t, func(c *densemem.Config) { c.Verifier = v })
 		prior := e.remember(e.A, deploy("production", "main")).RelationshipID
 		before := e.counts()
@@ -1416,7 +1451,7 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 			if !errors.Is(err, densemem.ErrVerifier) {
 				t.Fatalf("verifier mode %d: placement %+v, err %v; want ErrVerifier", mode, pl, err)
 			}
-			if d := invCountsDiff(before, e.counts()); d != "" {
+			if d := countsDiff(before, e.counts()); d != "" {
 				t.Errorf("verifier mode %d wrote: %s", mode, d)
 			}
 			if st, _, _, ver := e.relationshipState(prior); st != "active" || ver != 1 {

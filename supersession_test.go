@@ -14,8 +14,8 @@ import (
 // owner's prior relationship, lets the same owner remember a new statement of the same subject and
 // predicate, and checks the outcome, the new relationship, the prior and both ledgers.
 
-// ssPrior is the expected stored state of the prior after the new statement.
-type ssPrior struct {
+// expectedPrior is the expected stored state of the prior after the new statement.
+type expectedPrior struct {
 	status      string
 	tier        string
 	validTo     *time.Time
@@ -23,8 +23,8 @@ type ssPrior struct {
 	transitions []string
 }
 
-// ssWant is the expected outcome of the new statement.
-type ssWant struct {
+// expectedOutcome is the expected outcome of the new statement.
+type expectedOutcome struct {
 	category densemem.Category
 	// status and tier of the outcome's relationship ("" when the outcome has none).
 	status densemem.Status
@@ -39,11 +39,11 @@ type ssWant struct {
 	review []string
 	// newRows and supports are the deltas of relationships and support_links.
 	newRows, supports int
-	prior             ssPrior
+	prior             expectedPrior
 }
 
-// ssDated is a fact with an explicit validity whose content states both dates.
-func ssDated(f fact, from time.Time, to *time.Time) fact {
+// datedBetween is a fact with an explicit validity whose content states both dates.
+func datedBetween(f fact, from time.Time, to *time.Time) fact {
 	f.validFrom = &from
 	if to == nil {
 		f.content = fmt.Sprintf("Since %s the %s environment deploys from the %s branch.", from.Format(time.DateOnly), f.subject, f.object)
@@ -54,33 +54,33 @@ func ssDated(f fact, from time.Time, to *time.Time) fact {
 	return f
 }
 
-// ssRequest builds a fact's request with an optional valid_to.
-func ssRequest(f fact, validTo *time.Time) densemem.RememberRequest {
+// requestValidTo builds a fact's request with an optional valid_to.
+func requestValidTo(f fact, validTo *time.Time) densemem.RememberRequest {
 	req := f.request(nextKey())
 	req.Proposal.Relationships[0].ValidTo = validTo
 	return req
 }
 
 var (
-	ssChoices          = []string{"supersede_prior", "keep_prior_reject_new", "both_valid"}
-	ssCreated          = []string{"->active:accepted"}
-	ssHeld             = []string{"->needs_review:held_for_review"}
-	ssPending          = []string{"->pending_evidence:evidence_insufficient"}
-	ssPriorUntouched   = ssPrior{status: "active", tier: "validated_claim", version: 1, transitions: ssCreated}
-	ssPriorSuperseded  = []string{"->active:accepted", "active->superseded:superseded"}
-	ssPendingUntouched = ssPrior{status: "pending_evidence", tier: "candidate", version: 1, transitions: ssPending}
+	conflictChoices            = []string{"supersede_prior", "keep_prior_reject_new", "both_valid"}
+	createdTransitions         = []string{"->active:accepted"}
+	heldTransitions            = []string{"->needs_review:held_for_review"}
+	pendingTransitions         = []string{"->pending_evidence:evidence_insufficient"}
+	priorUntouched             = expectedPrior{status: "active", tier: "validated_claim", version: 1, transitions: createdTransitions}
+	priorSupersededTransitions = []string{"->active:accepted", "active->superseded:superseded"}
+	pendingPriorUntouched      = expectedPrior{status: "pending_evidence", tier: "candidate", version: 1, transitions: pendingTransitions}
 )
 
-// ssHold is the expected outcome of a held conflict against an untouched active prior.
-var ssHold = ssWant{category: densemem.CategoryNeedsReview, status: "needs_review", tier: "validated_claim",
-	transitions: ssHeld, related: true, review: ssChoices, newRows: 1, supports: 1, prior: ssPriorUntouched}
+// heldAgainstPrior is the expected outcome of a held conflict against an untouched active prior.
+var heldAgainstPrior = expectedOutcome{category: densemem.CategoryNeedsReview, status: "needs_review", tier: "validated_claim",
+	transitions: heldTransitions, related: true, review: conflictChoices, newRows: 1, supports: 1, prior: priorUntouched}
 
-// ssCoexist is the expected outcome of a new active relationship beside an untouched active prior.
-var ssCoexist = ssWant{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim",
-	transitions: ssCreated, newRows: 1, supports: 1, prior: ssPriorUntouched}
+// coexistsWithPrior is the expected outcome of a new active relationship beside an untouched active prior.
+var coexistsWithPrior = expectedOutcome{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim",
+	transitions: createdTransitions, newRows: 1, supports: 1, prior: priorUntouched}
 
-// ssInsufficient is deploy(env, branch) cited from a text that does not name the branch.
-func ssInsufficient(env, branch string) fact {
+// insufficientDeploy is deploy(env, branch) cited from a text that does not name the branch.
+func insufficientDeploy(env, branch string) fact {
 	return withContent(deploy(env, branch), fmt.Sprintf("The %s environment deploys from the usual branch.", env))
 }
 
@@ -92,7 +92,7 @@ func TestSupersessionTable(t *testing.T) {
 		name  string
 		prior func(e *env) densemem.RelationshipOutcome
 		next  func(e *env) densemem.RememberRequest
-		want  ssWant
+		want  expectedOutcome
 	}{
 		{
 			name: "1a identical active gains support from the same source group",
@@ -106,8 +106,8 @@ func TestSupersessionTable(t *testing.T) {
 				f.sourceGroup = "ticket-1"
 				return f.request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupported, status: "active", tier: "validated_claim", same: true,
-				supports: 1, prior: ssPriorUntouched},
+			want: expectedOutcome{category: densemem.CategorySupported, status: "active", tier: "validated_claim", same: true,
+				supports: 1, prior: priorUntouched},
 		},
 		{
 			name: "1b identical active with a second independent source group becomes fact",
@@ -121,55 +121,59 @@ func TestSupersessionTable(t *testing.T) {
 				f.sourceGroup = "runbook"
 				return f.request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
-				prior: ssPrior{status: "active", tier: "fact", version: 2,
+			want: expectedOutcome{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
+				prior: expectedPrior{status: "active", tier: "fact", version: 2,
 					transitions: []string{"->active:accepted", "active->active:support_added"}}},
 		},
 		{
 			name: "2 identical pending_evidence gains support and becomes active",
 			prior: func(e *env) densemem.RelationshipOutcome {
-				return e.remember(e.A, ssInsufficient("production", "main"))
+				return e.remember(e.A, insufficientDeploy("production", "main"))
 			},
 			next: func(e *env) densemem.RememberRequest { return deploy("production", "main").request(nextKey()) },
-			want: ssWant{category: densemem.CategorySupported, status: "active", tier: "validated_claim", same: true, supports: 1,
-				prior: ssPrior{status: "active", tier: "validated_claim", version: 2,
+			want: expectedOutcome{category: densemem.CategorySupported, status: "active", tier: "validated_claim", same: true, supports: 1,
+				prior: expectedPrior{status: "active", tier: "validated_claim", version: 2,
 					transitions: []string{"->pending_evidence:evidence_insufficient", "pending_evidence->active:evidence_accepted"}}},
 		},
 		{
 			name: "3a event predicate with a different object coexists",
 			prior: func(e *env) densemem.RelationshipOutcome {
-				return e.remember(e.A, ssEvent("production", "main", nil))
+				return e.remember(e.A, deployedEvent("production", "main", nil))
 			},
-			next: func(e *env) densemem.RememberRequest { return ssEvent("production", "release", nil).request(nextKey()) },
-			want: ssCoexist,
+			next: func(e *env) densemem.RememberRequest {
+				return deployedEvent("production", "release", nil).request(nextKey())
+			},
+			want: coexistsWithPrior,
 		},
 		{
 			name: "3b event predicate, same object at the same time, is the same occurrence",
 			prior: func(e *env) densemem.RelationshipOutcome {
-				return e.remember(e.A, ssEvent("production", "main", &may1))
+				return e.remember(e.A, deployedEvent("production", "main", &may1))
 			},
 			next: func(e *env) densemem.RememberRequest {
-				f := ssEvent("production", "main", &may1)
+				f := deployedEvent("production", "main", &may1)
 				f.content = "Deploy log " + may1.Format(time.DateOnly) + ": production deployed main."
 				return f.request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
-				prior: ssPrior{status: "active", tier: "fact", version: 2,
+			want: expectedOutcome{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
+				prior: expectedPrior{status: "active", tier: "fact", version: 2,
 					transitions: []string{"->active:accepted", "active->active:support_added"}}},
 		},
 		{
 			name: "3c event predicate, same object at another time, is another occurrence",
 			prior: func(e *env) densemem.RelationshipOutcome {
-				return e.remember(e.A, ssEvent("production", "main", &apr1))
+				return e.remember(e.A, deployedEvent("production", "main", &apr1))
 			},
-			next: func(e *env) densemem.RememberRequest { return ssEvent("production", "main", &may1).request(nextKey()) },
-			want: ssCoexist,
+			next: func(e *env) densemem.RememberRequest {
+				return deployedEvent("production", "main", &may1).request(nextKey())
+			},
+			want: coexistsWithPrior,
 		},
 		{
 			name:  "4 cardinality many with a different object coexists",
-			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, ssWorksOn("Mark", "Dense-Mem")) },
-			next:  func(e *env) densemem.RememberRequest { return ssWorksOn("Mark", "Billing").request(nextKey()) },
-			want:  ssCoexist,
+			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, worksOnFact("Mark", "Dense-Mem")) },
+			next:  func(e *env) densemem.RememberRequest { return worksOnFact("Mark", "Billing").request(nextKey()) },
+			want:  coexistsWithPrior,
 		},
 		{
 			name:  "5a cardinality one in a different scope coexists",
@@ -179,7 +183,7 @@ func TestSupersessionTable(t *testing.T) {
 				f.scope = "EU"
 				return f.request(nextKey())
 			},
-			want: ssCoexist,
+			want: coexistsWithPrior,
 		},
 		{
 			name: "5b scopes compare after normalisation",
@@ -193,22 +197,22 @@ func TestSupersessionTable(t *testing.T) {
 				f.scope = "  eu "
 				return f.request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name: "6 cardinality one with non-overlapping validity coexists",
 			prior: func(e *env) densemem.RelationshipOutcome {
 				to := date("2026-03-01")
-				pl := e.rememberReq(e.A, ssRequest(ssDated(deploy("production", "main"), date("2026-01-01"), &to), &to))
+				pl := e.rememberReq(e.A, requestValidTo(datedBetween(deploy("production", "main"), date("2026-01-01"), &to), &to))
 				return only(e.t, pl)
 			},
 			next: func(e *env) densemem.RememberRequest {
-				return ssDated(deploy("production", "release"), apr1, nil).request(nextKey())
+				return datedBetween(deploy("production", "release"), apr1, nil).request(nextKey())
 			},
-			want: ssWant{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim", transitions: ssCreated,
+			want: expectedOutcome{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim", transitions: createdTransitions,
 				newRows: 1, supports: 1,
-				prior: ssPrior{status: "active", tier: "validated_claim", validTo: ptr(date("2026-03-01")), version: 1,
-					transitions: ssCreated}},
+				prior: expectedPrior{status: "active", tier: "validated_claim", validTo: ptr(date("2026-03-01")), version: 1,
+					transitions: createdTransitions}},
 		},
 		{
 			name:  "7a incompatible with a confirmed later valid_from supersedes an undated prior",
@@ -216,9 +220,9 @@ func TestSupersessionTable(t *testing.T) {
 			next: func(e *env) densemem.RememberRequest {
 				return deploy("production", "release").since(may1).request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
-				transitions: ssCreated, related: true, newRows: 1, supports: 1,
-				prior: ssPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: ssPriorSuperseded}},
+			want: expectedOutcome{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
+				transitions: createdTransitions, related: true, newRows: 1, supports: 1,
+				prior: expectedPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: priorSupersededTransitions}},
 		},
 		{
 			name: "7b incompatible with a confirmed later valid_from supersedes a dated prior",
@@ -228,15 +232,15 @@ func TestSupersessionTable(t *testing.T) {
 			next: func(e *env) densemem.RememberRequest {
 				return deploy("production", "release").since(may1).request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
-				transitions: ssCreated, related: true, newRows: 1, supports: 1,
-				prior: ssPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: ssPriorSuperseded}},
+			want: expectedOutcome{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
+				transitions: createdTransitions, related: true, newRows: 1, supports: 1,
+				prior: expectedPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: priorSupersededTransitions}},
 		},
 		{
 			name:  "8 incompatible and undated is held",
 			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, deploy("production", "main")) },
 			next:  func(e *env) densemem.RememberRequest { return deploy("production", "release").request(nextKey()) },
-			want:  ssHold,
+			want:  heldAgainstPrior,
 		},
 		{
 			name:  "9a incompatible, dated, but the date is not in the evidence, is held",
@@ -246,7 +250,7 @@ func TestSupersessionTable(t *testing.T) {
 				f.validFrom = &may1
 				return f.request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name:  "9b incompatible, dated, but the evidence states another date, is held",
@@ -256,7 +260,7 @@ func TestSupersessionTable(t *testing.T) {
 				f.validFrom = &may1
 				return f.request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name: "10a incompatible, dated at the prior's valid_from, is held",
@@ -266,7 +270,7 @@ func TestSupersessionTable(t *testing.T) {
 			next: func(e *env) densemem.RememberRequest {
 				return deploy("production", "release").since(may1).request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name: "10b incompatible, dated before the prior's valid_from, is held",
@@ -276,7 +280,7 @@ func TestSupersessionTable(t *testing.T) {
 			next: func(e *env) densemem.RememberRequest {
 				return deploy("production", "release").since(apr1).request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name:  "11a same object, opposite polarity, undated, is held",
@@ -286,7 +290,7 @@ func TestSupersessionTable(t *testing.T) {
 				f.polarity = "-"
 				return f.request(nextKey())
 			},
-			want: ssHold,
+			want: heldAgainstPrior,
 		},
 		{
 			name:  "11b same object, opposite polarity, with a confirmed later date, supersedes",
@@ -297,18 +301,18 @@ func TestSupersessionTable(t *testing.T) {
 				f.polarity, f.validFrom = "-", &may1
 				return f.request(nextKey())
 			},
-			want: ssWant{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
-				transitions: ssCreated, related: true, newRows: 1, supports: 1,
-				prior: ssPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: ssPriorSuperseded}},
+			want: expectedOutcome{category: densemem.CategorySupersededPrior, status: "active", tier: "validated_claim",
+				transitions: createdTransitions, related: true, newRows: 1, supports: 1,
+				prior: expectedPrior{status: "superseded", tier: "validated_claim", validTo: &may1, version: 2, transitions: priorSupersededTransitions}},
 		},
 		{
 			name:  "12 insufficient evidence is pending, without support",
 			prior: func(e *env) densemem.RelationshipOutcome { return e.remember(e.A, deploy("production", "main")) },
 			next: func(e *env) densemem.RememberRequest {
-				return ssInsufficient("production", "release").request(nextKey())
+				return insufficientDeploy("production", "release").request(nextKey())
 			},
-			want: ssWant{category: densemem.CategoryPendingEvidence, status: "pending_evidence", tier: "candidate",
-				transitions: ssPending, review: []string{"add_evidence", "reject"}, newRows: 1, supports: 0, prior: ssPriorUntouched},
+			want: expectedOutcome{category: densemem.CategoryPendingEvidence, status: "pending_evidence", tier: "candidate",
+				transitions: pendingTransitions, review: []string{"add_evidence", "reject"}, newRows: 1, supports: 0, prior: priorUntouched},
 		},
 		{
 			name:  "13 a hypothetical is an observation only",
@@ -319,34 +323,34 @@ func TestSupersessionTable(t *testing.T) {
 				f.modality = "hypothetical"
 				return f.request(nextKey())
 			},
-			want: ssWant{category: densemem.CategoryNotAsserted, prior: ssPriorUntouched},
+			want: expectedOutcome{category: densemem.CategoryNotAsserted, prior: priorUntouched},
 		},
 		{
 			name: "14 a pending_evidence relationship never blocks",
 			prior: func(e *env) densemem.RelationshipOutcome {
-				return e.remember(e.A, ssInsufficient("production", "main"))
+				return e.remember(e.A, insufficientDeploy("production", "main"))
 			},
 			next: func(e *env) densemem.RememberRequest { return deploy("production", "release").request(nextKey()) },
-			want: ssWant{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim", transitions: ssCreated,
-				newRows: 1, supports: 1, prior: ssPendingUntouched},
+			want: expectedOutcome{category: densemem.CategoryAccepted, status: "active", tier: "validated_claim", transitions: createdTransitions,
+				newRows: 1, supports: 1, prior: pendingPriorUntouched},
 		},
 		{
 			name:  "15 cardinality one with literal values: another value, undated, is held",
-			prior: func(e *env) densemem.RelationshipOutcome { return ssRememberEmail(e, "ops@example.com") },
-			next:  func(e *env) densemem.RememberRequest { return ssEmailRequest("oncall@example.com") },
-			want:  ssHold,
+			prior: func(e *env) densemem.RelationshipOutcome { return rememberDenseMemEmail(e, "ops@example.com") },
+			next:  func(e *env) densemem.RememberRequest { return denseMemEmail("oncall@example.com") },
+			want:  heldAgainstPrior,
 		},
 		{
 			name:  "16 cardinality one with literal values: the same value is supported",
-			prior: func(e *env) densemem.RelationshipOutcome { return ssRememberEmail(e, "ops@example.com") },
+			prior: func(e *env) densemem.RelationshipOutcome { return rememberDenseMemEmail(e, "ops@example.com") },
 			next: func(e *env) densemem.RememberRequest {
-				req := ssEmailRequest("ops@example.com")
+				req := denseMemEmail("ops@example.com")
 				req.Evidence[0].Content = "Reminder: the Dense-Mem project owner email is ops@example.com"
 				req.Proposal.Relationships[0].Evidence[0].End = len(req.Evidence[0].Content)
 				return req
 			},
-			want: ssWant{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
-				prior: ssPrior{status: "active", tier: "fact", version: 2,
+			want: expectedOutcome{category: densemem.CategorySupported, status: "active", tier: "fact", same: true, supports: 1,
+				prior: expectedPrior{status: "active", tier: "fact", version: 2,
 					transitions: []string{"->active:accepted", "active->active:support_added"}}},
 		},
 	}
@@ -362,7 +366,7 @@ func TestSupersessionTable(t *testing.T) {
 			before := e.counts()
 			e.step()
 			pl := e.rememberReq(e.A, row.next(e))
-			ssCheck(t, e, pl, prior.RelationshipID, before, row.want)
+			checkSupersessionRow(t, e, pl, prior.RelationshipID, before, row.want)
 		})
 	}
 
@@ -374,14 +378,14 @@ func TestSupersessionTable(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		current := e.remember(e.A, deploy("production", "main")).RelationshipID
-		pending := e.remember(e.A, ssInsufficient("production", "release"))
+		pending := e.remember(e.A, insufficientDeploy("production", "release"))
 		if pending.Category != densemem.CategoryPendingEvidence {
 			t.Fatalf("setup: %+v", pending)
 		}
 		before := e.counts()
 		e.step()
 		out := e.remember(e.A, deploy("production", "release").since(may1))
-		if d := ssGrowth(e, before, "relationships"); d != 0 {
+		if d := e.count("relationships") - before["relationships"]; d != 0 {
 			t.Errorf("relationships +%d, want the pending one to gain the support", d)
 		}
 		if out.RelationshipID != pending.RelationshipID {
@@ -409,7 +413,7 @@ func TestSupersessionTable(t *testing.T) {
 		main := e.remember(e.A, deploy("production", "main")).RelationshipID
 		e.step()
 		may10 := date("2026-05-10")
-		pl := e.rememberReq(e.A, invMerge(nextKey(),
+		pl := e.rememberReq(e.A, mergeRequests(nextKey(),
 			deploy("production", "release").since(may1).request(""),
 			deploy("production", "hotfix").since(may10).request("")))
 		if len(pl.RelationshipOutcomes) != 2 {
@@ -436,9 +440,9 @@ func TestSupersessionTable(t *testing.T) {
 			want        state
 			transitions []string
 		}{
-			{main, state{"superseded", &may1, 2}, ssPriorSuperseded},
-			{release.RelationshipID, state{"superseded", &may10, 2}, ssPriorSuperseded},
-			{hotfix.RelationshipID, state{"active", nil, 1}, ssCreated},
+			{main, state{"superseded", &may1, 2}, priorSupersededTransitions},
+			{release.RelationshipID, state{"superseded", &may10, 2}, priorSupersededTransitions},
+			{hotfix.RelationshipID, state{"active", nil, 1}, createdTransitions},
 		} {
 			if d := diff(c.want, read(c.id)); d != "" {
 				t.Errorf("%s (-want +got):\n%s", c.id, d)
@@ -453,14 +457,9 @@ func TestSupersessionTable(t *testing.T) {
 	})
 }
 
-// ssGrowth returns how much table grew since before.
-func ssGrowth(e *env, before map[string]int, table string) int {
-	e.t.Helper()
-	return e.count(table) - before[table]
-}
-
-// ssCheck asserts one row's outcome, the new relationship, the prior and both ledgers.
-func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.RelationshipID, before map[string]int, want ssWant) {
+// checkSupersessionRow asserts one row's outcome, the new relationship, the prior and both ledgers.
+func checkSupersessionRow(t *testing.T, e *env, pl *densemem.Placement, prior densemem.RelationshipID, before map[string]int,
+	want expectedOutcome) {
 	t.Helper()
 	out := only(t, pl)
 	if out.Category != want.category {
@@ -500,13 +499,13 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 		if d := diff(want.transitions, e.transitions(out.RelationshipID)); d != "" {
 			t.Errorf("new relationship transitions (-want +got):\n%s", d)
 		}
-		if got, wantEdges := e.ledger().Edges(out.RelationshipID), ssEdge(want.status); got != wantEdges {
+		if got, wantEdges := e.ledger().Edges(out.RelationshipID), edgesOfStatus(want.status); got != wantEdges {
 			t.Errorf("new relationship has %d semantic edges, want %d", got, wantEdges)
 		}
 	}
 
 	status, tier, validTo, version := e.relationshipState(prior)
-	gotPrior := ssPrior{status: status, tier: tier, validTo: validTo, version: version, transitions: e.transitions(prior)}
+	gotPrior := expectedPrior{status: status, tier: tier, validTo: validTo, version: version, transitions: e.transitions(prior)}
 	if gotPrior.validTo != nil {
 		u := gotPrior.validTo.UTC()
 		gotPrior.validTo = &u
@@ -514,7 +513,7 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 	if d := diff(want.prior, gotPrior); d != "" {
 		t.Errorf("prior (-want +got):\n%s", d)
 	}
-	if got, wantEdges := e.ledger().Edges(prior), ssEdge(densemem.Status(want.prior.status)); got != wantEdges {
+	if got, wantEdges := e.ledger().Edges(prior), edgesOfStatus(densemem.Status(want.prior.status)); got != wantEdges {
 		t.Errorf("prior has %d semantic edges, want %d", got, wantEdges)
 	}
 
@@ -543,25 +542,40 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 		if strings.TrimSpace(out.Review.Question) == "" {
 			t.Errorf("review %s asks no question", out.Review.ReviewID)
 		}
-		var related []string
-		if err := e.pool.QueryRow(e.ctx, `SELECT related_ids FROM review_items WHERE review_id = $1`, out.Review.ReviewID).Scan(&related); err != nil {
-			t.Errorf("review item %s: %v", out.Review.ReviewID, err)
-		} else if want.related && !slices.Equal(related, []string{string(prior)}) {
-			t.Errorf("review item related %v, want [%s]", related, prior)
+		items, err := e.client.ListReviewItems(e.ctx, e.A, densemem.ListReviewItemsRequest{})
+		if err != nil {
+			t.Fatalf("list A's review items: %v", err)
+		}
+		var item *densemem.ReviewItem
+		for i := range items.ReviewItems {
+			if items.ReviewItems[i].ReviewID == out.Review.ReviewID {
+				item = &items.ReviewItems[i]
+			}
+		}
+		switch {
+		case item == nil:
+			t.Errorf("review item %s is not among A's open review items", out.Review.ReviewID)
+		case want.related && !slices.Equal(item.RelatedRelationshipID, []densemem.RelationshipID{prior}):
+			t.Errorf("review item related %v, want [%s]", item.RelatedRelationshipID, prior)
 		}
 	}
 
-	// Every observation is kept; a verification event exists exactly for statements.
-	var modality string
-	if err := e.pool.QueryRow(e.ctx, `SELECT modality FROM observations WHERE observation_id = $1`, out.ObservationID).Scan(&modality); err != nil {
-		t.Fatalf("observation %s: %v", out.ObservationID, err)
+	// Every observation is kept; a verification event exists exactly for statements. Read on the
+	// ledger: a hypothetical's observation belongs to no relationship, so no trace shows it.
+	var modality []string
+	var verifications, granted int
+	e.snapshot(func(l ledgerView) {
+		modality = l.Strings(`SELECT modality FROM observations WHERE observation_id = $1`, out.ObservationID)
+		verifications = l.Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID)
+		granted = l.Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1 AND support_granted`, out.ObservationID)
+	})
+	if len(modality) != 1 {
+		t.Fatalf("observation %s: %d rows", out.ObservationID, len(modality))
 	}
-	verifications := e.ledger().Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1`, out.ObservationID)
-	granted := e.ledger().Int(`SELECT count(*) FROM verification_events WHERE observation_id = $1 AND support_granted`, out.ObservationID)
 	switch {
 	case want.category == densemem.CategoryNotAsserted:
-		if modality != "hypothetical" || verifications != 0 {
-			t.Errorf("hypothetical: observation modality %q, %d verification events; want hypothetical and none", modality, verifications)
+		if modality[0] != "hypothetical" || verifications != 0 {
+			t.Errorf("hypothetical: observation modality %q, %d verification events; want hypothetical and none", modality[0], verifications)
 		}
 	case want.category == densemem.CategoryPendingEvidence:
 		if verifications != 1 || granted != 0 {
@@ -574,15 +588,16 @@ func ssCheck(t *testing.T, e *env, pl *densemem.Placement, prior densemem.Relati
 	}
 }
 
-func ssEdge(s densemem.Status) int {
+// edgesOfStatus is the number of semantic edges a relationship of status has.
+func edgesOfStatus(s densemem.Status) int {
 	if s == "active" {
 		return 1
 	}
 	return 0
 }
 
-// ssEvent is "<env> deployed <branch>", an event predicate, optionally at a stated time.
-func ssEvent(env, branch string, at *time.Time) fact {
+// deployedEvent is "<env> deployed <branch>", an event predicate, optionally at a stated time.
+func deployedEvent(env, branch string, at *time.Time) fact {
 	f := fact{subject: env, subjectKind: "environment", predicate: "deployed", object: branch, objectKind: "git_branch",
 		content: fmt.Sprintf("The %s environment deployed the %s branch.", env, branch)}
 	if at != nil {
@@ -592,19 +607,14 @@ func ssEvent(env, branch string, at *time.Time) fact {
 	return f
 }
 
-// ssWorksOn is "<person> works_on <project>", a cardinality-many state predicate.
-func ssWorksOn(person, project string) fact {
+// worksOnFact is "<person> works_on <project>", a cardinality-many state predicate.
+func worksOnFact(person, project string) fact {
 	return fact{subject: person, subjectKind: "person", predicate: "works_on", object: project, objectKind: "project",
 		content: fmt.Sprintf("%s works on the %s project.", person, project)}
 }
 
-func ssEmailRequest(address string) densemem.RememberRequest {
-	req := invEmail("Dense-Mem", address)
-	req.IdempotencyKey = nextKey()
-	return req
-}
-
-func ssRememberEmail(e *env, address string) densemem.RelationshipOutcome {
+// rememberDenseMemEmail remembers the Dense-Mem project's owner_email for A.
+func rememberDenseMemEmail(e *env, address string) densemem.RelationshipOutcome {
 	e.t.Helper()
-	return only(e.t, e.rememberReq(e.A, ssEmailRequest(address)))
+	return only(e.t, e.rememberReq(e.A, denseMemEmail(address)))
 }

@@ -187,9 +187,9 @@ func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
 		t.Fatalf("wiki support for release: %s %s (%s), want support of %s", out.Category, out.RelationshipID, out.Reason, s.B1)
 	}
 	// A literal-valued case: owner_email, two owners, undated.
-	email := only(t, e.rememberReq(e.A, ssEmailRequest("ops@example.com")))
+	email := only(t, e.rememberReq(e.A, denseMemEmail("ops@example.com")))
 	other := only(t, e.rememberReq(e.B, func() densemem.RememberRequest {
-		req := invEmail("Dense-Mem", "dev@example.com")
+		req := ownerEmail("Dense-Mem", "dev@example.com")
 		req.IdempotencyKey = nextKey()
 		return req
 	}()))
