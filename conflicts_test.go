@@ -48,27 +48,6 @@ func (e *env) currentCaseMembers(id string) map[densemem.RelationshipID]caseMemb
 	return c.CurrentMembers()
 }
 
-// caseWithCheckedEvents reads case id with its events and membership rows in one snapshot and checks
-// that its events are numbered 1..version without gaps, one per version, the last ending in the
-// case's status.
-func (e *env) caseWithCheckedEvents(id string) caseRow {
-	e.t.Helper()
-	var c caseRow
-	e.snapshot(func(l ledgerView) { c = l.Case(id) })
-	if len(c.Events) != c.Version {
-		e.t.Errorf("case %s at version %d has %d events", id, c.Version, len(c.Events))
-	}
-	for i, ev := range c.Events {
-		if ev.Version != i+1 {
-			e.t.Errorf("case %s: event %d has version %d, want %d", id, i, ev.Version, i+1)
-		}
-	}
-	if n := len(c.Events); n > 0 && c.Events[n-1].Resulting != c.Status {
-		e.t.Errorf("case %s: status %s but last event results in %s", id, c.Status, c.Events[n-1].Resulting)
-	}
-	return c
-}
-
 // teamDisagreement is the specification's stale team knowledge example up to t2: A1 "production
 // deploys_from main" remembered by A at t0, and B1 "since 2026-05-01 production deploys_from release"
 // remembered by B a day later.
@@ -394,7 +373,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 		members[c1.RelationshipID].Owner != e.C.ProfileID {
 		t.Errorf("members after C1 = %+v", members)
 	}
-	evs := e.caseWithCheckedEvents(cf).Events
+	evs := e.checkedCase(cf).Events
 	if len(evs) != 2 || evs[1].Reason != "membership_changed" || evs[1].Actor != string(e.C.ProfileID) || evs[1].Prior != "open" {
 		t.Errorf("events after C1 = %+v", evs)
 	}
@@ -457,7 +436,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 			t.Errorf("D outcome %s conflict = %+v, want version 3", o.ProposalID, o.Conflict)
 		}
 	}
-	e.caseWithCheckedEvents(cf)
+	e.checkedCase(cf)
 
 	// A's own incompatible undated write is held for A's review: not a member, no event.
 	held := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
@@ -512,7 +491,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	if c.Status != "dismissed" || c.Version != 4 || c.ResolvedAt != nil || c.PreferredPositionID != "" {
 		t.Errorf("case after forget = %+v, want dismissed v4, never resolved", c)
 	}
-	stored := e.caseWithCheckedEvents(cf)
+	stored := e.checkedCase(cf)
 	evs = stored.Events
 	last := evs[len(evs)-1]
 	trnIngest := ""
@@ -566,7 +545,7 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 		nm[e1.RelationshipID].Position == nm[s.B1].Position {
 		t.Errorf("new case members = %+v, want B1, C1 and D1 in one position and E1 in another", nm)
 	}
-	e.caseWithCheckedEvents(e1.Conflict.ConflictID)
+	e.checkedCase(e1.Conflict.ConflictID)
 
 	// Trace of B1 shows both episodes: the dismissed case with its whole ledger and the new open one.
 	tr, err := e.client.Trace(e.ctx, e.C, densemem.TraceRequest{RelationshipID: s.B1})
@@ -882,7 +861,7 @@ func TestInvariant18_PlacementNeverResolvesACase(t *testing.T) {
 		Status: []string{"overdue", "resolved", "dismissed"}}); len(settled) != 0 {
 		t.Errorf("%d cases left open status: %v", len(settled), conflictIDStatuses(settled))
 	}
-	e.caseWithCheckedEvents(cf)
+	e.checkedCase(cf)
 }
 
 // ---- I-26 ----

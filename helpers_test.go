@@ -413,7 +413,7 @@ func quiet(c *densemem.Config) { c.Logger = slog.New(slog.DiscardHandler) }
 // ptr returns a pointer to v.
 func ptr[T any](v T) *T { return &v }
 
-// ---- added for invariants_test.go, supersession_test.go (also used by views_test.go) ----
+// ---- requests of several statements and literal values ----
 
 // mergeRequests combines single-statement requests into one request under key: evidence items are
 // concatenated, refs and proposal IDs prefixed per request so they stay unique.

@@ -655,7 +655,7 @@ func (e *env) allCounts() map[string]int {
 	return out
 }
 
-// ---- added for concurrency_test.go, concurrency_conflict_test.go ----
+// ---- ledger checks ----
 
 // checkLedger asserts, in one snapshot, that the relationship and conflict ledgers agree with the rows
 // they describe, whatever order racing calls committed in (checkTransitions, checkCases).
@@ -887,7 +887,7 @@ func (l ledgerView) checkSupersededOnce() {
 	}
 }
 
-// ---- added for nightly_concurrency_test.go ----
+// ---- whole-table reads ----
 
 // Relationships reads every relationship's stored status, tier, valid_to and version, by ID.
 func (l ledgerView) Relationships() map[densemem.RelationshipID]relationshipRow {
@@ -936,4 +936,16 @@ func (l ledgerView) AllTransitions() map[densemem.RelationshipID][]transitionRow
 		l.t.Fatal(err)
 	}
 	return out
+}
+
+// checkedCase reads case id with its events and membership rows in one snapshot and checks them
+// against each other (checkEvents).
+func (e *env) checkedCase(id string) caseRow {
+	e.t.Helper()
+	var c caseRow
+	e.snapshot(func(l ledgerView) {
+		c = l.Case(id)
+		l.checkEvents(c)
+	})
+	return c
 }
