@@ -32,6 +32,10 @@ type WriteSet struct {
 	MemberAdds    []MemberRow
 	CaseEvents    []CaseEventRow
 	ReviewItems   []ReviewItemRow
+	ItemCloses    []ReviewItemClose
+	// ItemClosesFor closes every open review item about a relationship (its question is gone).
+	ItemClosesFor []ReviewItemCloseFor
+	Decisions     []DecisionRow
 	Refreshes     []RefreshRow
 	Idempotency   *IdempotencyRow
 }
@@ -219,6 +223,68 @@ type ReviewItemRow struct {
 	RelationshipID  relationship.ID
 	Related         []string
 	Choices         json.RawMessage
+	// RelationshipVersion is the version RelationshipID had when the item was issued, and
+	// RelatedVersions (parallel to Related) those of the related relationships: a decision on the
+	// item is stale once one of them moved. 0 and nil: not recorded (items issued before migration 11).
+	RelationshipVersion int
+	RelatedVersions     []int
+	CreatedAt           time.Time
+}
+
+// Review item statuses: an item is open until a decision resolves it, or its question goes away
+// (superseded: the relationship gained support, was forgotten or otherwise decided).
+const (
+	ReviewOpen       = "open"
+	ReviewResolved   = "resolved"
+	ReviewSuperseded = "superseded"
+	ReviewExpired    = "expired"
+)
+
+// ReviewItem is one stored review item with its lifecycle.
+type ReviewItem struct {
+	ReviewItemRow
+	Status     string
+	ResolvedAt *time.Time
+	// DecisionID is the decision that resolved the item, "" for none.
+	DecisionID string
+}
+
+// ReviewItemClose closes one review item, fenced on its being open: when it is not, WriteSetApply
+// fails with ErrStaleVersion and nothing of the transaction remains.
+type ReviewItemClose struct {
+	Team       identity.TeamID
+	ID         string
+	Status     string // ReviewResolved, ReviewSuperseded or ReviewExpired
+	ClosedAt   time.Time
+	DecisionID string
+}
+
+// ReviewItemCloseFor closes every open review item whose relationship is RelationshipID (none is
+// fine).
+type ReviewItemCloseFor struct {
+	Team           identity.TeamID
+	RelationshipID relationship.ID
+	Status         string
+	ClosedAt       time.Time
+}
+
+// DecisionRow is one appended client decision on a review item (Resolve): who decided what about
+// which item, with which evidence, under which idempotency key, and the before and after of every
+// relationship it changed (Changes, JSON). The table is append-only.
+type DecisionRow struct {
+	Team            identity.TeamID
+	ID              string
+	Profile         identity.ProfileID
+	ReviewID        string
+	ItemIngestID    string
+	PlacementItemID string
+	Action          string
+	Decision        json.RawMessage
+	FragmentIDs     []string
+	Reason          string
+	Changes         json.RawMessage
+	IngestID        string
+	IdempotencyKey  string
 	CreatedAt       time.Time
 }
 

@@ -100,6 +100,9 @@ type Store interface {
 	CaseEscalateExhausted(ctx context.Context, p CaseEscalateParams) (int, error)
 	// IdempotencyGet returns a stored idempotency record, or nil.
 	IdempotencyGet(ctx context.Context, team identity.TeamID, profile identity.ProfileID, key string) (*IdempotencyRecord, error)
+	// ReviewItemGet reads the review item of placement item itemID of ingest ingestID; ErrNotFound
+	// when the team has none.
+	ReviewItemGet(ctx context.Context, team identity.TeamID, ingestID, itemID string) (ReviewItem, error)
 
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
@@ -122,6 +125,9 @@ type Tx interface {
 	// relationships of those keys (FOR UPDATE in ID order) with their supports, then locks and
 	// returns the keys' live cases and the named cases (FOR UPDATE in ID order).
 	KeysLock(ctx context.Context, p KeysLockParams) (KeysLocked, error)
+	// ReviewItemLock reads the review item of placement item itemID of ingest ingestID and holds
+	// its row FOR UPDATE until the transaction ends; ErrNotFound when the team has none.
+	ReviewItemLock(ctx context.Context, team identity.TeamID, ingestID, itemID string) (ReviewItem, error)
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
 	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the
