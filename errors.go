@@ -17,6 +17,7 @@ var (
 	ErrStaleConflictVersion  = store.ErrStaleConflictVersion
 	ErrNotMaterialToConflict = store.ErrNotMaterialToConflict
 	ErrStaleVersion          = store.ErrStaleVersion
+	ErrStaleDecision         = store.ErrStaleDecision
 	ErrConflict              = store.ErrConflict
 	ErrUnavailable           = store.ErrUnavailable
 	ErrIntegrity             = store.ErrIntegrity

@@ -8,17 +8,20 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Review item statuses, as ListReviewItemsRequest.Status spells them.
+// Review item statuses, as ListReviewItemsRequest.Status spells them: an item is open until a
+// Resolve decides it (resolved) or its question goes away (superseded: the relationship gained its
+// support, was forgotten or decided otherwise).
 const (
-	ReviewItemStatusOpen     = "open"
-	ReviewItemStatusResolved = "resolved"
+	ReviewItemStatusOpen       = store.ReviewOpen
+	ReviewItemStatusResolved   = store.ReviewResolved
+	ReviewItemStatusSuperseded = store.ReviewSuperseded
 )
 
 // ListReviewItemsRequest asks for a page of review items: a profile's own, or, for a host
 // principal, every profile's of the team (or ProfileID's). The list is ordered by profile ID, then
 // creation time, then review ID.
 type ListReviewItemsRequest struct {
-	// Status is open (the default) or resolved.
+	// Status is open (the default), resolved or superseded.
 	Status string `json:"status,omitempty"`
 	// ProfileID restricts a host principal's list to one profile. A profile may name only itself.
 	ProfileID ProfileID `json:"profile_id,omitempty"`
@@ -54,9 +57,9 @@ func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListRevie
 	switch status {
 	case "":
 		status = ReviewItemStatusOpen
-	case ReviewItemStatusOpen, ReviewItemStatusResolved:
+	case ReviewItemStatusOpen, ReviewItemStatusResolved, ReviewItemStatusSuperseded:
 	default:
-		ps.Add("status", "unknown review item status%s (open or resolved)", quoted(status, c.cfg.Limits.MaxTextBytes))
+		ps.Add("status", "unknown review item status%s (open, resolved or superseded)", quoted(status, c.cfg.Limits.MaxTextBytes))
 	}
 	checkText(&ps, "profile_id", string(req.ProfileID), false, c.cfg.Limits.MaxTextBytes)
 	limit := c.pageLimit(&ps, req.Limit)

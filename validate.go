@@ -451,3 +451,44 @@ func quoted(s string, max int) string {
 	}
 	return fmt.Sprintf(" %q", s)
 }
+
+// actionsWithEvidence are the review actions whose decision brings evidence (and, for correct, a
+// proposal); every other action takes neither.
+var actionsWithEvidence = []string{ActionSelectEntity, ActionConfirmNewEntity, ActionAccept, ActionCorrect, ActionAddEvidence,
+	ActionBothValid}
+
+// validateResolve checks a Resolve request without the database: the item's address, a known action,
+// the key, the decision's text, and evidence or a proposal only where the action takes them.
+func validateResolve(req ResolveRequest, l Limits) error {
+	var ps problems
+	checkText(&ps, "ingest_id", req.IngestID, true, l.MaxTextBytes)
+	checkText(&ps, "placement_item_id", req.PlacementItemID, true, l.MaxTextBytes)
+	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
+	known := append(slices.Clone(actionsWithEvidence), ActionSelectPredicate, ActionRejectMapping,
+		ActionProposeVocabularyChange, ActionReject, ActionForget, ActionSupersedePrior, ActionKeepPriorRejectNew)
+	if checkText(&ps, "action", req.Action, true, l.MaxTextBytes); req.Action != "" && !slices.Contains(known, req.Action) {
+		ps.Add("action", "unknown action%s", quoted(req.Action, 64))
+	}
+	if d := req.Decision; d != nil {
+		checkText(&ps, "decision.mention_ref", d.MentionRef, false, l.MaxTextBytes)
+		checkText(&ps, "decision.entity_id", string(d.EntityID), false, l.MaxTextBytes)
+		checkText(&ps, "decision.predicate_key", d.PredicateKey, false, l.MaxTextBytes)
+		checkText(&ps, "decision.reason", d.Reason, false, 4096)
+		if checkCount(&ps, "decision.distinct_from_entity_ids", len(d.DistinctFromEntityIDs), MaxListItems) {
+			for i, id := range d.DistinctFromEntityIDs {
+				checkText(&ps, fmt.Sprintf("decision.distinct_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)
+			}
+		}
+	}
+	takesEvidence := slices.Contains(actionsWithEvidence, req.Action)
+	switch {
+	case len(req.Evidence) > 0 && !takesEvidence:
+		ps.Add("evidence", "action%s takes no evidence", quoted(req.Action, 64))
+	case checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0:
+		checkEvidence(&ps, req.Evidence, l)
+	}
+	if req.Proposal != nil && req.Action != ActionCorrect {
+		ps.Add("proposal", "only action correct takes a proposal")
+	}
+	return ps.Err()
+}

@@ -17,6 +17,9 @@ var (
 	ErrStaleConflictVersion = errors.New("densemem: stale conflict case version")
 	// ErrNotMaterialToConflict: the proposal does not belong to the named conflict case.
 	ErrNotMaterialToConflict = errors.New("densemem: proposal not material to the conflict case")
+	// ErrStaleDecision: the review item was decided already, or a relationship it asks about changed
+	// since it was issued; nothing was written. Trace the relationship again for the current question.
+	ErrStaleDecision = errors.New("densemem: stale decision: the review item was decided or its relationships changed")
 	// ErrStaleVersion: a relationship or a team policy changed since it was read.
 	ErrStaleVersion = errors.New("densemem: stale version")
 	// ErrConflict: a write collided with a concurrent one and could not be retried.

@@ -594,3 +594,51 @@ func TestReviewResolutionEventRecordsTheTimeBasis(t *testing.T) {
 		t.Errorf("winner changed: %+v", w)
 	}
 }
+
+// TestDecide: a decision records every change of its transaction, resolves its item before the items
+// whose question the changes answered close, and a change out of review closes that relationship's
+// open items (whoever made it).
+func TestDecide(t *testing.T) {
+	held := rel("r_held", alice, objB, nil, nil)
+	held.Status = relationship.StatusNeedsReview
+	prior := rel("r_prior", alice, objA, nil, nil)
+	l := newLedger(ProfileActor(alice))
+	load(l, []relationship.Relationship{prior, held})
+	ks := l.Key(key)
+	l.Supersede(ks.Find("r_prior"), now, "r_held", Decided("supersede_prior"))
+	l.Change(ks.Find("r_held"), relationship.StatusActive, relationship.TierValidatedClaim, Decided("supersede_prior"))
+	item := store.ReviewItem{ReviewItemRow: store.ReviewItemRow{ID: "rev_1", IngestID: "ing_0", PlacementItemID: "p1",
+		RelationshipID: "r_held"}, Status: store.ReviewOpen}
+	changes, err := l.Decide(Decision{ID: "dec_1", Item: item, Action: "supersede_prior", Body: []byte(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	end := now
+	want := []Change{
+		{RelationshipID: "r_prior", TransitionID: "trn_1",
+			Before: State{Status: relationship.StatusActive, Tier: relationship.TierValidatedClaim, Version: 1},
+			After:  State{Status: relationship.StatusSuperseded, Tier: relationship.TierValidatedClaim, ValidTo: &end, Version: 2}},
+		{RelationshipID: "r_held", TransitionID: "trn_2",
+			Before: State{Status: relationship.StatusNeedsReview, Tier: relationship.TierValidatedClaim, Version: 1},
+			After:  State{Status: relationship.StatusActive, Tier: relationship.TierValidatedClaim, Version: 2}},
+	}
+	if d := cmp.Diff(want, changes); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+	if d := cmp.Diff([]store.ReviewItemClose{{Team: team, ID: "rev_1", Status: store.ReviewResolved, ClosedAt: now,
+		DecisionID: "dec_1"}}, l.WS.ItemCloses); d != "" {
+		t.Errorf("item closes (-want +got):\n%s", d)
+	}
+	// Only the held relationship left review; the prior was never in it.
+	if d := cmp.Diff([]store.ReviewItemCloseFor{{Team: team, RelationshipID: "r_held", Status: store.ReviewSuperseded,
+		ClosedAt: now}}, l.WS.ItemClosesFor); d != "" {
+		t.Errorf("closes of answered items (-want +got):\n%s", d)
+	}
+	if n := len(l.WS.Decisions); n != 1 || l.WS.Decisions[0].Profile != alice || l.WS.Decisions[0].ReviewID != "rev_1" ||
+		l.WS.Decisions[0].IdempotencyKey != "idem-1" || l.WS.Decisions[0].IngestID != "ing_1" {
+		t.Errorf("decision rows %+v, want one by alice on rev_1 under idem-1", l.WS.Decisions)
+	}
+	if got := l.WS.Refreshes[0].Reason; got != string(ReasonDecided) {
+		t.Errorf("refresh reason %q, want %q", got, ReasonDecided)
+	}
+}

@@ -98,6 +98,7 @@ func (l *Ledger) Touch(rel *relationship.Relationship) {
 // refresh, and moves the transaction's copy along.
 func (l *Ledger) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
 	validTo *time.Time, reason Reason, related relationship.ID) {
+	l.questionGone(rel, status)
 	l.WS.Updates = append(l.WS.Updates, store.RelationshipUpdate{Team: l.Team, ID: rel.ID, ExpectVersion: rel.Version,
 		Status: status, Tier: tier, ValidTo: validTo, UpdatedAt: l.Now})
 	l.transition(rel.ID, rel.Status, status, rel.Tier, tier, rel.Validity.To, validTo, rel.Version, rel.Version+1,

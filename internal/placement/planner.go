@@ -543,9 +543,20 @@ func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, relat
 	rp := &api.ReviewPrompt{ReviewID: pl.newID("rev"), Kind: kind, Question: question, Choices: choices,
 		EntityCandidates: cands, PredicateOptions: opts}
 	body, _ := json.Marshal(rp)
-	pl.l.WS.ReviewItems = append(pl.l.WS.ReviewItems, store.ReviewItemRow{Team: pl.Team, ID: rp.ReviewID,
-		IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind, Profile: pl.Profile, ObservationID: obsID,
-		RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.Now})
+	row := store.ReviewItemRow{Team: pl.Team, ID: rp.ReviewID, IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind,
+		Profile: pl.Profile, ObservationID: obsID, RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.Now}
+	// The versions the question is about: a decision on the item is stale once one of them moved.
+	if r := pl.l.Find(rel); r != nil {
+		row.RelationshipVersion = r.Version
+	}
+	for _, id := range related {
+		v := 0
+		if r := pl.l.Find(relationship.ID(id)); r != nil {
+			v = r.Version
+		}
+		row.RelatedVersions = append(row.RelatedVersions, v)
+	}
+	pl.l.WS.ReviewItems = append(pl.l.WS.ReviewItems, row)
 	return rp
 }
 

@@ -1,0 +1,344 @@
+package densemem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+const opResolve = "resolve"
+
+// Review actions: what a client may decide on a review item. Remember, Trace and ListReviewItems
+// name the ones an item offers in its choices; Resolve carries one out.
+const (
+	ActionSelectEntity            = "select_entity"
+	ActionConfirmNewEntity        = "confirm_new_entity"
+	ActionSelectPredicate         = "select_predicate"
+	ActionRejectMapping           = "reject_mapping"
+	ActionProposeVocabularyChange = "propose_vocabulary_change"
+	ActionAccept                  = "accept"
+	ActionReject                  = "reject"
+	ActionCorrect                 = "correct"
+	ActionForget                  = "forget"
+	ActionSupersedePrior          = "supersede_prior"
+	ActionKeepPriorRejectNew      = "keep_prior_reject_new"
+	ActionBothValid               = "both_valid"
+	ActionAddEvidence             = "add_evidence"
+)
+
+// resolveActions are the actions Resolve carries out today; the others an item may offer are
+// refused as not yet supported.
+var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget}
+
+// ResolveRequest is a client's decision on one review item, named by the placement that issued it
+// (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
+type ResolveRequest struct {
+	IngestID        string `json:"ingest_id"`
+	PlacementItemID string `json:"placement_item_id"`
+	// Action is one of the item's choices (ActionSupersedePrior, …); ActionForget is allowed on every
+	// item about a relationship.
+	Action   string           `json:"action"`
+	Decision *ResolveDecision `json:"decision,omitempty"`
+	// Evidence and Proposal carry what the decision brings (add_evidence, accept, correct,
+	// confirm_new_entity); the other actions take neither.
+	Evidence []EvidenceInput `json:"evidence,omitempty"`
+	Proposal *Proposal       `json:"proposal,omitempty"`
+	// IdempotencyKey is required; a retry with the same key and request replays the first result.
+	IdempotencyKey string `json:"idempotency_key"`
+}
+
+// ResolveDecision is the decision's detail: the entity or predicate chosen, the identities a new
+// entity is distinct from, and the caller's reason.
+type ResolveDecision struct {
+	MentionRef            string     `json:"mention_ref,omitempty"`
+	EntityID              EntityID   `json:"entity_id,omitempty"`
+	DistinctFromEntityIDs []EntityID `json:"distinct_from_entity_ids,omitempty"`
+	PredicateKey          string     `json:"predicate_key,omitempty"`
+	Reason                string     `json:"reason,omitempty"`
+}
+
+// ResolveResult reports a decision: the appended decision row, the item it resolved, and the before
+// and after of every relationship it changed.
+type ResolveResult struct {
+	DecisionID string               `json:"decision_id"`
+	IngestID   string               `json:"ingest_id"`
+	ReviewID   string               `json:"review_id"`
+	Action     string               `json:"action"`
+	Changes    []RelationshipChange `json:"changes"`
+	// CrossReferences are the links written from a relationship the decision made current to other
+	// owners' relationships of its key.
+	CrossReferences []CrossReferenceOutcome `json:"cross_references,omitempty"`
+	// Conflict names the team conflict case of the decided key after the decision, if it has one.
+	Conflict *ConflictRef `json:"conflict,omitempty"`
+	Replayed bool         `json:"replayed"`
+}
+
+// RelationshipChange is the before and after of one relationship a decision changed.
+type RelationshipChange struct {
+	RelationshipID RelationshipID    `json:"relationship_id"`
+	TransitionID   string            `json:"transition_id"`
+	Before         RelationshipState `json:"before"`
+	After          RelationshipState `json:"after"`
+}
+
+// RelationshipState is a relationship's lifecycle state on one side of a change.
+type RelationshipState struct {
+	Status  Status     `json:"status"`
+	Tier    Tier       `json:"tier"`
+	ValidTo *time.Time `json:"valid_to,omitempty"`
+	Version int        `json:"version"`
+}
+
+// Resolve carries out the caller's decision on one of its open review items. In one transaction it
+// changes only the caller's relationships the item asks about (each with a transition naming the
+// decision), repairs their key's team case, resolves the item, and appends the decision — actor,
+// time, item, action, evidence, idempotency key and the before and after of every change — to the
+// append-only decision ledger. Items about a relationship a change took out of review close as
+// superseded.
+//
+// Errors: *ValidationError (bad fields, an action the item does not offer or Resolve does not
+// support yet), ErrForbidden, ErrNotFound (no such item in the team), ErrNotOwner (another
+// profile's item), ErrStaleDecision (decided already, or its relationships changed since it was
+// issued), ErrIdempotencyConflict. Nothing is written on any error.
+func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (*ResolveResult, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// 1. Validate the request.
+	if err := validateResolve(req, c.cfg.Limits); err != nil {
+		return nil, err
+	}
+	// 2. Authorise a write; a retry with a used key replays its stored result.
+	pr, err := c.authorize(ctx, p, identity.ScopeWrite)
+	if err != nil {
+		return nil, err
+	}
+	hash := requestHash(opResolve, req)
+	if rec, err := c.store.IdempotencyGet(ctx, p.TeamID, p.ProfileID, req.IdempotencyKey); err != nil {
+		return nil, err
+	} else if rec != nil {
+		return replayResolve(rec, hash)
+	}
+	// 3. The item is the caller's, still open, and offers the action.
+	item, err := c.store.ReviewItemGet(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
+	if err != nil {
+		return nil, err
+	}
+	if err := decidable(item, p, req.Action); err != nil {
+		return nil, err
+	}
+	// 4. Decide on the key of the item's relationship in one transaction.
+	rel, err := c.store.RelationshipGet(ctx, p.TeamID, item.RelationshipID)
+	if err != nil {
+		return nil, err
+	}
+	now := c.now()
+	var result *ResolveResult
+	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		result, err = c.decide(ctx, tx, p, pr.Policy, req, hash, rel, now)
+		return err
+	})
+	if errors.Is(err, ErrStaleVersion) {
+		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return result, nil
+}
+
+// decidable checks that p may decide item with action: its own item, still open, offering the action
+// (forget: any item about a relationship), which Resolve supports.
+func decidable(item store.ReviewItem, p Principal, action string) error {
+	if item.Profile != p.ProfileID {
+		return fmt.Errorf("%w: review item %s belongs to profile %s", ErrNotOwner, item.ID, item.Profile)
+	}
+	if item.Status != store.ReviewOpen {
+		return fmt.Errorf("%w: review item %s is %s", ErrStaleDecision, item.ID, item.Status)
+	}
+	var prompt ReviewPrompt
+	if err := json.Unmarshal(item.Choices, &prompt); err != nil {
+		return fmt.Errorf("%w: review item %s: choices: %v", ErrInternal, item.ID, err)
+	}
+	offered := []string{}
+	for _, ch := range prompt.Choices {
+		offered = append(offered, ch.Action)
+	}
+	if item.RelationshipID != "" {
+		offered = append(offered, ActionForget)
+	}
+	var ps problems
+	switch {
+	case !slices.Contains(offered, action):
+		ps.Add("action", "review item %s offers %v, not%s", item.ID, offered, quoted(action, 64))
+	case !slices.Contains(resolveActions, action):
+		ps.Add("action", "action%s is not supported by Resolve yet (supported: %v)", quoted(action, 64), resolveActions)
+	}
+	return ps.Err()
+}
+
+// decide is Resolve's transaction: under the idempotency key's lock, the item's row lock and its
+// key's lock, it checks the item still asks its question, carries out the action, maintains the key's
+// case, resolves the item with the decision row, and stores the result under the idempotency key.
+func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, req ResolveRequest, hash string,
+	rel relationship.Relationship, now time.Time) (*ResolveResult, error) {
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
+	if err != nil {
+		return nil, err
+	}
+	if locked.Idempotency != nil {
+		return replayResolve(locked.Idempotency, hash)
+	}
+	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		return nil, err
+	}
+	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
+	if err != nil {
+		return nil, err
+	}
+	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
+	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	if err != nil {
+		return nil, err
+	}
+	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
+		IdempotencyKey: req.IdempotencyKey, Now: now, Policy: policy,
+		NewID: func(prefix string) string { return c.newID(prefix, now) }}
+	l.Load(kl, kl.Predicates)
+	ks := l.Key(key)
+	if err := stillAsked(item, ks, p); err != nil {
+		return nil, err
+	}
+	res := &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
+	reason := ""
+	if req.Decision != nil {
+		reason = req.Decision.Reason
+	}
+	res.CrossReferences = carryOut(l, ks, kl.Supports, item, req.Action, reason)
+	if ref := l.Maintain(ks); ref != nil {
+		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+	}
+	body, err := json.Marshal(req.Decision)
+	if err != nil {
+		return nil, err
+	}
+	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body, Reason: reason})
+	if err != nil {
+		return nil, err
+	}
+	res.Changes = relationshipChanges(changes)
+	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, hash, res)
+}
+
+// stillAsked checks that item is still open and that the relationships it asks about are the
+// caller's and still at the versions it was issued for.
+func stillAsked(item store.ReviewItem, ks *ledger.KeyState, p Principal) error {
+	stale := func(why string, args ...any) error {
+		return fmt.Errorf("%w: review item %s: %s", ErrStaleDecision, item.ID, fmt.Sprintf(why, args...))
+	}
+	if item.Status != store.ReviewOpen {
+		return stale("it is %s", item.Status)
+	}
+	if r := ks.Find(item.RelationshipID); r != nil && r.Status != relationship.StatusNeedsReview &&
+		r.Status != relationship.StatusPendingEvidence {
+		return stale("relationship %s is %s, no longer in review", r.ID, r.Status)
+	}
+	ids := append([]string{string(item.RelationshipID)}, item.Related...)
+	versions := append([]int{item.RelationshipVersion}, item.RelatedVersions...)
+	for i, id := range ids {
+		r := ks.Find(relationship.ID(id))
+		switch {
+		case r == nil:
+			return stale("relationship %s is not on the item's key", id)
+		case r.Owner != p.ProfileID:
+			return fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, r.ID, r.Owner)
+		case i < len(versions) && versions[i] != 0 && versions[i] != r.Version:
+			return stale("relationship %s moved from version %d to %d since the item was issued", id, versions[i], r.Version)
+		}
+	}
+	return nil
+}
+
+// carryOut applies action to the item's relationships through the ledger, and returns the
+// cross-references of a relationship it made current.
+func carryOut(l *ledger.Ledger, ks *ledger.KeyState, supports []store.SupportRow, item store.ReviewItem, action, reason string) []CrossReferenceOutcome {
+	rel := ks.Find(item.RelationshipID)
+	why := ledger.Decided(action)
+	switch action {
+	case ActionForget:
+		l.Retract(rel, reason)
+	case ActionReject, ActionKeepPriorRejectNew:
+		l.Change(rel, relationship.StatusRejected, rel.Tier, why)
+	case ActionSupersedePrior:
+		end := l.Now
+		if rel.Validity.From != nil {
+			end = *rel.Validity.From
+		}
+		for _, id := range item.Related {
+			if prior := ks.Find(relationship.ID(id)); prior.Status == relationship.StatusActive {
+				l.Supersede(prior, end, rel.ID, why)
+			}
+		}
+		l.Change(rel, relationship.StatusActive, relationship.TierFor(l.Supports(rel.ID)), why)
+		return crossReferenceOutcomes(l.CrossReferences(rel, validFromConfirmed(rel, supports), "", ""))
+	}
+	return nil
+}
+
+// validFromConfirmed reports whether a verifier confirmed rel's own valid_from in one of its supports.
+func validFromConfirmed(rel *relationship.Relationship, supports []store.SupportRow) bool {
+	for _, s := range supports {
+		if s.RelationshipID == rel.ID && s.ConfirmedFrom != nil && rel.Validity.From != nil && s.ConfirmedFrom.Equal(*rel.Validity.From) {
+			return true
+		}
+	}
+	return false
+}
+
+func crossReferenceOutcomes(rows []store.CrossReferenceRow) []CrossReferenceOutcome {
+	var out []CrossReferenceOutcome
+	for _, x := range rows {
+		out = append(out, CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
+	}
+	return out
+}
+
+func relationshipChanges(changes []ledger.Change) []RelationshipChange {
+	out := make([]RelationshipChange, len(changes))
+	for i, ch := range changes {
+		out[i] = RelationshipChange{RelationshipID: ch.RelationshipID, TransitionID: ch.TransitionID,
+			Before: RelationshipState{Status: ch.Before.Status, Tier: ch.Before.Tier, ValidTo: ch.Before.ValidTo, Version: ch.Before.Version},
+			After:  RelationshipState{Status: ch.After.Status, Tier: ch.After.Tier, ValidTo: ch.After.ValidTo, Version: ch.After.Version}}
+	}
+	return out
+}
+
+// storeResolve records res under the idempotency key and writes the transaction's rows.
+func (c *Client) storeResolve(ctx context.Context, tx store.Tx, l *ledger.Ledger, p Principal, key, hash string, res *ResolveResult) error {
+	body, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	l.WS.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: key, Operation: opResolve,
+		RequestHash: hash, IngestID: l.IngestID, Result: body, CreatedAt: l.Now}
+	return tx.WriteSetApply(ctx, l.WS)
+}
+
+// replayResolve returns the result stored under the request's idempotency key.
+func replayResolve(rec *store.IdempotencyRecord, hash string) (*ResolveResult, error) {
+	out, err := replayed[ResolveResult](rec, opResolve, hash, "resolve result")
+	if err == nil {
+		out.Replayed = true
+	}
+	return out, err
+}

@@ -1,0 +1,437 @@
+package densemem_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/densemem/densemem"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// Resolve: a client's decision on one of its review items, carried out by the same ledger as every
+// other change, appended to the decision ledger, replayable, refused when stale or not the caller's.
+
+// heldItem is a same-owner hold: A's current "production deploys_from main" and A's later, undated
+// "production deploys_from release", held for review against it.
+type heldItem struct {
+	prior, held densemem.RelationshipOutcome
+	ingestID    string
+}
+
+// holdAgainstPrior remembers A's prior and A's conflicting statement, which is held for review.
+func (e *env) holdAgainstPrior() heldItem {
+	e.t.Helper()
+	h := heldItem{prior: e.remember(e.A, deploy("production", "main"))}
+	e.clock.Advance(time.Hour)
+	pl := e.rememberOne(e.A, deploy("production", "release").request(nextKey()))
+	h.held, h.ingestID = only(e.t, pl), pl.IngestID
+	if h.held.Status != "needs_review" || h.held.Review == nil {
+		e.t.Fatalf("second statement: %s/%s (%s), want held for review", h.held.Category, h.held.Status, h.held.Reason)
+	}
+	e.clock.Advance(time.Hour)
+	return h
+}
+
+// resolveRequest is a decision on the item of out, placed by ingest.
+func resolveRequest(ingest string, out densemem.RelationshipOutcome, action string) densemem.ResolveRequest {
+	return densemem.ResolveRequest{IngestID: ingest, PlacementItemID: out.PlacementItemID, Action: action,
+		IdempotencyKey: nextKey()}
+}
+
+// decisionRows returns the stored decision rows as JSON text, by decision ID.
+func (l ledgerView) decisionRows() map[string]string {
+	l.t.Helper()
+	return l.Keyed(`SELECT decision_id, to_jsonb(d)::text FROM placement_decisions d`)
+}
+
+// reviewItemStatus reads an item's status through the list call of its owner.
+func (e *env) reviewItemStatus(p densemem.Principal, reviewID string) string {
+	e.t.Helper()
+	for _, status := range []string{densemem.ReviewItemStatusOpen, densemem.ReviewItemStatusResolved,
+		densemem.ReviewItemStatusSuperseded} {
+		resp, err := e.client.ListReviewItems(e.ctx, p, densemem.ListReviewItemsRequest{Status: status, Limit: 100})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		for _, it := range resp.Items {
+			if it.ReviewID == reviewID {
+				return it.Status
+			}
+		}
+	}
+	e.t.Fatalf("review item %s is not listed", reviewID)
+	return ""
+}
+
+func TestResolveSameOwnerHold(t *testing.T) {
+	t.Parallel()
+
+	t.Run("supersede_prior makes the held statement current and closes the prior", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		now := e.clock.Now()
+		res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []densemem.RelationshipChange{
+			{RelationshipID: h.prior.RelationshipID,
+				Before: densemem.RelationshipState{Status: "active", Tier: "validated_claim", Version: 1},
+				After:  densemem.RelationshipState{Status: "superseded", Tier: "validated_claim", ValidTo: &now, Version: 2}},
+			{RelationshipID: h.held.RelationshipID,
+				Before: densemem.RelationshipState{Status: "needs_review", Tier: "validated_claim", Version: 1},
+				After:  densemem.RelationshipState{Status: "active", Tier: "validated_claim", Version: 2}},
+		}
+		if d := diff(want, res.Changes, ignoreTransitionIDs); d != "" {
+			t.Errorf("changes (-want +got):\n%s", d)
+		}
+		if d := diff([]string{"->active:accepted", "active->superseded:decided:supersede_prior"}, e.transitions(h.prior.RelationshipID)); d != "" {
+			t.Errorf("prior's transitions (-want +got):\n%s", d)
+		}
+		if d := diff([]string{"->needs_review:held_for_review", "needs_review->active:decided:supersede_prior"},
+			e.transitions(h.held.RelationshipID)); d != "" {
+			t.Errorf("held statement's transitions (-want +got):\n%s", d)
+		}
+		if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			t.Errorf("review item is %s, want resolved", got)
+		}
+		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionSupersedePrior)
+		e.checkLedger()
+	})
+
+	t.Run("keep_prior_reject_new rejects the held statement and leaves the prior", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		req := resolveRequest(h.ingestID, h.held, densemem.ActionKeepPriorRejectNew)
+		req.Decision = &densemem.ResolveDecision{Reason: "the user says main is still current"}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []densemem.RelationshipChange{{RelationshipID: h.held.RelationshipID,
+			Before: densemem.RelationshipState{Status: "needs_review", Tier: "validated_claim", Version: 1},
+			After:  densemem.RelationshipState{Status: "rejected", Tier: "validated_claim", Version: 2}}}
+		if d := diff(want, res.Changes, ignoreTransitionIDs); d != "" {
+			t.Errorf("changes (-want +got):\n%s", d)
+		}
+		if st, _, vt, v := e.relationshipState(h.prior.RelationshipID); st != "active" || vt != nil || v != 1 {
+			t.Errorf("prior %s (valid_to %v) at version %d, want active, open and untouched", st, vt, v)
+		}
+		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionKeepPriorRejectNew)
+		e.checkLedger()
+	})
+
+	t.Run("forget retracts the held statement", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionForget))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Changes) != 1 || res.Changes[0].After.Status != "retracted" {
+			t.Errorf("changes %+v, want the held statement retracted", res.Changes)
+		}
+		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionForget)
+	})
+
+	t.Run("both_valid is offered but not supported yet: refused, nothing written", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		before := e.allCounts()
+		_, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionBothValid))
+		if !isFieldProblem(err, "action") {
+			t.Fatalf("both_valid: %v, want a validation error on action", err)
+		}
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("rows written: %s", d)
+		}
+	})
+}
+
+// ignoreTransitionIDs leaves transition IDs out of a comparison of changes (allocated by the call).
+var ignoreTransitionIDs = cmpopts.IgnoreFields(densemem.RelationshipChange{}, "TransitionID")
+
+// checkDecisionRow asserts the decision ledger holds exactly the decision res reports: actor, item,
+// action, ingest, key and the changes with their transition IDs.
+func checkDecisionRow(t *testing.T, e *env, res *densemem.ResolveResult, reviewID, action string) {
+	t.Helper()
+	rows := e.ledger().decisionRows()
+	if len(rows) != 1 {
+		t.Fatalf("decision rows %v, want exactly one", rows)
+	}
+	var got struct {
+		DecisionID string                        `json:"decision_id"`
+		ProfileID  densemem.ProfileID            `json:"profile_id"`
+		ReviewID   string                        `json:"review_id"`
+		Action     string                        `json:"action"`
+		IngestID   string                        `json:"ingest_id"`
+		Changes    []densemem.RelationshipChange `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(rows[res.DecisionID]), &got); err != nil {
+		t.Fatalf("decision %s: %v (rows %v)", res.DecisionID, err, rows)
+	}
+	want := got
+	want.DecisionID, want.ProfileID, want.ReviewID, want.Action, want.IngestID, want.Changes =
+		res.DecisionID, e.A.ProfileID, reviewID, action, res.IngestID, res.Changes
+	if d := diff(want, got); d != "" {
+		t.Errorf("decision row (-want +got):\n%s", d)
+	}
+}
+
+func TestResolvePendingEvidenceReject(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pl := e.rememberOne(e.A, insufficientDeploy("production", "main").request(nextKey()))
+	out := only(t, pl)
+	if out.Status != "pending_evidence" {
+		t.Fatalf("insufficient evidence: %s, want pending_evidence", out.Status)
+	}
+	res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(pl.IngestID, out, densemem.ActionReject))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Changes) != 1 || res.Changes[0].Before.Status != "pending_evidence" || res.Changes[0].After.Status != "rejected" {
+		t.Errorf("changes %+v, want pending_evidence -> rejected", res.Changes)
+	}
+	if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+		t.Errorf("review item is %s, want resolved", got)
+	}
+}
+
+func TestResolveReplayStaleAndNotOwner(t *testing.T) {
+	t.Parallel()
+
+	t.Run("a replayed key returns the first result and writes nothing", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		req := resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior)
+		first, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		before := e.allCounts()
+		again, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !again.Replayed {
+			t.Error("replay not marked Replayed")
+		}
+		again.Replayed = false
+		if d := diff(first, again); d != "" {
+			t.Errorf("replay (-first +again):\n%s", d)
+		}
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("replay wrote rows: %s", d)
+		}
+		req.Action = densemem.ActionForget
+		if _, err := e.client.Resolve(e.ctx, e.A, req); !errors.Is(err, densemem.ErrIdempotencyConflict) {
+			t.Errorf("same key, other request: %v, want ErrIdempotencyConflict", err)
+		}
+	})
+
+	t.Run("a decided item and a moved prior are stale", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionKeepPriorRejectNew)); err != nil {
+			t.Fatal(err)
+		}
+		before := e.allCounts()
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior)); !errors.Is(err, densemem.ErrStaleDecision) {
+			t.Errorf("second decision: %v, want ErrStaleDecision", err)
+		}
+
+		h2 := e.holdAgainstPrior() // a second hold, against the same prior
+		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: h2.prior.RelationshipID,
+			IdempotencyKey: nextKey()}); err != nil {
+			t.Fatal(err)
+		}
+		before = e.allCounts()
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h2.ingestID, h2.held, densemem.ActionSupersedePrior)); !errors.Is(err, densemem.ErrStaleDecision) {
+			t.Errorf("decision after the prior was forgotten: %v, want ErrStaleDecision", err)
+		}
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("stale decisions wrote rows: %s", d)
+		}
+	})
+
+	t.Run("another profile's item is refused", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		before := e.allCounts()
+		for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionForget} {
+			if _, err := e.client.Resolve(e.ctx, e.B, resolveRequest(h.ingestID, h.held, action)); !errors.Is(err, densemem.ErrNotOwner) {
+				t.Errorf("B's %s of A's item: %v, want ErrNotOwner", action, err)
+			}
+		}
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("refused decisions wrote rows: %s", d)
+		}
+	})
+
+	t.Run("an action the item does not offer is refused", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionReject)); !isFieldProblem(err, "action") {
+			t.Errorf("reject on a hold: %v, want a validation error on action", err)
+		}
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID+"x", h.held, densemem.ActionForget)); !errors.Is(err, densemem.ErrNotFound) {
+			t.Errorf("unknown item: %v, want ErrNotFound", err)
+		}
+	})
+}
+
+// TestConcurrentResolveOneItem: ten goroutines decide one item at once, each under its own key.
+// Exactly one decision lands; the others are stale and write nothing.
+func TestConcurrentResolveOneItem(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	const n = 10
+	errs := make([]error, n)
+	runTogether(n, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		action := densemem.ActionSupersedePrior
+		if i%2 == 1 {
+			action = densemem.ActionKeepPriorRejectNew
+		}
+		_, errs[i] = e.client.Resolve(ctx, e.A, resolveRequest(h.ingestID, h.held, action))
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, densemem.ErrStaleDecision):
+			t.Errorf("decision %d: %v, want success or ErrStaleDecision", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d decisions landed, want 1", won)
+	}
+	if rows := e.ledger().decisionRows(); len(rows) != 1 {
+		t.Errorf("%d decision rows, want 1", len(rows))
+	}
+	e.checkLedger()
+	e.ledger().checkSupersededOnce()
+}
+
+// TestReviewItemsCloseWhenTheQuestionGoes: an item about a relationship closes as superseded when
+// the relationship leaves review another way: forgotten, or a pending one gaining its support.
+func TestReviewItemsCloseWhenTheQuestionGoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: h.held.RelationshipID,
+		IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+		t.Errorf("item of a forgotten held statement is %s, want superseded", got)
+	}
+
+	pending := only(t, e.rememberOne(e.A, insufficientDeploy("staging", "main").request(nextKey())))
+	supported := e.remember(e.A, deploy("staging", "main"))
+	if supported.RelationshipID != pending.RelationshipID || supported.Status != "active" {
+		t.Fatalf("support for the pending statement: %+v, want it to make %s active", supported, pending.RelationshipID)
+	}
+	if got := e.reviewItemStatus(e.A, pending.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+		t.Errorf("item of a pending statement that gained support is %s, want superseded", got)
+	}
+}
+
+func TestResolveRequestsFromTheSpecificationDecode(t *testing.T) {
+	t.Parallel()
+	// The specification's two Resolve examples, verbatim but for the elided IDs.
+	examples := []string{`{
+  "ingest_id": "ing_01J...",
+  "placement_item_id": "item_identity_1",
+  "action": "select_entity",
+  "decision": {
+    "mention_ref": "mark",
+    "entity_id": "ent_mark_huang"
+  },
+  "evidence": [
+    {
+      "content": "I mean Mark Huang, the Dense-Mem maintainer.",
+      "source_type": "manual",
+      "authority": "authoritative",
+      "source_group": "user-resolution:ing_01J..."
+    }
+  ],
+  "idempotency_key": "identity-resolution-1"
+}`, `{
+  "ingest_id": "ing_01J...",
+  "placement_item_id": "item_relationship_1",
+  "action": "correct",
+  "evidence": [
+    {
+      "content": "The user confirmed that production now deploys from release.",
+      "source_type": "manual",
+      "authority": "authoritative",
+      "source_group": "user-resolution:ing_01J..."
+    }
+  ],
+  "proposal": {
+    "entities": [
+      {"ref": "production", "name": "production", "entity_kind": "environment", "identity_context": {"system": "Dense-Mem"}},
+      {"ref": "release", "name": "release", "entity_kind": "git_branch", "identity_context": {"repository": "Dense-Mem"}}
+    ],
+    "relationships": [
+      {
+        "proposal_id": "production_deploys_from_release",
+        "subject_ref": "production",
+        "predicate": "deploys_from",
+        "object_ref": "release",
+        "polarity": "+",
+        "modality": "statement",
+        "evidence": [{"evidence_index": 0, "start": 0, "end": 60}]
+      }
+    ]
+  },
+  "idempotency_key": "deployment-correction-1"
+}`}
+	for i, text := range examples {
+		dec := json.NewDecoder(strings.NewReader(text))
+		dec.DisallowUnknownFields()
+		var req densemem.ResolveRequest
+		if err := dec.Decode(&req); err != nil {
+			t.Fatalf("example %d: %v", i, err)
+		}
+		out, err := json.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var a, b map[string]any
+		_ = json.Unmarshal([]byte(text), &a)
+		_ = json.Unmarshal(out, &b)
+		if !maps.EqualFunc(a, b, func(x, y any) bool { return fmt.Sprint(x) == fmt.Sprint(y) }) {
+			t.Errorf("example %d does not survive a round trip:\n%s\n%s", i, text, out)
+		}
+		if !bytes.Contains(out, []byte(`"action":"`+req.Action+`"`)) {
+			t.Errorf("example %d: action lost: %s", i, out)
+		}
+	}
+}
+
+// isFieldProblem reports whether err is a validation error naming path.
+func isFieldProblem(err error, path string) bool {
+	var ve *densemem.ValidationError
+	return errors.As(err, &ve) && ve.Has(path)
+}
