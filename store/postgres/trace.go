@@ -309,14 +309,14 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 
 // reviewItemViewColumns are the columns of a review item as scanReviewItemView reads them.
 const reviewItemViewColumns = `review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
-       COALESCE(relationship_id, ''), related_ids, choices, created_at, resolved_at`
+       COALESCE(relationship_id, ''), related_ids, choices, relationship_version, related_versions, created_at, resolved_at`
 
 // scanReviewItemView scans a review item read with reviewItemViewColumns.
 func scanReviewItemView(row pgx.CollectableRow, team identity.TeamID) (store.ReviewItemView, error) {
 	var v store.ReviewItemView
 	var choices []byte
 	err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
-		&v.RelationshipID, &v.Related, &choices, &v.CreatedAt, &v.ResolvedAt)
+		&v.RelationshipID, &v.Related, &choices, &v.RelationshipVersion, &v.RelatedVersions, &v.CreatedAt, &v.ResolvedAt)
 	v.Team, v.Choices = team, json.RawMessage(choices)
 	return v, err
 }

@@ -393,8 +393,8 @@ INSERT INTO {schema}.conflict_events (team_id, event_id, conflict_id, case_versi
 VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, NULLIF($8, ''), $9, $10, NULLIF($11, ''), $12, $13, $14, $15)`
 	reviewItemInsertSQL = `-- name: ReviewItemInsert
 INSERT INTO {schema}.review_items (team_id, review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
-    relationship_id, related_ids, choices, created_at)
-VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, NULLIF($8, ''), $9, $10, $11)`
+    relationship_id, related_ids, choices, relationship_version, related_versions, created_at)
+VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, NULLIF($8, ''), $9, $10, $11, $12, $13)`
 	refreshInsertSQL = `-- name: RefreshInsert
 INSERT INTO {schema}.search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES ($1, $2, $3, $4)`
 	idempotencyInsertSQL = `-- name: IdempotencyInsert
@@ -419,7 +419,8 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	w.queueRelationships(&ws)
 	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
 	w.queueCases(&ws)
-	// 5. Review items, search refreshes and the idempotency record.
+	// 5. Review items, the decisions on them and their closes, search refreshes and the idempotency
+	// record.
 	w.queueRecords(&ws)
 	// 6. COMMIT, when it travels with the write batch, and the round trip.
 	return t.sendWrites(ctx, b, w.armed)
@@ -554,7 +555,9 @@ func (w writeBatch) queueCases(ws *store.WriteSet) {
 	w.step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
 }
 
-// queueRecords queues the review items, the search refreshes and the idempotency record.
+// queueRecords queues the new review items, the decisions (each naming an existing review item),
+// the closes of review items (each naming its decision), the search refreshes and the idempotency
+// record.
 func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	b := w.b
 	for _, r := range ws.ReviewItems {
@@ -563,8 +566,11 @@ func (w writeBatch) queueRecords(ws *store.WriteSet) {
 			related = []string{}
 		}
 		b.Queue(reviewItemInsertSQL, r.Team, r.ID, r.IngestID, r.PlacementItemID, r.Kind, r.Profile, r.ObservationID,
-			r.RelationshipID, related, []byte(r.Choices), r.CreatedAt)
+			r.RelationshipID, related, []byte(r.Choices), r.RelationshipVersion, r.RelatedVersions, r.CreatedAt)
 	}
+	w.step("review_items", len(ws.ReviewItems))
+	w.queueDecisions(ws)
+	w.queueItemCloses(ws)
 	for _, r := range ws.Refreshes {
 		b.Queue(refreshInsertSQL, r.Team, r.RelationshipID, r.Reason, r.CreatedAt)
 	}

@@ -30,6 +30,7 @@ var lockingContracts = []contract{
 	{"CaseClaimDueClaimsEachCaseOnce", testClaimsExclusive},
 	{"PolicyAppendHasOneWinner", testPolicyAppendOneWinner},
 	{"NightlyReserveHasOneWinner", testNightlyReserveOneWinner},
+	{"ReviewItemLockSerialisesDecisions", testReviewItemLockSerialisesDecisions},
 }
 
 // gate tells goroutines when all n of them have reached the contended call.
