@@ -60,7 +60,7 @@ func (e *env) reviewItemStatus(p densemem.Principal, reviewID string) string {
 		if err != nil {
 			e.t.Fatal(err)
 		}
-		for _, it := range resp.Items {
+		for _, it := range resp.ReviewItems {
 			if it.ReviewID == reviewID {
 				return it.Status
 			}
@@ -252,6 +252,9 @@ func TestResolveReplayStaleAndNotOwner(t *testing.T) {
 		before := e.allCounts()
 		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior)); !errors.Is(err, densemem.ErrStaleDecision) {
 			t.Errorf("second decision: %v, want ErrStaleDecision", err)
+		}
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("a decision on a decided item wrote rows: %s", d)
 		}
 
 		h2 := e.holdAgainstPrior() // a second hold, against the same prior

@@ -555,11 +555,17 @@ func (w writeBatch) queueCases(ws *store.WriteSet) {
 	w.step("cases", len(ws.CaseInserts)+len(ws.CaseUpdates)+len(ws.CaseEvents))
 }
 
-// queueRecords queues the new review items, the decisions (each naming an existing review item),
-// the closes of review items (each naming its decision), the search refreshes and the idempotency
+// queueRecords queues the decisions (each naming an existing review item), the closes of review
+// items (each naming its decision), the new review items, the search refreshes and the idempotency
 // record.
+//
+// Decisions and the closes of existing review items come before the new items: a close of every
+// open item about a relationship (a question answered) must not close the item the same
+// transaction asks anew about it (a pending relationship now held for review).
 func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	b := w.b
+	w.queueDecisions(ws)
+	w.queueItemCloses(ws)
 	for _, r := range ws.ReviewItems {
 		related := r.Related
 		if related == nil {
@@ -569,8 +575,6 @@ func (w writeBatch) queueRecords(ws *store.WriteSet) {
 			r.RelationshipID, related, []byte(r.Choices), r.RelationshipVersion, r.RelatedVersions, r.CreatedAt)
 	}
 	w.step("review_items", len(ws.ReviewItems))
-	w.queueDecisions(ws)
-	w.queueItemCloses(ws)
 	for _, r := range ws.Refreshes {
 		b.Queue(refreshInsertSQL, r.Team, r.RelationshipID, r.Reason, r.CreatedAt)
 	}
