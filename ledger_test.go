@@ -383,8 +383,10 @@ type caseEvent struct {
 	Prior, Resulting, ActorKind string
 	Actor                       string // the acting profile, "" for the system and the reviewer
 	Reason, IngestID, TimeBasis string
-	CreatedAt                   time.Time
-	Positions                   []eventPosition
+	// PolicyVersion is the team policy version the event records.
+	PolicyVersion int
+	CreatedAt     time.Time
+	Positions     []eventPosition
 	// Listed is every member of Positions as "position|relationship|version|owner", sorted.
 	Listed []string
 }
@@ -494,8 +496,8 @@ func (l ledgerView) Cases() []caseRow {
 func (l ledgerView) addEvents(cases []caseRow, byID map[string]int) {
 	l.t.Helper()
 	rows, err := l.q.Query(l.ctx, `SELECT conflict_id, case_version, COALESCE(prior_status, ''), resulting_status,
-		actor_kind, COALESCE(actor_profile_id, ''), reason_code, ingest_id, COALESCE(time_basis, ''), created_at, positions
-		FROM conflict_events ORDER BY conflict_id, case_version`)
+		actor_kind, COALESCE(actor_profile_id, ''), reason_code, ingest_id, COALESCE(time_basis, ''), policy_version,
+		created_at, positions FROM conflict_events ORDER BY conflict_id, case_version`)
 	if err != nil {
 		l.t.Fatal(err)
 	}
@@ -505,7 +507,7 @@ func (l ledgerView) addEvents(cases []caseRow, byID map[string]int) {
 		var ev caseEvent
 		var positions []byte
 		if err := rows.Scan(&id, &ev.Version, &ev.Prior, &ev.Resulting, &ev.ActorKind, &ev.Actor, &ev.Reason, &ev.IngestID,
-			&ev.TimeBasis, &ev.CreatedAt, &positions); err != nil {
+			&ev.TimeBasis, &ev.PolicyVersion, &ev.CreatedAt, &positions); err != nil {
 			l.t.Fatal(err)
 		}
 		if err := json.Unmarshal(positions, &ev.Positions); err != nil {

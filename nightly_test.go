@@ -1046,6 +1046,126 @@ func TestNightlyDeadlineBehaviour(t *testing.T) {
 	})
 }
 
+// A case is decided under the team policy version it pinned when it opened, and its events record
+// that version (decision 72). The production case opens under version 1, where A's "authoritative"
+// evidence carries no authority; the host then makes A authoritative (version 2, with a one-day TTL)
+// and a staging case opens under it. One run past both deadlines decides each under its own version:
+// production for release's majority (under version 2, A's unique authority would keep main), staging
+// for A's authority.
+func TestNightlyReviewAppliesThePinnedPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	// openCase has A remember env deploys from branch with authoritative evidence, then B and C (a
+	// day and an hour apart) release since the cutoff, each with their own words: two groups against
+	// one. It returns A's and B's relationships and the case B's opened.
+	openCase := func(env, branch string) (a, b, c densemem.RelationshipID, caseID string) {
+		t.Helper()
+		af := deploy(env, branch)
+		af.authority = "authoritative"
+		a = e.rememberAccepted(e.A, af).RelationshipID
+		e.clock.Advance(24 * time.Hour)
+		bo := e.rememberAccepted(e.B, deploy(env, "release").since(releaseCutoff))
+		if bo.Conflict == nil || bo.Conflict.Status != "open" {
+			t.Fatalf("%s: B's release opened no case: %+v", env, bo)
+		}
+		e.clock.Advance(time.Hour)
+		cf := deploy(env, "release").since(releaseCutoff)
+		cf.content = "Ops confirmed: " + cf.content
+		co := e.rememberAccepted(e.C, cf)
+		if co.Conflict == nil || co.Conflict.ConflictID != bo.Conflict.ConflictID {
+			t.Fatalf("%s: C's release did not join case %s: %+v", env, bo.Conflict.ConflictID, co.Conflict)
+		}
+		return a, bo.RelationshipID, co.RelationshipID, bo.Conflict.ConflictID
+	}
+
+	prodA, prodB, prodC, prodCase := openCase("production", "main")
+	pol, err := e.client.TeamPolicy(e.ctx, e.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pol.Version != 1 || len(pol.AuthoritativeProfileIDs) != 0 {
+		t.Fatalf("policy in force = %+v, want version 1 without authoritative profiles", pol)
+	}
+	pol.AuthoritativeProfileIDs, pol.ReviewTTL = []densemem.ProfileID{e.A.ProfileID}, 24*time.Hour
+	if pol, err = e.client.SetTeamPolicy(e.ctx, e.admin, pol); err != nil || pol.Version != 2 {
+		t.Fatalf("SetTeamPolicy = %+v, %v; want version 2", pol, err)
+	}
+	e.clock.Advance(time.Hour)
+	stgA, stgB, stgC, stgCase := openCase("staging", "develop")
+
+	// Each case pinned the version in force when it opened, and its deadline from that version's TTL.
+	prod, stg := e.listedConflict(prodCase), e.listedConflict(stgCase)
+	if prod.PolicyVersion != 1 || !prod.ReviewDueAt.Equal(prod.OpenedAt.Add(defaultReviewTTL)) {
+		t.Errorf("production case pins policy v%d, due %v; want v1 due %v", prod.PolicyVersion, prod.ReviewDueAt,
+			prod.OpenedAt.Add(defaultReviewTTL))
+	}
+	if stg.PolicyVersion != 2 || !stg.ReviewDueAt.Equal(stg.OpenedAt.Add(24*time.Hour)) {
+		t.Errorf("staging case pins policy v%d, due %v; want v2 due %v", stg.PolicyVersion, stg.ReviewDueAt, stg.OpenedAt.Add(24*time.Hour))
+	}
+
+	// The production deadline comes after the staging one: one run reviews both.
+	e.advanceToReviewDue(prodCase)
+	if rep := e.reviewTeamAs("w1"); rep.Resolved != 2 || rep.Failed != 0 {
+		t.Fatalf("nightly review past both deadlines: %+v, want 2 resolved", rep)
+	}
+
+	for _, c := range []struct {
+		env, caseID    string
+		policy         int
+		winner, reason string
+		basis          string
+		kept, replaced []densemem.RelationshipID
+	}{
+		{"production", prodCase, 1, "release", "post_ttl_majority_floor_met", "evidence_time",
+			[]densemem.RelationshipID{prodB, prodC}, []densemem.RelationshipID{prodA}},
+		{"staging", stgCase, 2, "develop", "post_ttl_unique_authority", "recorded_fallback",
+			[]densemem.RelationshipID{stgA}, []densemem.RelationshipID{stgB, stgC}},
+	} {
+		listed := e.listedConflict(c.caseID)
+		var winner string
+		for _, p := range listed.Positions {
+			if p.PositionID == listed.PreferredPositionID {
+				winner = p.Object.Name
+			}
+		}
+		if listed.Status != "resolved" || winner != c.winner || listed.EffectiveTimeBasis != c.basis || listed.PolicyVersion != c.policy {
+			t.Errorf("%s case: %s for %q (%s) under policy v%d; want resolved for %q (%s) under v%d", c.env, listed.Status,
+				winner, listed.EffectiveTimeBasis, listed.PolicyVersion, c.winner, c.basis, c.policy)
+		}
+		for _, id := range c.kept {
+			if st, _, _, _ := e.relationshipState(id); st != "active" {
+				t.Errorf("%s case: winner's %s is %s, want active", c.env, id, st)
+			}
+		}
+		for _, id := range c.replaced {
+			if st, _, _, _ := e.relationshipState(id); st != "superseded" {
+				t.Errorf("%s case: loser's %s is %s, want superseded", c.env, id, st)
+			}
+		}
+		// Trace shows the resolution's reason and the policy version it was decided under.
+		var traced *densemem.TraceConflict
+		tr := e.trace(e.C, c.kept[0])
+		for i := range tr.Conflicts {
+			if tr.Conflicts[i].ConflictID == c.caseID {
+				traced = &tr.Conflicts[i]
+			}
+		}
+		if traced == nil || len(traced.Events) == 0 {
+			t.Fatalf("%s case: Trace of %s shows no events of case %s", c.env, c.kept[0], c.caseID)
+		}
+		if last := traced.Events[len(traced.Events)-1]; last.ResultingStatus != "resolved" || last.ActorKind != reviewerActorKind ||
+			last.Reason != c.reason || last.PolicyVersion != c.policy {
+			t.Errorf("%s case: resolution event %+v, want %s under policy v%d", c.env, last, c.reason, c.policy)
+		}
+		// Every event of the case records the version it pinned, the opening's and the reviewer's alike.
+		for _, ev := range e.ledger().Case(c.caseID).Events {
+			if ev.PolicyVersion != c.policy {
+				t.Errorf("%s case: event v%d (%s) records policy v%d, want v%d", c.env, ev.Version, ev.Reason, ev.PolicyVersion, c.policy)
+			}
+		}
+	}
+}
+
 // ---- recall views after resolution ----
 
 func TestRecallAfterResolutionViews(t *testing.T) {

@@ -29,7 +29,9 @@ type TeamPolicy struct {
 // (an empty TimeZone means UTC), and returns it with its new version. pol.Version must be the
 // version in force, as TeamPolicy returned it: the change is appended only if that version is still
 // in force, in the same transaction, so of two changes made from the same version one succeeds and
-// the other fails with ErrStaleVersion (read the policy again and reapply).
+// the other fails with ErrStaleVersion (read the policy again and reapply). A conflict case keeps
+// the version in force when it opened: the new version's TTL and authoritative profiles apply to
+// cases opened after the change, the nightly review of an open case uses the version it pinned.
 //
 // Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
 // host principal's team does not exist), ErrStaleVersion.

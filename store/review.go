@@ -31,6 +31,8 @@ type ClaimedCase struct {
 	ID       conflict.ID
 	Key      conflict.Key
 	Attempts int
+	// PolicyVersion is the team policy version the case pinned when it opened, which its review applies.
+	PolicyVersion int
 }
 
 // CaseEscalateParams escalates the cases whose attempts of the run date are exhausted.

@@ -86,6 +86,11 @@ type Store interface {
 	RecallDetails(ctx context.Context, p RecallDetailsParams) (RecallDetails, error)
 	// PolicyGet returns a team's policy in force. ErrNotFound when the team does not exist.
 	PolicyGet(ctx context.Context, team identity.TeamID) (Policy, error)
+	// PolicyVersions returns the given versions of a team's policy, in force or replaced since (the
+	// versions are append-only, so every one stays readable), in version order, each once; a version
+	// the team does not have is left out. The nightly reviewer reads the versions its claimed cases
+	// pinned with it. Errors: only the store's transport sentinels.
+	PolicyVersions(ctx context.Context, team identity.TeamID, versions []int) ([]Policy, error)
 	// TeamsWithDueCases lists the teams that have a live case due at now (a maintenance read across
 	// teams for the nightly scheduler; it returns team IDs only).
 	TeamsWithDueCases(ctx context.Context, now time.Time) ([]identity.TeamID, error)

@@ -42,7 +42,9 @@ type Ledger struct {
 	IngestID       string
 	IdempotencyKey string
 	Now            time.Time
-	// Policy is the team policy in force: authority of supports, and the version and TTL a new case pins.
+	// Policy is the team policy the transaction applies: it gives supports their authority, and a new
+	// case pins its version and TTL. Placement and lifecycle changes use the version in force; the
+	// nightly reviewer the version the reviewed case pinned, the one its events record.
 	Policy store.Policy
 	// NewID allocates a library ID with the given prefix at Now.
 	NewID func(prefix string) string

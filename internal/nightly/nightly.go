@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
 
@@ -98,12 +99,14 @@ func runDates(now time.Time, tz string) (runDate, next time.Time) {
 
 // teamRun is one worker's review of one team's due cases on one run date.
 type teamRun struct {
-	cfg   Config
-	req   review.Request
-	team  identity.TeamID
-	rep   *review.Report
-	pol   store.Policy
-	preds []relationship.Predicate
+	cfg  Config
+	req  review.Request
+	team identity.TeamID
+	rep  *review.Report
+	// policies holds the team's policy versions read so far by number, the version in force (whose
+	// time zone dates the run) first: a case is decided under the version it pinned.
+	policies map[int]store.Policy
+	preds    []relationship.Predicate
 	// now is the run's instant, runDate its date in the team's time zone and next the start of the
 	// following day there, when a case kept open is due again.
 	now, runDate, next time.Time
@@ -113,7 +116,7 @@ type teamRun struct {
 
 // runTeam is one worker's nightly review of one team, counted in rep.
 func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.TeamID, rep *review.Report) error {
-	// 1. The team's policy and predicates, and the run date in its time zone.
+	// 1. The team's policy in force and predicates, and the run date in its time zone.
 	pol, err := cfg.Store.PolicyGet(ctx, team)
 	if err != nil {
 		return err
@@ -123,7 +126,8 @@ func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.
 		return err
 	}
 	now := cfg.Clock()
-	r := &teamRun{cfg: cfg, req: req, team: team, rep: rep, pol: pol, preds: preds, now: now, token: cfg.NewID("clm", now)}
+	r := &teamRun{cfg: cfg, req: req, team: team, rep: rep, policies: map[int]store.Policy{pol.Version: pol},
+		preds: preds, now: now, token: cfg.NewID("clm", now)}
 	r.runDate, r.next = runDates(now, pol.TimeZone)
 	// 2. Reserve the team's run of the date; only the first worker counts it, every worker reviews.
 	reserved, err := cfg.Store.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: r.runDate,
@@ -175,12 +179,44 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		if err := failpoint.Check(ctx, "review.after_claim"); err != nil {
 			return err
 		}
+		if err := r.readPolicies(ctx, claimed); err != nil {
+			return err
+		}
 		for _, c := range claimed {
-			outcome, err := reviewCase(ctx, r.cfg, r.pol, r.preds, c, r.token, r.now, r.next)
+			var outcome conflict.Outcome
+			pol, ok := r.policies[c.PolicyVersion]
+			if !ok {
+				err = fmt.Errorf("densemem: nightly review: case %s pinned policy version %d, which the team does not have",
+					c.ID, c.PolicyVersion)
+			} else {
+				outcome, err = reviewCase(ctx, r.cfg, pol, r.preds, c, r.token, r.now, r.next)
+			}
 			if err := r.record(ctx, c, outcome, err); err != nil {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// readPolicies reads, in one round trip, the policy versions the claimed cases pinned that the run
+// has not read yet; none when every case pinned one already read (the version in force, usually).
+func (r *teamRun) readPolicies(ctx context.Context, claimed []store.ClaimedCase) error {
+	var missing []int
+	for _, c := range claimed {
+		if _, ok := r.policies[c.PolicyVersion]; !ok && !slices.Contains(missing, c.PolicyVersion) {
+			missing = append(missing, c.PolicyVersion)
+		}
+	}
+	if len(missing) == 0 {
+		return nil
+	}
+	pols, err := r.cfg.Store.PolicyVersions(ctx, r.team, missing)
+	if err != nil {
+		return err
+	}
+	for _, p := range pols {
+		r.policies[p.Version] = p
 	}
 	return nil
 }
@@ -231,6 +267,8 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 // reviewCase evaluates one claimed case in one transaction fenced by the claim token: it reloads the
 // key's relationships, supports and the case under the global lock order, and the ledger repairs
 // membership and applies the resolution policy's decision (resolve, overdue, dismiss or keep open).
+// pol is the policy version the case pinned: it counts the supports' authority and is the version
+// the decision and every event of the review record (DESIGN §7 "Timing", decision 72).
 func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,
 	token string, now, next time.Time) (conflict.Outcome, error) {
 	var outcome conflict.Outcome
@@ -247,11 +285,15 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 		if cs == nil || cs.ClaimToken != token || !cs.Status.Live() {
 			return errLost
 		}
+		if cs.PolicyVersion != pol.Version {
+			// Unreachable: a case's pinned version never changes.
+			return fmt.Errorf("densemem: nightly review: case %s pins policy version %d, not %d", c.ID, cs.PolicyVersion, pol.Version)
+		}
 		ks := l.Key(c.Key)
 		confirmed := confirmedFrom(ks, kl.Supports)
 		outcome = l.Review(ks, cs, token, next, func(positions []conflict.Position) conflict.Decision {
 			return conflict.Decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
-				ReviewDueAt: cs.ReviewDueAt, ConfirmedFrom: confirmed, PolicyVersion: cs.PolicyVersion})
+				ReviewDueAt: cs.ReviewDueAt, ConfirmedFrom: confirmed, PolicyVersion: pol.Version})
 		})
 		return tx.WriteSetApply(ctx, l.WS)
 	})

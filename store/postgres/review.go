@@ -34,6 +34,36 @@ func (s *Store) PolicyGet(ctx context.Context, team identity.TeamID) (store.Poli
 	return p, nil
 }
 
+const policyVersionsSQL = `-- name: PolicyVersions
+SELECT version, review_ttl_seconds, auto_write_threshold, authoritative_profile_ids, time_zone, created_by, created_at
+FROM {schema}.team_policies WHERE team_id = $1 AND version = ANY($2::integer[]) ORDER BY version`
+
+// PolicyVersions returns the given versions of a team's policy that exist, in version order.
+func (s *Store) PolicyVersions(ctx context.Context, team identity.TeamID, versions []int) ([]store.Policy, error) {
+	var out []store.Policy
+	if len(versions) == 0 {
+		return out, nil
+	}
+	b := &pgx.Batch{}
+	b.Queue(policyVersionsSQL, team, versions).Query(func(rows pgx.Rows) (err error) {
+		out, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.Policy, error) {
+			p := store.Policy{Team: team}
+			var ttl int64
+			var auth []string
+			if err := row.Scan(&p.Version, &ttl, &p.AutoWriteThreshold, &auth, &p.TimeZone, &p.CreatedBy, &p.CreatedAt); err != nil {
+				return p, err
+			}
+			p.ReviewTTL = time.Duration(ttl) * time.Second
+			for _, a := range auth {
+				p.AuthoritativeProfiles = append(p.AuthoritativeProfiles, identity.ProfileID(a))
+			}
+			return p, nil
+		})
+		return err
+	})
+	return out, s.send(ctx, team, b, false)
+}
+
 // teamsWithDueCasesSQL reads across teams, which row-level security refuses the reviewer's role: the
 // owner's SECURITY DEFINER function answers it (the reviewer alone may execute it).
 const teamsWithDueCasesSQL = `-- name: TeamsWithDueCases
@@ -85,7 +115,7 @@ SET claim_token = $5, lease_expires_at = $2 + make_interval(secs => $6),
     attempts_date = $3::date, last_evaluated_at = $2
 FROM due
 WHERE c.team_id = $1 AND c.conflict_id = due.conflict_id
-RETURNING c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.review_attempts`
+RETURNING c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.review_attempts, c.policy_version`
 
 // CaseClaimDue claims up to Batch due cases for one worker.
 func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([]store.ClaimedCase, error) {
@@ -95,7 +125,7 @@ func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([
 		p.MaxAttempts).Query(func(rows pgx.Rows) (err error) {
 		claimed, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ClaimedCase, error) {
 			var c store.ClaimedCase
-			err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &c.Attempts)
+			err := row.Scan(&c.ID, &c.Key.Subject, &c.Key.PredicateKey, &c.Key.Scope, &c.Attempts, &c.PolicyVersion)
 			c.Key.Team = p.Team
 			return c, err
 		})

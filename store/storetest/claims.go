@@ -17,6 +17,7 @@ import (
 // reviewer's store, which alone may resolve a case.
 var claimContracts = []contract{
 	{"ClaimsOnlyDueCases", testClaimsOnlyDue},
+	{"ClaimNamesThePinnedPolicyVersion", testClaimPinnedPolicy},
 	{"LeaseHoldsUntilItExpires", testLeaseHolds},
 	{"ReviewIsFencedByTheClaim", testReviewFenced},
 	{"EscalationOncePerRunDate", testEscalation},
@@ -103,6 +104,57 @@ func testClaimsOnlyDue(e *env) {
 	w.caseState(dueLater, 1, conflict.StatusOpen, at(30*time.Minute), "tok_2", "a claimed case")
 	w.caseState(future, 1, conflict.StatusOpen, at(25*time.Hour), "", "a case not yet due")
 	w.caseState(gone, 2, conflict.StatusDismissed, t0, "", "a dismissed case")
+}
+
+// testClaimPinnedPolicy claims a case opened under policy version 2 after version 3 replaced it: the
+// claim names version 2, and PolicyVersions still reads it as appended (the versions are append-only),
+// in version order, each once, leaving out versions the team does not have.
+func testClaimPinnedPolicy(e *env) {
+	t, ctx := e.t, e.ctx
+	w := e.world("tm_c")
+	v2 := store.Policy{Team: w.team, ReviewTTL: 3 * 24 * time.Hour, AutoWriteThreshold: 0.5,
+		AuthoritativeProfiles: []identity.ProfileID{w.a}, TimeZone: "Europe/Paris", CreatedBy: "host", CreatedAt: at(time.Minute)}
+	_, err := e.s.PolicyAppend(ctx, store.PolicyAppendParams{Policy: v2, ExpectVersion: 1})
+	e.must(err, "PolicyAppend of version 2")
+	var ws store.WriteSet
+	cs := w.caseRows(&ws, w.key(w.ada, ""), nil, at(2*time.Minute), at(2*time.Minute))
+	ws.CaseInserts[0].PolicyVersion, ws.CaseEvents[0].PolicyVersion = 2, 2
+	w.apply(ws)
+	v3 := v2
+	v3.AuthoritativeProfiles, v3.CreatedAt = []identity.ProfileID{w.b}, at(3*time.Minute)
+	_, err = e.s.PolicyAppend(ctx, store.PolicyAppendParams{Policy: v3, ExpectVersion: 2})
+	e.must(err, "PolicyAppend of version 3")
+
+	got := w.claim(store.CaseClaimDueParams{Now: at(time.Hour), RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
+		Token: "tok_1", MaxAttempts: 5})
+	if len(got) != 1 || got[0].ID != cs.ID || got[0].PolicyVersion != 2 {
+		t.Errorf("claim = %+v, want case %s with its pinned policy version 2", got, cs.ID)
+	}
+	pols, err := e.rv.PolicyVersions(ctx, w.team, []int{3, 2, 9, 2})
+	e.must(err, "PolicyVersions")
+	var versions []int
+	for _, p := range pols {
+		versions = append(versions, p.Version)
+	}
+	if !slices.Equal(versions, []int{2, 3}) {
+		t.Fatalf("PolicyVersions(3, 2, 9, 2) = versions %v, want [2 3]", versions)
+	}
+	if p := pols[0]; p.Team != w.team || p.ReviewTTL != v2.ReviewTTL || p.AutoWriteThreshold != v2.AutoWriteThreshold ||
+		!slices.Equal(p.AuthoritativeProfiles, v2.AuthoritativeProfiles) || p.TimeZone != v2.TimeZone ||
+		p.CreatedBy != v2.CreatedBy || !p.CreatedAt.Equal(v2.CreatedAt) {
+		t.Errorf("replaced version 2 = %+v, want it as appended: %+v", p, v2)
+	}
+	if p := pols[1]; !slices.Equal(p.AuthoritativeProfiles, v3.AuthoritativeProfiles) {
+		t.Errorf("version 3's authoritative profiles = %v, want %v", p.AuthoritativeProfiles, v3.AuthoritativeProfiles)
+	}
+	for _, c := range []struct {
+		team     identity.TeamID
+		versions []int
+	}{{w.team, nil}, {"tm_missing", []int{1, 2}}} {
+		if pols, err := e.rv.PolicyVersions(ctx, c.team, c.versions); err != nil || len(pols) != 0 {
+			t.Errorf("PolicyVersions(%s, %v) = %+v, %v; want none", c.team, c.versions, pols, err)
+		}
+	}
 }
 
 // testLeaseHolds claims one case again and again as its lease runs out and its attempts are spent.

@@ -366,6 +366,11 @@ func (p teamPair) checkYUnchanged() {
 	if pol.Version != 1 || pol.TimeZone != "UTC" {
 		t.Errorf("PolicyGet(%s) = v%d in %s, want v1 in UTC", y.team, pol.Version, pol.TimeZone)
 	}
+	pols, err := e.s.PolicyVersions(ctx, y.team, []int{1, 2})
+	e.must(err, "PolicyVersions")
+	if len(pols) != 1 || pols[0].Version != 1 || pols[0].TimeZone != "UTC" {
+		t.Errorf("PolicyVersions(%s, 1, 2) = %+v, want only its v1 in UTC", y.team, pols)
+	}
 	preds, err := e.s.PredicateList(ctx, y.team)
 	e.must(err, "PredicateList")
 	if len(preds) != 1 || preds[0].Version != 1 || preds[0].Cardinality != relationship.CardinalityOne {
