@@ -187,8 +187,8 @@ func decidable(item store.ReviewItem, p Principal, action string) error {
 	return ps.Err()
 }
 
-// decide is Resolve's transaction: under the idempotency key's lock, the item's row lock and its
-// key's lock, it checks the item still asks its question, carries out the action, maintains the key's
+// decide is Resolve's transaction: under the idempotency key's lock, its key's lock and the item's
+// row lock, it checks the item still asks its question, carries out the action, maintains the key's
 // case, resolves the item with the decision row, and stores the result under the idempotency key.
 func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, req ResolveRequest, hash string,
 	rel relationship.Relationship, now time.Time) (*ResolveResult, error) {
@@ -202,12 +202,14 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
 		return nil, err
 	}
-	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
+	// The key's lock before the item's row: Remember and Forget close items at write time, under
+	// their key locks, so the same order everywhere cannot deadlock.
+	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
+	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
 	if err != nil {
 		return nil, err
 	}
-	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
-	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
 	if err != nil {
 		return nil, err
 	}

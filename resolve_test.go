@@ -438,3 +438,45 @@ func isFieldProblem(err error, path string) bool {
 	var ve *densemem.ValidationError
 	return errors.As(err, &ve) && ve.Has(path)
 }
+
+// TestConcurrentForgetAndResolve: A forgets its held statement while deciding its review item. Both
+// serialise on the key; whichever commits first, the other sees it: a decision after the forget is
+// stale, a forget after the decision retracts the statement the decision made current. Neither
+// deadlocks nor writes half.
+func TestConcurrentForgetAndResolve(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	var forgetErr, resolveErr error
+	runTogether(2, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if i == 0 {
+			_, forgetErr = e.client.Forget(ctx, e.A, densemem.ForgetRequest{RelationshipID: h.held.RelationshipID,
+				IdempotencyKey: nextKey()})
+			return
+		}
+		_, resolveErr = e.client.Resolve(ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior))
+	})
+	if forgetErr != nil {
+		t.Fatalf("forget: %v", forgetErr)
+	}
+	st, _, _, _ := e.relationshipState(h.held.RelationshipID)
+	item := e.reviewItemStatus(e.A, h.held.Review.ReviewID)
+	switch {
+	case resolveErr == nil: // decided first, then forgotten
+		if st != "retracted" || item != densemem.ReviewItemStatusResolved {
+			t.Errorf("decided first: statement %s, item %s; want retracted and resolved", st, item)
+		}
+		if prior, _, _, _ := e.relationshipState(h.prior.RelationshipID); prior != "superseded" {
+			t.Errorf("decided first: prior %s, want superseded", prior)
+		}
+	case errors.Is(resolveErr, densemem.ErrStaleDecision): // forgotten first
+		if st != "retracted" || item != densemem.ReviewItemStatusSuperseded {
+			t.Errorf("forgotten first: statement %s, item %s; want retracted and superseded", st, item)
+		}
+	default:
+		t.Errorf("resolve: %v, want success or ErrStaleDecision", resolveErr)
+	}
+	e.checkLedger()
+}
