@@ -5,7 +5,6 @@ import (
 
 	"fmt"
 
-	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/store"
@@ -84,28 +83,12 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 // re-resolves the mentions, locks the conflict keys (and cases) the request touches, plans the rows
 // from what it read, and writes them. A result stored meanwhile under the key is replayed.
 func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*Placement, error) {
-	req, in := params.Request, params.Intake
-	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
-		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
+	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params)
 	if err != nil {
 		return nil, err
 	}
-	if locked.Idempotency != nil {
-		return replay(locked.Idempotency, params.Hash)
-	}
-	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-		return nil, err
-	}
-	pl := placement.New(params)
-	pl.Resolve(locked.Candidates, locked.Known)
-	keys, cases := pl.Keys(), in.Responses()
-	var kl store.KeysLocked
-	if len(keys) > 0 || len(cases) > 0 {
-		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
-			return nil, err
-		}
+	if rec != nil {
+		return replay(rec, params.Hash)
 	}
 	ws, out, err := pl.Plan(kl)
 	if err != nil {
@@ -124,24 +107,4 @@ func replay(rec *store.IdempotencyRecord, hash string) (*Placement, error) {
 		out.Replayed = true
 	}
 	return out, err
-}
-
-// verify calls the verifier once for every claim and checks that it answered in contract.
-func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[string]evidence.Result, error) {
-	out := map[string]evidence.Result{}
-	if len(claims) == 0 {
-		return out, nil
-	}
-	req := evidence.VerifyRequest{Claims: claims}
-	results, err := c.cfg.Verifier.Verify(ctx, req)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrVerifier, err)
-	}
-	if err := evidence.CheckResults(req, results); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrVerifier, err)
-	}
-	for _, r := range results {
-		out[r.ProposalID] = r
-	}
-	return out, nil
 }

@@ -480,3 +480,100 @@ func TestConcurrentForgetAndResolve(t *testing.T) {
 	}
 	e.checkLedger()
 }
+
+func TestResolveAddEvidence(t *testing.T) {
+	t.Parallel()
+
+	// pendingItem remembers A's "production deploys_from main" on evidence that does not state it.
+	pendingItem := func(e *env) (densemem.RelationshipOutcome, string) {
+		pl := e.rememberOne(e.A, insufficientDeploy("production", "main").request(nextKey()))
+		out := only(e.t, pl)
+		if out.Status != "pending_evidence" {
+			e.t.Fatalf("insufficient evidence: %s, want pending_evidence", out.Status)
+		}
+		e.clock.Advance(time.Hour)
+		return out, pl.IngestID
+	}
+	evidenceFor := func(content string) []densemem.EvidenceInput {
+		return []densemem.EvidenceInput{{Content: content, SourceType: "manual", SourceGroup: "user-resolution"}}
+	}
+
+	t.Run("evidence that states it makes the pending statement current and resolves the item", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := pendingItem(e)
+		req := resolveRequest(ingest, out, densemem.ActionAddEvidence)
+		req.Evidence = evidenceFor("The user confirmed: the production environment deploys from the main branch.")
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.RelationshipID != out.RelationshipID || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want %s active", res.Outcome, out.RelationshipID)
+		}
+		if d := diff([]string{"->pending_evidence:evidence_insufficient", "pending_evidence->active:evidence_accepted"},
+			e.transitions(out.RelationshipID)); d != "" {
+			t.Errorf("transitions (-want +got):\n%s", d)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			t.Errorf("review item is %s, want resolved", got)
+		}
+		if len(res.FragmentIDs) != 1 {
+			t.Fatalf("fragments %v, want the one evidence item", res.FragmentIDs)
+		}
+		// The decision's evidence supports the relationship, as Trace shows.
+		found := false
+		for _, ev := range e.trace(e.A, out.RelationshipID).Evidence {
+			found = found || ev.FragmentID == res.FragmentIDs[0]
+		}
+		if !found {
+			t.Errorf("trace of %s does not show the decision's fragment %s", out.RelationshipID, res.FragmentIDs[0])
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionAddEvidence)
+		e.checkLedger()
+	})
+
+	t.Run("evidence that does not state it is recorded and leaves the item open", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := pendingItem(e)
+		before := e.allCounts()
+		req := resolveRequest(ingest, out, densemem.ActionAddEvidence)
+		req.Evidence = evidenceFor("The production environment deploys from somewhere.")
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Category != densemem.CategoryPendingEvidence || len(res.Changes) != 0 {
+			t.Errorf("outcome %+v, changes %+v; want still pending and no change", res.Outcome, res.Changes)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusOpen {
+			t.Errorf("review item is %s, want still open", got)
+		}
+		delta := countDelta(before, e.allCounts())
+		for _, table := range []string{"relationships", "review_items", "relationship_transitions", "support_links"} {
+			if delta[table] != 0 {
+				t.Errorf("%s grew by %d, want 0 (no second pending statement)", table, delta[table])
+			}
+		}
+		for _, table := range []string{"evidence_fragments", "observations", "verification_events", "placement_decisions"} {
+			if delta[table] != 1 {
+				t.Errorf("%s grew by %d, want 1", table, delta[table])
+			}
+		}
+		// The item can still be answered.
+		req2 := resolveRequest(ingest, out, densemem.ActionReject)
+		if _, err := e.client.Resolve(e.ctx, e.A, req2); err != nil {
+			t.Errorf("reject after unsupported evidence: %v", err)
+		}
+	})
+
+	t.Run("add_evidence without evidence is refused before anything", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := pendingItem(e)
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(ingest, out, densemem.ActionAddEvidence)); !isFieldProblem(err, "evidence") {
+			t.Errorf("bare add_evidence: %v, want a validation error on evidence", err)
+		}
+	})
+}

@@ -487,6 +487,9 @@ func validateResolve(req ResolveRequest, l Limits) error {
 	case checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0:
 		checkEvidence(&ps, req.Evidence, l)
 	}
+	if len(req.Evidence) == 0 && req.Action == ActionAddEvidence {
+		ps.Add("evidence", "action add_evidence needs at least one evidence item")
+	}
 	if req.Proposal != nil && req.Action != ActionCorrect {
 		ps.Add("proposal", "only action correct takes a proposal")
 	}

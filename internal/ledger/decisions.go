@@ -52,10 +52,14 @@ type Decision struct {
 	Body        json.RawMessage
 	FragmentIDs []string
 	Reason      string
+	// KeepOpen leaves the item open: the decision did not answer its question (evidence that
+	// granted no support).
+	KeepOpen bool
 }
 
-// Decide appends the decision with every relationship change recorded so far (Changes) and resolves
-// its review item, fenced on the item still being open. It returns the changes it recorded.
+// Decide appends the decision with every relationship change recorded so far (Changes) and, unless
+// KeepOpen, resolves its review item, fenced on the item still being open. It returns the changes it
+// recorded.
 func (l *Ledger) Decide(d Decision) ([]Change, error) {
 	changes := l.Changes()
 	body, err := json.Marshal(changes)
@@ -66,6 +70,9 @@ func (l *Ledger) Decide(d Decision) ([]Change, error) {
 		ReviewID: d.Item.ID, ItemIngestID: d.Item.IngestID, PlacementItemID: d.Item.PlacementItemID, Action: d.Action,
 		Decision: d.Body, FragmentIDs: d.FragmentIDs, Reason: d.Reason, Changes: body, IngestID: l.IngestID,
 		IdempotencyKey: l.IdempotencyKey, CreatedAt: l.Now})
+	if d.KeepOpen {
+		return changes, nil
+	}
 	// The item resolves before the closes of items whose question the changes answered, so it is
 	// recorded as resolved, not superseded.
 	l.WS.ItemCloses = append(l.WS.ItemCloses, store.ReviewItemClose{Team: l.Team, ID: d.Item.ID,

@@ -41,6 +41,10 @@ type Params struct {
 	Hash string
 	// NewID allocates a library ID with the given prefix at the given time.
 	NewID func(prefix string, at time.Time) string
+	// Restates, when set, is the caller's relationship the request states again with new evidence (a
+	// Resolve's add_evidence): evidence that grants no support leaves it as it is, recording the
+	// observation and its verification but no second pending relationship or review item.
+	Restates relationship.ID
 }
 
 // Planner turns one validated, verified request into the rows of its transaction and its placement.
@@ -115,6 +119,23 @@ func (pl *Planner) key(r api.ProposedRelationship) (conflict.Key, bool) {
 
 // Plan builds the write set and the placement from the locked state of the keys.
 func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, error) {
+	l, out, err := pl.Rows(kl)
+	if err != nil {
+		return store.WriteSet{}, nil, err
+	}
+	result, err := json.Marshal(out)
+	if err != nil {
+		return store.WriteSet{}, nil, err
+	}
+	l.WS.Idempotency = &store.IdempotencyRow{Team: pl.Team, Profile: pl.Profile, Key: pl.req.IdempotencyKey,
+		Operation: Operation, RequestHash: pl.Hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.Now}
+	return l.WS, out, nil
+}
+
+// Rows plans the placement's rows, as Plan does, without the idempotency record, and returns the
+// ledger holding them: a caller that places a request on behalf of another call (Resolve) records
+// its own decision and result on it.
+func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, error) {
 	pl.ingestID = pl.newID("ing")
 	pl.values = map[string]bool{}
 	pl.l = &ledger.Ledger{Team: pl.Team, Actor: ledger.ProfileActor(pl.Profile), IngestID: pl.ingestID,
@@ -125,7 +146,7 @@ func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, er
 		pl.objectNames[id] = n
 	}
 	if err := pl.checkReferences(); err != nil {
-		return store.WriteSet{}, nil, err
+		return nil, nil, err
 	}
 	out := &api.Placement{IngestID: pl.ingestID, Fragments: []api.FragmentOutcome{}, Entities: []api.EntityOutcome{},
 		RelationshipOutcomes: []api.RelationshipOutcome{}}
@@ -135,13 +156,7 @@ func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, er
 		out.RelationshipOutcomes = append(out.RelationshipOutcomes, pl.place(i, r))
 	}
 	pl.maintainCases(out)
-	result, err := json.Marshal(out)
-	if err != nil {
-		return store.WriteSet{}, nil, err
-	}
-	pl.l.WS.Idempotency = &store.IdempotencyRow{Team: pl.Team, Profile: pl.Profile, Key: pl.req.IdempotencyKey,
-		Operation: Operation, RequestHash: pl.Hash, IngestID: pl.ingestID, Result: result, CreatedAt: pl.Now}
-	return pl.l.WS, out, nil
+	return pl.l, out, nil
 }
 
 // newID allocates an ID at the call's time.
@@ -297,7 +312,12 @@ func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutc
 		Subject: it.subj.EntityID, PredicateKey: it.pred.Key, PredicateVersion: it.pred.Version, Object: object, Polarity: it.pol,
 		Scope: it.scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
 	pl.objectNames[rel.ID] = it.objName
-	if !it.granted {
+	switch {
+	case !it.granted && pl.Restates != "":
+		out.RelationshipID, out.Category, out.Status = pl.Restates, api.CategoryPendingEvidence, relationship.StatusPendingEvidence
+		out.Reason = "the new evidence does not yet support the claim" + verdictNote(it)
+		return out
+	case !it.granted:
 		return pl.pending(it, out, &rel)
 	}
 	// 4. Accepted: the current-state decision among the owner's relationships of the key.
@@ -375,15 +395,20 @@ func (pl *Planner) gate(it item, out api.RelationshipOutcome) (api.RelationshipO
 	return out, false
 }
 
+// verdictNote describes the verifier's verdict on it, "" when it was not verified.
+func verdictNote(it item) string {
+	if !it.verified {
+		return ""
+	}
+	return fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", it.verdict.Verdict, it.verdict.Confidence, it.verdict.Rationale)
+}
+
 // pending records rel as pending evidence, with the review item that asks for evidence.
 func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationship.Relationship) api.RelationshipOutcome {
 	rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
 	pl.l.Create(rel, it.obsID, ledger.ReasonEvidenceInsufficient)
 	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
-	out.Reason = "the evidence does not yet support the claim"
-	if it.verified {
-		out.Reason += fmt.Sprintf(" (verdict %s, confidence %.2f: %s)", it.verdict.Verdict, it.verdict.Confidence, it.verdict.Rationale)
-	}
+	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
 	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil,
 		"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
 		[]api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},

@@ -1,0 +1,62 @@
+package densemem
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/store"
+)
+
+// Placing a request, shared by Remember and by the Resolve actions that bring evidence: the one
+// verifier call, and the locks a placement plans under.
+
+// verify calls the verifier once for every claim and checks that it answered in contract.
+func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[string]evidence.Result, error) {
+	out := map[string]evidence.Result{}
+	if len(claims) == 0 {
+		return out, nil
+	}
+	req := evidence.VerifyRequest{Claims: claims}
+	results, err := c.cfg.Verifier.Verify(ctx, req)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVerifier, err)
+	}
+	if err := evidence.CheckResults(req, results); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrVerifier, err)
+	}
+	for _, r := range results {
+		out[r.ProposalID] = r
+	}
+	return out, nil
+}
+
+// lockPlacement takes a placement's locks in tx: the request's idempotency key and names, then,
+// after re-resolving the mentions, the conflict keys (and cases) the request touches. It returns the
+// planner and what the key locks read, or the record already stored under the key (to replay).
+func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*placement.Planner,
+	store.KeysLocked, *store.IdempotencyRecord, error) {
+	req, in := params.Request, params.Intake
+	var kl store.KeysLocked
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
+		IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
+		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
+	if err != nil || locked.Idempotency != nil {
+		return nil, kl, locked.Idempotency, err
+	}
+	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		return nil, kl, nil, err
+	}
+	pl := placement.New(params)
+	pl.Resolve(locked.Candidates, locked.Known)
+	keys, cases := pl.Keys(), in.Responses()
+	if len(keys) > 0 || len(cases) > 0 {
+		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
+			return nil, kl, nil, err
+		}
+	}
+	return pl, kl, nil, nil
+}
