@@ -235,7 +235,9 @@ func TestStatementTimeoutIsErrTimeout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	e := newEnvOnPool(t, pool, func(c *densemem.Config) { c.Limits.StatementTimeout = 200 * time.Millisecond })
+	// Long enough that the warm-up below never times out on a loaded machine (it did at 200ms, with
+	// CI's race run beside it); the blocked calls below wait for it in full.
+	e := newEnvOnPool(t, pool, func(c *densemem.Config) { c.Limits.StatementTimeout = time.Second })
 	// Warm the connection: every statement of Remember and Recall is prepared on it.
 	e.remember(e.A, deploy("production", "main"))
 	e.remember(e.A, deploy("production", "release"))
