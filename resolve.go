@@ -28,11 +28,11 @@ const (
 	ActionRejectMapping           = "reject_mapping"
 	ActionProposeVocabularyChange = "propose_vocabulary_change"
 	ActionAccept                  = "accept"
-	ActionReject                  = "reject"
+	ActionReject                  = ledger.ActionReject
 	ActionCorrect                 = "correct"
-	ActionForget                  = "forget"
-	ActionSupersedePrior          = "supersede_prior"
-	ActionKeepPriorRejectNew      = "keep_prior_reject_new"
+	ActionForget                  = ledger.ActionForget
+	ActionSupersedePrior          = ledger.ActionSupersedePrior
+	ActionKeepPriorRejectNew      = ledger.ActionKeepPriorRejectNew
 	ActionBothValid               = "both_valid"
 	ActionAddEvidence             = "add_evidence"
 )
@@ -87,22 +87,6 @@ type ResolveResult struct {
 	// Conflict names the team conflict case of the decided key after the decision, if it has one.
 	Conflict *ConflictRef `json:"conflict,omitempty"`
 	Replayed bool         `json:"replayed"`
-}
-
-// RelationshipChange is the before and after of one relationship a decision changed.
-type RelationshipChange struct {
-	RelationshipID RelationshipID    `json:"relationship_id"`
-	TransitionID   string            `json:"transition_id"`
-	Before         RelationshipState `json:"before"`
-	After          RelationshipState `json:"after"`
-}
-
-// RelationshipState is a relationship's lifecycle state on one side of a change.
-type RelationshipState struct {
-	Status  Status     `json:"status"`
-	Tier    Tier       `json:"tier"`
-	ValidTo *time.Time `json:"valid_to,omitempty"`
-	Version int        `json:"version"`
 }
 
 // Resolve carries out the caller's decision on one of its open review items. In one transaction it
@@ -237,7 +221,9 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	if req.Decision != nil {
 		reason = req.Decision.Reason
 	}
-	res.CrossReferences = carryOut(l, ks, kl.Supports, item, req.Action, reason)
+	held := ks.Find(item.RelationshipID)
+	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason,
+		validFromConfirmed(held, kl.Supports)))
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}
@@ -249,7 +235,7 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	if err != nil {
 		return nil, err
 	}
-	res.Changes = relationshipChanges(changes)
+	res.Changes = changes
 	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, hash, res)
 }
 
@@ -282,32 +268,6 @@ func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.
 	return nil
 }
 
-// carryOut applies action to the item's relationships through the ledger, and returns the
-// cross-references of a relationship it made current.
-func carryOut(l *ledger.Ledger, ks *ledger.KeyState, supports []store.SupportRow, item store.ReviewItem, action, reason string) []CrossReferenceOutcome {
-	rel := ks.Find(item.RelationshipID)
-	why := ledger.Decided(action)
-	switch action {
-	case ActionForget:
-		l.Retract(rel, reason)
-	case ActionReject, ActionKeepPriorRejectNew:
-		l.Change(rel, relationship.StatusRejected, rel.Tier, why)
-	case ActionSupersedePrior:
-		end := l.Now
-		if rel.Validity.From != nil {
-			end = *rel.Validity.From
-		}
-		for _, id := range item.Related {
-			if prior := ks.Find(relationship.ID(id)); prior.Status == relationship.StatusActive {
-				l.Supersede(prior, end, rel.ID, why)
-			}
-		}
-		l.Change(rel, relationship.StatusActive, relationship.TierFor(l.Supports(rel.ID)), why)
-		return crossReferenceOutcomes(l.CrossReferences(rel, validFromConfirmed(rel, supports), "", ""))
-	}
-	return nil
-}
-
 // validFromConfirmed reports whether a verifier confirmed rel's own valid_from in one of its supports.
 func validFromConfirmed(rel *relationship.Relationship, supports []store.SupportRow) bool {
 	for _, s := range supports {
@@ -326,12 +286,11 @@ func crossReferenceOutcomes(rows []store.CrossReferenceRow) []CrossReferenceOutc
 	return out
 }
 
-func relationshipChanges(changes []ledger.Change) []RelationshipChange {
-	out := make([]RelationshipChange, len(changes))
-	for i, ch := range changes {
-		out[i] = RelationshipChange{RelationshipID: ch.RelationshipID, TransitionID: ch.TransitionID,
-			Before: RelationshipState{Status: ch.Before.Status, Tier: ch.Before.Tier, ValidTo: ch.Before.ValidTo, Version: ch.Before.Version},
-			After:  RelationshipState{Status: ch.After.Status, Tier: ch.After.Tier, ValidTo: ch.After.ValidTo, Version: ch.After.Version}}
+// relatedIDs returns the relationships an item names as related.
+func relatedIDs(item store.ReviewItem) []relationship.ID {
+	out := make([]relationship.ID, len(item.Related))
+	for i, id := range item.Related {
+		out[i] = relationship.ID(id)
 	}
 	return out
 }
@@ -457,7 +416,7 @@ func (c *Client) decideWithEvidence(ctx context.Context, tx store.Tx, p Principa
 	if err != nil {
 		return nil, err
 	}
-	res.Changes = relationshipChanges(changes)
+	res.Changes = changes
 	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, params.Hash, res)
 }
 

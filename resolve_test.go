@@ -93,6 +93,12 @@ func TestResolveSameOwnerHold(t *testing.T) {
 		if d := diff(want, res.Changes, ignoreTransitionIDs); d != "" {
 			t.Errorf("changes (-want +got):\n%s", d)
 		}
+		// The item previewed this change when it was issued (the prior's valid_to then showed the
+		// issue time: an undated statement supersedes at the decision's time).
+		if d := diff(res.Changes, impactOf(t, h.held, densemem.ActionSupersedePrior), ignoreTransitionIDs,
+			cmpopts.IgnoreFields(densemem.RelationshipState{}, "ValidTo")); d != "" {
+			t.Errorf("impact preview (-did +previewed):\n%s", d)
+		}
 		if d := diff([]string{"->active:accepted", "active->superseded:decided:supersede_prior"}, e.transitions(h.prior.RelationshipID)); d != "" {
 			t.Errorf("prior's transitions (-want +got):\n%s", d)
 		}
@@ -123,6 +129,9 @@ func TestResolveSameOwnerHold(t *testing.T) {
 		if d := diff(want, res.Changes, ignoreTransitionIDs); d != "" {
 			t.Errorf("changes (-want +got):\n%s", d)
 		}
+		if d := diff(res.Changes, impactOf(t, h.held, densemem.ActionKeepPriorRejectNew), ignoreTransitionIDs); d != "" {
+			t.Errorf("impact preview (-did +previewed):\n%s", d)
+		}
 		if st, _, vt, v := e.relationshipState(h.prior.RelationshipID); st != "active" || vt != nil || v != 1 {
 			t.Errorf("prior %s (valid_to %v) at version %d, want active, open and untouched", st, vt, v)
 		}
@@ -144,7 +153,7 @@ func TestResolveSameOwnerHold(t *testing.T) {
 		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionForget)
 	})
 
-	t.Run("both_valid is offered but not supported yet: refused, nothing written", func(t *testing.T) {
+	t.Run("both_valid is not offered yet: refused, nothing written", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		h := e.holdAgainstPrior()
@@ -157,6 +166,18 @@ func TestResolveSameOwnerHold(t *testing.T) {
 			t.Errorf("rows written: %s", d)
 		}
 	})
+}
+
+// impactOf returns the impact out's review item previewed for action.
+func impactOf(t *testing.T, out densemem.RelationshipOutcome, action string) []densemem.RelationshipChange {
+	t.Helper()
+	for _, c := range out.Review.Choices {
+		if c.Action == action {
+			return c.Impact
+		}
+	}
+	t.Fatalf("review item offers no %s: %+v", action, out.Review.Choices)
+	return nil
 }
 
 // ignoreTransitionIDs leaves transition IDs out of a comparison of changes (allocated by the call).

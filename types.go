@@ -106,8 +106,12 @@ type (
 	RelationshipOutcome = api.RelationshipOutcome
 	// ReviewPrompt is an open client decision with the exact choices the server allows.
 	ReviewPrompt = api.ReviewPrompt
-	// ReviewChoice is one allowed decision.
+	// ReviewChoice is one allowed decision, with its impact.
 	ReviewChoice = api.ReviewChoice
+	// RelationshipChange is the before and after of one relationship a decision changed.
+	RelationshipChange = api.RelationshipChange
+	// RelationshipState is a relationship's lifecycle state on one side of a change.
+	RelationshipState = api.RelationshipState
 	// PredicateOption is a registered predicate a client may select in predicate review.
 	PredicateOption = api.PredicateOption
 	// CrossReferenceOutcome is one cross-reference written by a placement.

@@ -202,6 +202,30 @@ type ReviewPrompt struct {
 type ReviewChoice struct {
 	Action      string `json:"action"`
 	Description string `json:"description"`
+	// Impact is what the decision would change, computed when the item was issued by the code that
+	// carries the decision out: the before and after of every relationship it would move. It holds
+	// while the item is open and not stale, except that a valid_to the decision sets to its own time
+	// (superseding with an undated statement) shows the time the item was issued. Empty for a
+	// decision whose effect depends on what it brings (add_evidence: the verifier's verdict).
+	Impact []RelationshipChange `json:"impact,omitempty"`
+}
+
+// RelationshipChange is the before and after of one relationship a decision changed (or, in a
+// choice's Impact, would change).
+type RelationshipChange struct {
+	RelationshipID relationship.ID   `json:"relationship_id"`
+	TransitionID   string            `json:"transition_id,omitempty"`
+	Before         RelationshipState `json:"before"`
+	After          RelationshipState `json:"after"`
+}
+
+// RelationshipState is a relationship's lifecycle state on one side of a change; a relationship
+// that did not exist before has version 0.
+type RelationshipState struct {
+	Status  relationship.Status `json:"status,omitempty"`
+	Tier    relationship.Tier   `json:"tier,omitempty"`
+	ValidTo *time.Time          `json:"valid_to,omitempty"`
+	Version int                 `json:"version"`
 }
 
 // PredicateOption is a registered predicate a client may select in predicate review.

@@ -2,8 +2,8 @@ package ledger
 
 import (
 	"encoding/json"
-	"time"
 
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -15,22 +15,12 @@ const ReasonDecided Reason = "decided"
 // Decided is the transition reason of a relationship changed by a client's decision (action).
 func Decided(action string) Reason { return ReasonDecided + Reason(":"+action) }
 
-// State is a relationship's lifecycle state on one side of a change.
-type State struct {
-	Status  relationship.Status `json:"status,omitempty"`
-	Tier    relationship.Tier   `json:"tier,omitempty"`
-	ValidTo *time.Time          `json:"valid_to,omitempty"`
-	Version int                 `json:"version"`
-}
+// State is a relationship's lifecycle state on one side of a change (api.RelationshipState).
+type State = api.RelationshipState
 
 // Change is the before and after of one relationship the transaction changed; a new relationship
-// has no Before (version 0).
-type Change struct {
-	RelationshipID relationship.ID `json:"relationship_id"`
-	TransitionID   string          `json:"transition_id"`
-	Before         State           `json:"before"`
-	After          State           `json:"after"`
-}
+// has version 0 before (api.RelationshipChange).
+type Change = api.RelationshipChange
 
 // Changes returns every relationship change the transaction recorded so far, in order.
 func (l *Ledger) Changes() []Change {
@@ -98,4 +88,69 @@ func (l *Ledger) questionGone(rel *relationship.Relationship, status relationshi
 	}
 	l.WS.ItemClosesFor = append(l.WS.ItemClosesFor, store.ReviewItemCloseFor{Team: l.Team, RelationshipID: rel.ID,
 		Status: store.ReviewSuperseded, ClosedAt: l.Now})
+}
+
+// Review actions the ledger carries out (the decisions Resolve takes without new evidence).
+const (
+	ActionSupersedePrior     = "supersede_prior"
+	ActionKeepPriorRejectNew = "keep_prior_reject_new"
+	ActionReject             = "reject"
+	ActionForget             = "forget"
+)
+
+// Carry carries out a decision without new evidence on rel, the relationship a review item asks
+// about, and related, the caller's relationships it was held against: forget retracts rel; reject
+// and keep_prior_reject_new reject it; supersede_prior closes the active related priors at rel's
+// valid_from (now when it has none) and makes rel current, returning the cross-references it then
+// writes to other owners' relationships of the key (fromConfirmed: a verifier confirmed rel's
+// valid_from). It is the one code that applies such a decision, and, on a copy, previews it.
+func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []relationship.ID, action, reason string,
+	fromConfirmed bool) []store.CrossReferenceRow {
+	why := Decided(action)
+	switch action {
+	case ActionForget:
+		l.Retract(rel, reason)
+	case ActionReject, ActionKeepPriorRejectNew:
+		l.Change(rel, relationship.StatusRejected, rel.Tier, why)
+	case ActionSupersedePrior:
+		end := l.Now
+		if rel.Validity.From != nil {
+			end = *rel.Validity.From
+		}
+		for _, id := range related {
+			if prior := ks.Find(id); prior != nil && prior.Status == relationship.StatusActive {
+				l.Supersede(prior, end, rel.ID, why)
+			}
+		}
+		l.Change(rel, relationship.StatusActive, relationship.TierFor(l.Supports(rel.ID)), why)
+		return l.CrossReferences(rel, fromConfirmed, "", "")
+	}
+	return nil
+}
+
+// Preview returns what Carry would change for each action, computed on a copy of the key's state:
+// the transaction's own rows and state are untouched.
+func (l *Ledger) Preview(ks *KeyState, rel relationship.ID, related []relationship.ID, actions []string) map[string][]Change {
+	out := map[string][]Change{}
+	for _, action := range actions {
+		scratch := &Ledger{Team: l.Team, Actor: l.Actor, IngestID: l.IngestID, Now: l.Now, Policy: l.Policy,
+			NewID: func(string) string { return "" }}
+		scratch.init()
+		scratch.preds = l.preds
+		for id, s := range l.supports {
+			scratch.supports[id] = s
+		}
+		copyKs := scratch.Key(ks.Key)
+		for _, r := range ks.Rels {
+			c := *r
+			copyKs.Rels = append(copyKs.Rels, &c)
+		}
+		target := copyKs.Find(rel)
+		if target == nil {
+			continue
+		}
+		scratch.Carry(copyKs, target, related, action, "", false)
+		out[action] = scratch.Changes()
+	}
+	return out
 }

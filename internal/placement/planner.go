@@ -411,8 +411,8 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
 	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil,
 		"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-		[]api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
-			{Action: "reject", Description: "reject the pending relationship"}}, nil, nil)
+		pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+			{Action: ledger.ActionReject, Description: "reject the pending relationship"}}), nil, nil)
 	return out
 }
 
@@ -515,11 +515,25 @@ func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relatio
 	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related,
 		fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
 			subject, rel.PredicateKey, scope, strings.Join(current, " and "), pl.objectNames[rel.ID], validity(rel.Validity)),
-		[]api.ReviewChoice{
-			{Action: "supersede_prior", Description: "the new relationship replaces the prior one from its valid_from"},
-			{Action: "keep_prior_reject_new", Description: "keep the prior relationship and reject the new one"},
-			{Action: "both_valid", Description: "both are valid, with a different scope or time"},
-		}, nil, nil)
+		pl.withImpact(rel, priors, []api.ReviewChoice{
+			{Action: ledger.ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
+			{Action: ledger.ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
+		}), nil, nil)
+}
+
+// withImpact fills each choice's impact on rel and its priors: what the ledger would change if the
+// choice were decided now (ledger.Preview, the code Resolve carries it out with).
+func (pl *Planner) withImpact(rel *relationship.Relationship, priors []relationship.ID, choices []api.ReviewChoice) []api.ReviewChoice {
+	actions := make([]string, len(choices))
+	for i, c := range choices {
+		actions[i] = c.Action
+	}
+	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	impact := pl.l.Preview(ks, rel.ID, priors, actions)
+	for i := range choices {
+		choices[i].Impact = impact[choices[i].Action]
+	}
+	return choices
 }
 
 func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r api.ProposedRelationship, subj, obj resolution) api.RelationshipOutcome {
