@@ -439,7 +439,8 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	e.checkedCase(cf)
 
 	// A's own incompatible undated write is held for A's review: not a member, no event.
-	held := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey())).RelationshipOutcomes[0]
+	heldPl := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey()))
+	held, heldIngest := heldPl.RelationshipOutcomes[0], heldPl.IngestID
 	if held.Category != densemem.CategoryNeedsReview {
 		t.Fatalf("A's undated hotfix: %s, want relationship_needs_review", held.Category)
 	}
@@ -475,6 +476,16 @@ func TestInvariant14_OneCasePerMaterialDisagreement(t *testing.T) {
 	}
 	if n := e.ledger().Int(`SELECT count(*) FROM conflict_events WHERE reason_code = 'edited'`); n != 0 {
 		t.Errorf("%d events were edited", n)
+	}
+
+	// A rejects its held hotfix (else forgetting A1 would make it current, DESIGN §6.7, and keep a
+	// disagreement alive); the decision changes no member, so the case stays at version 3.
+	if _, err := e.client.Resolve(e.ctx, e.A, densemem.ResolveRequest{IngestID: heldIngest, PlacementItemID: held.PlacementItemID,
+		Action: densemem.ActionKeepPriorRejectNew, IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	if c := e.listedConflict(cf); c.Version != 3 {
+		t.Errorf("rejecting a held write bumped the case to version %d", c.Version)
 	}
 
 	// A forgets A1: fewer than two material positions remain, the case is dismissed in the same transaction.

@@ -123,6 +123,7 @@ func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy s
 	} else {
 		l.Retract(cur, req.Reason)
 		res.TransitionID, res.Version = l.LastTransitionID(), cur.Version
+		l.Replan(ks, p.ProfileID) // a relationship held against cur may now be current (DESIGN §6.7)
 		if ref := l.Maintain(ks); ref != nil {
 			res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}

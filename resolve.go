@@ -224,6 +224,7 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	held := ks.Find(item.RelationshipID)
 	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason,
 		validFromConfirmed(held, kl.Supports)))
+	l.Replan(ks, p.ProfileID) // a relationship held against a prior the decision closed (DESIGN §6.7)
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}

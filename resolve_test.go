@@ -598,3 +598,28 @@ func TestResolveAddEvidence(t *testing.T) {
 		}
 	})
 }
+
+// TestHeldStatementBecomesCurrentWhenItsPriorGoes: DESIGN §6.7. When the owner forgets the prior a
+// statement was held against, the held statement is re-planned in the same transaction: nothing of
+// the owner contradicts it any more, so it becomes current, and its review item closes.
+func TestHeldStatementBecomesCurrentWhenItsPriorGoes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: h.prior.RelationshipID,
+		IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	if d := diff([]string{"->needs_review:held_for_review", "needs_review->active:prior_gone"},
+		e.transitions(h.held.RelationshipID)); d != "" {
+		t.Errorf("held statement's transitions (-want +got):\n%s", d)
+	}
+	if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+		t.Errorf("review item is %s, want superseded", got)
+	}
+	ids := recallIDs(e.recall(e.A, "production", nil, nil))
+	if d := diff([]densemem.RelationshipID{h.held.RelationshipID}, ids); d != "" {
+		t.Errorf("current recall (-want +got):\n%s", d)
+	}
+	e.checkLedger()
+}

@@ -1,8 +1,9 @@
 // Command quickstart tells a short story with Dense-Mem against a real PostgreSQL: a team registers
 // a predicate, a writer remembers where production deploys from, a dated correction supersedes the
-// old value, an undated conflicting claim is held for review, another writer is refused when it
-// tries to forget a relationship it does not own, Trace explains every relationship down to its
-// evidence, and Forget retracts a relationship without deleting its history.
+// old value, an undated conflicting claim is held for review and its owner decides it with Resolve,
+// another writer is refused when it tries to forget a relationship it does not own, Trace explains
+// every relationship down to its evidence, and Forget retracts a relationship without deleting its
+// history.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
 // local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
@@ -106,6 +107,7 @@ type story struct {
 	rels       map[densemem.RelationshipID]string
 	main       densemem.RelationshipID // production deploys_from main
 	release    densemem.RelationshipID // production deploys_from release
+	lastIngest string                  // the ingest of the last Remember
 }
 
 func (s *story) printf(format string, args ...any) { fmt.Fprintf(s.w, format, args...) }
@@ -167,6 +169,7 @@ func (s *story) deployment(p densemem.Principal, key, content, branch string, va
 		return densemem.RelationshipOutcome{}, err
 	}
 	out := pl.RelationshipOutcomes[0]
+	s.lastIngest = pl.IngestID
 	if out.RelationshipID != "" {
 		s.rels[out.RelationshipID] = "production deploys_from " + branch
 	}
@@ -206,7 +209,8 @@ func (s *story) supersede() error {
 	return nil
 }
 
-// 3. An undated conflicting claim does not establish replacement: it is held for a decision.
+// 3. An undated conflicting claim does not establish replacement: it is held for a decision, which
+// its owner then takes with Resolve.
 func (s *story) hold() error {
 	s.printf("\n3. An undated conflicting claim is held for review")
 	out, err := s.deployment(s.alice, "deploy-hotfix", "Production deploys from hotfix.", "hotfix", nil)
@@ -221,10 +225,30 @@ func (s *story) hold() error {
 	if rp := out.Review; rp != nil {
 		s.printf("  review (%s): %s\n", rp.Kind, s.names(rp.Question))
 		for _, c := range rp.Choices {
-			s.printf("    - %s: %s\n", c.Action, c.Description)
+			s.printf("    - %s: %s%s\n", c.Action, c.Description, s.impact(c.Impact))
 		}
 	}
+	// The user says release is still current: alice answers the exact question with Resolve.
+	res, err := s.client.Resolve(s.ctx, s.alice, densemem.ResolveRequest{IngestID: s.lastIngest,
+		PlacementItemID: out.PlacementItemID, Action: densemem.ActionKeepPriorRejectNew,
+		Decision: &densemem.ResolveDecision{Reason: "the user says release is still current"}, IdempotencyKey: "decide-hotfix"})
+	if err != nil {
+		return err
+	}
+	s.printf("[%s] alice decides %s%s\n", stamp(s.clock()), res.Action, s.impact(res.Changes))
 	return nil
+}
+
+// impact describes the relationship changes of a decision: " «name» from -> to, ...".
+func (s *story) impact(changes []densemem.RelationshipChange) string {
+	var parts []string
+	for _, ch := range changes {
+		parts = append(parts, fmt.Sprintf("%s %s -> %s", s.name(ch.RelationshipID), ch.Before.Status, ch.After.Status))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // 4. Same-team visibility does not authorise changing another profile's knowledge.
