@@ -1464,3 +1464,80 @@ func TestInvariant27_FailureMidCallLeavesNoPartialWrite(t *testing.T) {
 		}
 	})
 }
+
+// TestInvariant9_TraceReconstructsDecisionLineage: a client's decision is part of the lineage Trace
+// reconstructs: the review item it resolved, with the decision's actor, action, reason, key, ingest
+// and the before and after of every change, and the transitions it made, naming the decision.
+func TestInvariant9_TraceReconstructsDecisionLineage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	req := resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior)
+	req.Decision = &densemem.ResolveDecision{Reason: "the user confirmed the switch"}
+	res, err := e.client.Resolve(e.ctx, e.A, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []densemem.RelationshipID{h.held.RelationshipID, h.prior.RelationshipID} {
+		tr := e.trace(e.admin, id)
+		var item *densemem.TraceReviewItem
+		for i := range tr.ReviewItems {
+			if tr.ReviewItems[i].ReviewID == h.held.Review.ReviewID {
+				item = &tr.ReviewItems[i]
+			}
+		}
+		if item == nil {
+			t.Fatalf("trace of %s does not show the review item %s: %+v", id, h.held.Review.ReviewID, tr.ReviewItems)
+		}
+		want := &densemem.TraceDecision{DecisionID: res.DecisionID, ProfileID: e.A.ProfileID,
+			Action: densemem.ActionSupersedePrior, Decision: req.Decision, Reason: req.Decision.Reason, Changes: res.Changes, IngestID: res.IngestID,
+			IdempotencyKey: req.IdempotencyKey, CreatedAt: e.clock.Now()}
+		if item.Status != densemem.ReviewItemStatusResolved || item.ResolvedAt == nil || !item.ResolvedAt.Equal(e.clock.Now()) {
+			t.Errorf("trace of %s: item %s resolved at %v, want resolved now", id, item.Status, item.ResolvedAt)
+		}
+		if d := diff(want, item.Decision, cmpopts.EquateEmpty()); d != "" {
+			t.Errorf("trace of %s: the item's decision (-want +got):\n%s", id, d)
+		}
+		last := tr.Transitions[len(tr.Transitions)-1]
+		if last.Reason != "decided:supersede_prior" || last.IngestID != res.IngestID || last.ActorProfileID != e.A.ProfileID ||
+			last.IdempotencyKey != req.IdempotencyKey {
+			t.Errorf("trace of %s: last transition %+v, want the decision's", id, last)
+		}
+	}
+}
+
+// TestInvariant10_AnotherProfileCannotDecideItsReviewItems: every Resolve action on another
+// profile's review item is refused with ErrNotOwner and writes nothing; the owner's decision then
+// still lands.
+func TestInvariant10_AnotherProfileCannotDecideItsReviewItems(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	pendingPl := e.rememberOne(e.A, insufficientDeploy("staging", "main").request(nextKey()))
+	pending := only(t, pendingPl)
+	evidence := []densemem.EvidenceInput{{Content: "The staging environment deploys from the main branch.", SourceType: "manual"}}
+	attempts := []densemem.ResolveRequest{
+		resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior),
+		resolveRequest(h.ingestID, h.held, densemem.ActionKeepPriorRejectNew),
+		resolveRequest(h.ingestID, h.held, densemem.ActionForget),
+		resolveRequest(pendingPl.IngestID, pending, densemem.ActionReject),
+		resolveRequest(pendingPl.IngestID, pending, densemem.ActionForget),
+	}
+	withEvidence := resolveRequest(pendingPl.IngestID, pending, densemem.ActionAddEvidence)
+	withEvidence.Evidence = evidence
+	attempts = append(attempts, withEvidence)
+	before := e.allCounts()
+	for _, req := range attempts {
+		for _, p := range []densemem.Principal{e.B, e.C} {
+			if _, err := e.client.Resolve(e.ctx, p, req); !errors.Is(err, densemem.ErrNotOwner) {
+				t.Errorf("%s by another profile: %v, want ErrNotOwner", req.Action, err)
+			}
+		}
+	}
+	if d := countsDiff(before, e.allCounts()); d != "" {
+		t.Errorf("refused decisions wrote rows: %s", d)
+	}
+	if _, err := e.client.Resolve(e.ctx, e.A, withEvidence); err != nil {
+		t.Errorf("the owner's add_evidence: %v", err)
+	}
+}

@@ -265,8 +265,25 @@ type TraceReviewItem struct {
 	RelatedRelationshipID []RelationshipID `json:"related_relationship_ids,omitempty"`
 	Prompt                *ReviewPrompt    `json:"prompt"`
 	CreatedAt             time.Time        `json:"created_at"`
-	// ResolvedAt is when a resolved item was resolved.
+	// ResolvedAt is when a resolved item was resolved (or a superseded one closed).
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
+	// Decision is the decision that resolved the item, from the append-only decision ledger.
+	Decision *TraceDecision `json:"decision,omitempty"`
+}
+
+// TraceDecision is one client decision on a review item (Resolve), as the decision ledger holds it.
+type TraceDecision struct {
+	DecisionID  string           `json:"decision_id"`
+	ProfileID   ProfileID        `json:"profile_id"`
+	Action      string           `json:"action"`
+	Decision    *ResolveDecision `json:"decision,omitempty"`
+	FragmentIDs []FragmentID     `json:"fragment_ids,omitempty"`
+	Reason      string           `json:"reason,omitempty"`
+	// Changes are the before and after of every relationship the decision changed.
+	Changes        []RelationshipChange `json:"changes"`
+	IngestID       string               `json:"ingest_id"`
+	IdempotencyKey string               `json:"idempotency_key"`
+	CreatedAt      time.Time            `json:"created_at"`
 }
 
 // TraceCrossReference is one cross-reference of the traced relationship.

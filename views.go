@@ -28,6 +28,12 @@ func reviewItem(ri store.ReviewItemView) TraceReviewItem {
 	if json.Unmarshal(ri.Choices, &prompt) == nil {
 		item.Prompt = &prompt
 	}
+	if len(ri.Decision) > 0 {
+		var d TraceDecision
+		if json.Unmarshal(ri.Decision, &d) == nil {
+			item.Decision = &d
+		}
+	}
 	return item
 }
 

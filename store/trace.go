@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
@@ -128,4 +129,7 @@ type ReviewItemView struct {
 	ReviewItemRow
 	Status     string
 	ResolvedAt *time.Time
+	// Decision is the decision row that resolved the item, as JSON (DecisionRow's columns by name,
+	// without team_id); empty for none.
+	Decision json.RawMessage
 }

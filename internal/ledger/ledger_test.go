@@ -642,3 +642,83 @@ func TestDecide(t *testing.T) {
 		t.Errorf("refresh reason %q, want %q", got, ReasonDecided)
 	}
 }
+
+// TestCarryAndPreview: each decision action changes what it says, and Preview reports the same
+// changes without touching the ledger's own rows or state.
+func TestCarryAndPreview(t *testing.T) {
+	held := rel("r_held", alice, objB, feb, nil)
+	held.Status = relationship.StatusNeedsReview
+	prior := rel("r_prior", alice, objA, jan, nil)
+	other := rel("r_bob", bob, objA, jan, nil)
+	for _, tc := range []struct {
+		action string
+		want   map[relationship.ID]relationship.Status
+	}{
+		{ActionSupersedePrior, map[relationship.ID]relationship.Status{"r_prior": relationship.StatusSuperseded, "r_held": relationship.StatusActive}},
+		{ActionKeepPriorRejectNew, map[relationship.ID]relationship.Status{"r_held": relationship.StatusRejected}},
+		{ActionReject, map[relationship.ID]relationship.Status{"r_held": relationship.StatusRejected}},
+		{ActionForget, map[relationship.ID]relationship.Status{"r_held": relationship.StatusRetracted}},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			l := newLedger(ProfileActor(alice))
+			load(l, []relationship.Relationship{prior, held, other})
+			ks := l.Key(key)
+			preview := l.Preview(ks, "r_held", []relationship.ID{"r_prior"}, []string{tc.action})[tc.action]
+			if len(l.WS.Transitions) != 0 || ks.Find("r_held").Status != relationship.StatusNeedsReview {
+				t.Fatalf("Preview changed the ledger: %d transitions, held %s", len(l.WS.Transitions), ks.Find("r_held").Status)
+			}
+			xrefs := l.Carry(ks, ks.Find("r_held"), []relationship.ID{"r_prior"}, tc.action, "", false)
+			got := map[relationship.ID]relationship.Status{}
+			for _, ch := range l.Changes() {
+				got[ch.RelationshipID] = ch.After.Status
+			}
+			if d := cmp.Diff(tc.want, got); d != "" {
+				t.Errorf("changes (-want +got):\n%s", d)
+			}
+			if d := cmp.Diff(l.Changes(), preview, cmpopts.IgnoreFields(Change{}, "TransitionID")); d != "" {
+				t.Errorf("preview differs from what Carry did (-did +previewed):\n%s", d)
+			}
+			if tc.action == ActionSupersedePrior {
+				if p := ks.Find("r_prior"); p.Validity.To == nil || !p.Validity.To.Equal(*feb) {
+					t.Errorf("prior closed at %v, want the held statement's valid_from %v", p.Validity.To, feb)
+				}
+				if len(xrefs) != 1 || xrefs[0].To != "r_bob" || xrefs[0].Kind != string(relationship.CrossReferenceChallenges) {
+					t.Errorf("cross-references %+v, want one challenges to bob's", xrefs)
+				}
+			}
+		})
+	}
+}
+
+// TestReplan: a held relationship becomes current once no active relationship of its owner
+// contradicts it, and stays held while one does.
+func TestReplan(t *testing.T) {
+	held := rel("r_held", alice, objB, nil, nil)
+	held.Status = relationship.StatusNeedsReview
+	prior := rel("r_prior", alice, objA, nil, nil)
+	bobs := rel("r_bob", bob, objA, nil, nil)
+
+	l := newLedger(ProfileActor(alice))
+	load(l, []relationship.Relationship{prior, held, bobs})
+	ks := l.Key(key)
+	l.Replan(ks, alice)
+	if got := ks.Find("r_held").Status; got != relationship.StatusNeedsReview {
+		t.Fatalf("held while its prior is active: %s, want needs_review", got)
+	}
+	l.Retract(ks.Find("r_prior"), "")
+	l.Replan(ks, alice)
+	if got := ks.Find("r_held").Status; got != relationship.StatusActive {
+		t.Errorf("held after its prior was retracted: %s, want active", got)
+	}
+	if last := l.WS.Transitions[len(l.WS.Transitions)-1]; last.RelationshipID != "r_held" || last.Reason != string(ReasonPriorGone) {
+		t.Errorf("last transition %+v, want r_held %s", last, ReasonPriorGone)
+	}
+	// Bob's relationship is another owner's: it never holds alice's back, it gets a cross-reference.
+	if len(l.WS.CrossRefs) != 1 || l.WS.CrossRefs[0].To != "r_bob" {
+		t.Errorf("cross-references %+v, want one to bob's", l.WS.CrossRefs)
+	}
+	if d := cmp.Diff([]store.ReviewItemCloseFor{{Team: team, RelationshipID: "r_held", Status: store.ReviewSuperseded,
+		ClosedAt: now}}, l.WS.ItemClosesFor); d != "" {
+		t.Errorf("item closes (-want +got):\n%s", d)
+	}
+}

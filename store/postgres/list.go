@@ -182,15 +182,15 @@ func (s *Store) ReviewItemList(ctx context.Context, p store.ReviewItemListParams
 // reviewItemListQuery builds ReviewItemList's statement: the profile filter only when one is asked
 // for (so the index's profile_id column bounds the scan), the keyset condition only after a key.
 func reviewItemListQuery(p store.ReviewItemListParams) (string, []any, error) {
-	q := psql.Select(reviewItemViewColumns).From("{schema}.review_items").
-		Where(sq.Eq{"team_id": p.Team, "status": p.Status})
+	q := psql.Select(reviewItemViewColumns).From("{schema}.review_items x").
+		Where(sq.Eq{"x.team_id": p.Team, "x.status": p.Status})
 	if p.Profile != "" {
-		q = q.Where(sq.Eq{"profile_id": p.Profile})
+		q = q.Where(sq.Eq{"x.profile_id": p.Profile})
 	}
 	if a := p.After; a != nil {
-		q = q.Where("(profile_id, created_at, review_id) > (?, ?, ?)", a.Profile, a.CreatedAt, a.ID)
+		q = q.Where("(x.profile_id, x.created_at, x.review_id) > (?, ?, ?)", a.Profile, a.CreatedAt, a.ID)
 	}
-	sql, args, err := q.OrderBy("profile_id", "created_at", "review_id").Limit(uint64(p.Limit) + 1).ToSql()
+	sql, args, err := q.OrderBy("x.profile_id", "x.created_at", "x.review_id").Limit(uint64(p.Limit) + 1).ToSql()
 	if err != nil {
 		return "", nil, fmt.Errorf("%w: %w", store.ErrInternal, err)
 	}

@@ -307,17 +307,22 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 	return args
 }
 
-// reviewItemViewColumns are the columns of a review item as scanReviewItemView reads them.
-const reviewItemViewColumns = `review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
-       COALESCE(relationship_id, ''), related_ids, choices, relationship_version, related_versions, created_at, resolved_at`
+// reviewItemViewColumns are the columns of a review item x as scanReviewItemView reads them, with
+// the decision that resolved it (as JSON, one primary-key probe of placement_decisions).
+const reviewItemViewColumns = `x.review_id, x.ingest_id, x.placement_item_id, x.kind, x.status, x.profile_id, x.observation_id,
+       COALESCE(x.relationship_id, ''), x.related_ids, x.choices, x.relationship_version, x.related_versions, x.created_at,
+       x.resolved_at, (SELECT to_jsonb(d) - 'team_id' FROM {schema}.placement_decisions d
+                       WHERE d.team_id = x.team_id AND d.decision_id = x.decision_id)`
 
 // scanReviewItemView scans a review item read with reviewItemViewColumns.
 func scanReviewItemView(row pgx.CollectableRow, team identity.TeamID) (store.ReviewItemView, error) {
 	var v store.ReviewItemView
 	var choices []byte
+	var decision []byte
 	err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
-		&v.RelationshipID, &v.Related, &choices, &v.RelationshipVersion, &v.RelatedVersions, &v.CreatedAt, &v.ResolvedAt)
-	v.Team, v.Choices = team, json.RawMessage(choices)
+		&v.RelationshipID, &v.Related, &choices, &v.RelationshipVersion, &v.RelatedVersions, &v.CreatedAt, &v.ResolvedAt,
+		&decision)
+	v.Team, v.Choices, v.Decision = team, json.RawMessage(choices), json.RawMessage(decision)
 	return v, err
 }
 
