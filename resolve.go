@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/ledger"
-	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -39,7 +37,8 @@ const (
 
 // resolveActions are the actions Resolve carries out today; the others an item may offer are
 // refused as not yet supported.
-var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence}
+var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence,
+	ActionSelectEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange}
 
 // ResolveRequest is a client's decision on one review item, named by the placement that issued it
 // (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
@@ -130,8 +129,13 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 	}
 	// 4. Evidence goes through Remember's pipeline; the other actions decide on the key of the item's
 	// relationship in one transaction.
-	if req.Action == ActionAddEvidence {
+	switch req.Action {
+	case ActionAddEvidence:
 		return c.resolveWithEvidence(ctx, p, req, hash, item)
+	case ActionSelectEntity, ActionSelectPredicate:
+		return c.resolveObservation(ctx, p, req, hash, item)
+	case ActionRejectMapping, ActionProposeVocabularyChange:
+		return c.resolveWithoutChange(ctx, p, req, hash, item)
 	}
 	rel, err := c.store.RelationshipGet(ctx, p.TeamID, item.RelationshipID)
 	if err != nil {
@@ -253,6 +257,9 @@ func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.
 		r.Status != relationship.StatusPendingEvidence {
 		return stale("relationship %s is %s, no longer in review", r.ID, r.Status)
 	}
+	if item.RelationshipID == "" {
+		return nil // an item about an observation: its question is open while the item is
+	}
 	ids := append([]string{string(item.RelationshipID)}, item.Related...)
 	versions := append([]int{item.RelationshipVersion}, item.RelatedVersions...)
 	for i, id := range ids {
@@ -314,131 +321,4 @@ func replayResolve(rec *store.IdempotencyRecord, hash string) (*ResolveResult, e
 		out.Replayed = true
 	}
 	return out, err
-}
-
-// resolveWithEvidence carries out add_evidence: the item's relationship, stated again with the
-// decision's evidence cited whole, goes through Remember's pipeline (the one verifier call, the
-// support gate, the same-owner decision of DESIGN §6.4) in one transaction with the decision. Support
-// resolves the item; evidence that grants none is recorded with the decision and leaves it open.
-func (c *Client) resolveWithEvidence(ctx context.Context, p Principal, req ResolveRequest, hash string,
-	item store.ReviewItem) (*ResolveResult, error) {
-	// 1. The statement the item asks about, with its names, stated again with the evidence.
-	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID,
-		Relationships: []relationship.ID{item.RelationshipID}})
-	if err != nil {
-		return nil, err
-	}
-	if len(details.Views) != 1 {
-		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, item.RelationshipID)
-	}
-	rr := restatement(req, details.Views[0])
-	if err := validateRemember(&rr, c.cfg.Limits); err != nil {
-		return nil, err
-	}
-	normalizeTimes(&rr)
-	in := placement.NewIntake(&rr)
-	// 2. What the placement plans from, and the one verifier call, outside the transaction.
-	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: req.IdempotencyKey, KnownEntities: in.Known})
-	if err != nil {
-		return nil, err
-	}
-	if prep.Principal == nil {
-		return nil, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
-	}
-	if err := in.CheckKnown(prep.Known); err != nil {
-		return nil, err
-	}
-	verdicts, err := c.verify(ctx, in.Claims(prep.Predicates, prep.Candidates, prep.Known))
-	if err != nil {
-		return nil, err
-	}
-	// 3. Place and decide in one transaction.
-	now := c.now()
-	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &rr, Intake: in, Now: now,
-		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
-		Hash: hash, NewID: c.newID, Restates: item.RelationshipID}
-	var result *ResolveResult
-	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		result, err = c.decideWithEvidence(ctx, tx, p, params, req)
-		return err
-	})
-	if errors.Is(err, ErrStaleVersion) {
-		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)
-	}
-	return result, err
-}
-
-// decideWithEvidence is add_evidence's transaction: the placement's locks, then the item's row; the
-// item must still ask its question; the placement's rows, the decision, and the result under the
-// idempotency key.
-func (c *Client) decideWithEvidence(ctx context.Context, tx store.Tx, p Principal, params placement.Params,
-	req ResolveRequest) (*ResolveResult, error) {
-	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params)
-	if err != nil {
-		return nil, err
-	}
-	if rec != nil {
-		return replayResolve(rec, params.Hash)
-	}
-	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
-	if err != nil {
-		return nil, err
-	}
-	find := func(id relationship.ID) *relationship.Relationship {
-		for i := range kl.Relationships {
-			if kl.Relationships[i].ID == id {
-				return &kl.Relationships[i]
-			}
-		}
-		return nil
-	}
-	if err := stillAsked(item, find, p); err != nil {
-		return nil, err
-	}
-	l, out, err := pl.Rows(kl)
-	if err != nil {
-		return nil, err
-	}
-	outcome := out.RelationshipOutcomes[0]
-	res := &ResolveResult{DecisionID: c.newID("dec", params.Now), IngestID: out.IngestID, ReviewID: item.ID,
-		Action: req.Action, Outcome: &outcome, CrossReferences: outcome.CrossReferences, Conflict: outcome.Conflict}
-	var fragments []string
-	for _, f := range out.Fragments {
-		res.FragmentIDs = append(res.FragmentIDs, f.FragmentID)
-		fragments = append(fragments, string(f.FragmentID))
-	}
-	body, err := json.Marshal(req.Decision)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
-		FragmentIDs: fragments, Reason: outcome.Reason, KeepOpen: outcome.Category == CategoryPendingEvidence})
-	if err != nil {
-		return nil, err
-	}
-	res.Changes = changes
-	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, params.Hash, res)
-}
-
-// restatement is the Remember request that states rel again with the decision's evidence, each item
-// cited whole, under the decision's idempotency key.
-func restatement(req ResolveRequest, v store.RelationshipView) RememberRequest {
-	r := v.Relationship
-	rel := ProposedRelationship{ProposalID: "decision", SubjectRef: "subject", Predicate: r.PredicateKey,
-		Polarity: r.Polarity, Modality: relationship.ModalityStatement, Scope: r.Scope, ValidFrom: r.Validity.From,
-		ValidTo: r.Validity.To}
-	for i, ev := range req.Evidence {
-		rel.Evidence = append(rel.Evidence, Citation{EvidenceIndex: i, Start: 0, End: len(ev.Content)})
-	}
-	entities := []ProposedEntity{{Ref: "subject", Name: v.SubjectName, EntityKind: v.SubjectKind, KnownEntityID: r.Subject}}
-	if r.Object.EntityID != "" {
-		rel.ObjectRef = "object"
-		entities = append(entities, ProposedEntity{Ref: "object", Name: v.ObjectName, EntityKind: v.ObjectKind,
-			KnownEntityID: r.Object.EntityID})
-	} else {
-		rel.ObjectValue = &ObjectValue{Type: ValueType(strings.TrimPrefix(v.ObjectKind, "value:")), Value: v.ObjectName}
-	}
-	return RememberRequest{IdempotencyKey: req.IdempotencyKey, Evidence: req.Evidence,
-		Proposal: Proposal{Entities: entities, Relationships: []ProposedRelationship{rel}}}
 }

@@ -623,3 +623,147 @@ func TestHeldStatementBecomesCurrentWhenItsPriorGoes(t *testing.T) {
 	}
 	e.checkLedger()
 }
+
+func TestResolveIdentityAndPredicateReview(t *testing.T) {
+	t.Parallel()
+
+	// ambiguousMain: two "main" branches (repositories a and b), then A's "dev deploys_from main"
+	// naming neither, held for identity review.
+	ambiguousMain := func(e *env) (out densemem.RelationshipOutcome, ingest string, mainA, mainB densemem.EntityID) {
+		withRepo := func(f fact, repo string) densemem.RememberRequest {
+			req := f.request(nextKey())
+			if repo != "" {
+				req.Proposal.Entities[1].IdentityContext = map[string]string{"repository": repo}
+			}
+			return req
+		}
+		mainA = entityID(e.t, e.rememberReq(e.A, withRepo(deploy("production", "main"), "a")), "o")
+		mainB = entityID(e.t, e.rememberReq(e.A, withRepo(deploy("staging", "main"), "b")), "o")
+		pl := e.rememberReq(e.A, withRepo(deploy("dev", "main"), ""))
+		out = only(e.t, pl)
+		if out.Category != densemem.CategoryIdentityReview {
+			e.t.Fatalf("dev deploys_from main: %s, want identity review", out.Category)
+		}
+		return out, pl.IngestID, mainA, mainB
+	}
+	// unknownPredicate: A's "production builds from main", a phrase no predicate registers.
+	unknownPredicate := func(e *env) (densemem.RelationshipOutcome, string) {
+		f := deploy("production", "main")
+		f.predicate, f.content = "builds from", "The production environment builds from the main branch."
+		pl := e.rememberReq(e.A, f.request(nextKey()))
+		out := only(e.t, pl)
+		if out.Category != densemem.CategoryPredicateReview {
+			e.t.Fatalf("builds from: %s, want predicate review", out.Category)
+		}
+		return out, pl.IngestID
+	}
+
+	t.Run("select_entity places the claim on the chosen candidate", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest, mainA, _ := ambiguousMain(e)
+		bad := resolveRequest(ingest, out, densemem.ActionSelectEntity)
+		bad.Decision = &densemem.ResolveDecision{MentionRef: "o", EntityID: entityID(t, e.rememberReq(e.A,
+			deploy("qa", "develop").request(nextKey())), "o")}
+		if _, err := e.client.Resolve(e.ctx, e.A, bad); !isFieldProblem(err, "decision.entity_id") {
+			t.Errorf("an entity the item did not offer: %v, want a validation error on decision.entity_id", err)
+		}
+		req := resolveRequest(ingest, out, densemem.ActionSelectEntity)
+		req.Decision = &densemem.ResolveDecision{MentionRef: "o", EntityID: mainA}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want an active relationship", res.Outcome)
+		}
+		if obj := e.trace(e.A, res.Outcome.RelationshipID).Relationship.Object.EntityID; obj != mainA {
+			t.Errorf("object %s, want the chosen %s", obj, mainA)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			t.Errorf("review item is %s, want resolved", got)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionSelectEntity)
+		e.checkLedger()
+	})
+
+	t.Run("select_predicate places the claim under the chosen predicate", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := unknownPredicate(e)
+		bad := resolveRequest(ingest, out, densemem.ActionSelectPredicate)
+		bad.Decision = &densemem.ResolveDecision{PredicateKey: "builds_from"}
+		if _, err := e.client.Resolve(e.ctx, e.A, bad); !isFieldProblem(err, "decision.predicate_key") {
+			t.Errorf("a predicate the item did not offer: %v, want a validation error on decision.predicate_key", err)
+		}
+		req := resolveRequest(ingest, out, densemem.ActionSelectPredicate)
+		req.Decision = &densemem.ResolveDecision{PredicateKey: "deploys_from"}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want an active relationship", res.Outcome)
+		}
+		tr := e.trace(e.A, res.Outcome.RelationshipID)
+		if tr.Relationship.Predicate != "deploys_from" || len(tr.Evidence) != 1 ||
+			tr.Evidence[0].Content != "The production environment builds from the main branch." {
+			t.Errorf("placed %s with evidence %+v, want deploys_from cited in the original evidence", tr.Relationship.Predicate, tr.Evidence)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionSelectPredicate)
+	})
+
+	t.Run("reject_mapping resolves the item and places nothing", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := unknownPredicate(e)
+		before := e.allCounts()
+		res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(ingest, out, densemem.ActionRejectMapping))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := diff(map[string]int{"placement_decisions": 1, "idempotency_records": 1}, nonZero(countDelta(before, e.allCounts()))); d != "" {
+			t.Errorf("rows written (-want +got):\n%s", d)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			t.Errorf("review item is %s, want resolved", got)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionRejectMapping)
+	})
+
+	t.Run("propose_vocabulary_change records the proposal and leaves the item open", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := unknownPredicate(e)
+		if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(ingest, out, densemem.ActionProposeVocabularyChange)); !isFieldProblem(err, "decision.predicate_key") {
+			t.Errorf("a proposal without a predicate: %v, want a validation error on decision.predicate_key", err)
+		}
+		req := resolveRequest(ingest, out, densemem.ActionProposeVocabularyChange)
+		req.Decision = &densemem.ResolveDecision{PredicateKey: "builds_from", Reason: "build pipelines are not deployments"}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusOpen {
+			t.Errorf("review item is %s, want still open", got)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionProposeVocabularyChange)
+		// The item can still be answered once the vocabulary has the predicate.
+		req2 := resolveRequest(ingest, out, densemem.ActionSelectPredicate)
+		req2.Decision = &densemem.ResolveDecision{PredicateKey: "deploys_from"}
+		if _, err := e.client.Resolve(e.ctx, e.A, req2); err != nil {
+			t.Errorf("select_predicate after a proposal: %v", err)
+		}
+	})
+}
+
+// nonZero returns the entries of m that are not zero.
+func nonZero(m map[string]int) map[string]int {
+	out := map[string]int{}
+	for k, v := range m {
+		if v != 0 {
+			out[k] = v
+		}
+	}
+	return out
+}

@@ -113,6 +113,15 @@ type ObservationRow struct {
 	CreatedAt        time.Time
 }
 
+// StoredObservation is one stored observation with what placing its claim again needs: the
+// fragments of its ingest (its citations' evidence indexes point into them) and its mentions'
+// resolution events.
+type StoredObservation struct {
+	Observation ObservationRow
+	Fragments   []FragmentRow
+	Resolutions []ResolutionRow
+}
+
 // VerificationRow is one immutable verification event.
 type VerificationRow struct {
 	Team               identity.TeamID

@@ -108,6 +108,10 @@ type Store interface {
 	// ReviewItemGet reads the review item of placement item itemID of ingest ingestID; ErrNotFound
 	// when the team has none.
 	ReviewItemGet(ctx context.Context, team identity.TeamID, ingestID, itemID string) (ReviewItem, error)
+	// ObservationGet reads one observation of the team with the fragments of its ingest (content
+	// included, by evidence index) and its resolution events (oldest first); ErrNotFound when the
+	// team has none.
+	ObservationGet(ctx context.Context, team identity.TeamID, id string) (StoredObservation, error)
 
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute

@@ -1,8 +1,8 @@
 // Package storetest is the conformance suite of the store seam. Run exercises the contracts a
 // store.Store implementation promises — team scoping, sentinel errors, atomic write sets, append-only
 // ledgers, idempotency records, locking, known_at reconstruction, the nightly reviewer's claims and
-// leases, trace paging, the review item lifecycle — through the store.Store and store.Tx interfaces
-// alone.
+// leases, trace paging, the review item lifecycle, observations read back as written — through the
+// store.Store and store.Tx interfaces alone.
 //
 // An implementation runs it from a test of its own:
 //
@@ -99,6 +99,7 @@ func Run(t *testing.T, h Harness) {
 		{"Trace", traceContracts},
 		{"Lists", listContracts},
 		{"ReviewItems", reviewItemContracts},
+		{"Observations", observationContracts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {

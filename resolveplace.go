@@ -1,0 +1,346 @@
+package densemem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
+	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// The Resolve actions that place a claim: add_evidence states the item's relationship again with
+// the decision's evidence; select_entity and select_predicate place the item's observation again with
+// the chosen entity or predicate. Each goes through Remember's pipeline (one verifier call, the
+// support gate, the same-owner decision of DESIGN §6.4) in one transaction with the decision. And
+// the actions that change no relationship: reject_mapping and propose_vocabulary_change.
+
+// resolveWithEvidence carries out add_evidence: the item's relationship, stated again with the
+// decision's evidence cited whole. Support resolves the item; evidence that grants none is recorded
+// with the decision and leaves the item open.
+func (c *Client) resolveWithEvidence(ctx context.Context, p Principal, req ResolveRequest, hash string,
+	item store.ReviewItem) (*ResolveResult, error) {
+	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID,
+		Relationships: []relationship.ID{item.RelationshipID}})
+	if err != nil {
+		return nil, err
+	}
+	if len(details.Views) != 1 {
+		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, item.RelationshipID)
+	}
+	return c.placeDecision(ctx, p, req, hash, item, restatement(req, details.Views[0]), item.RelationshipID)
+}
+
+// resolveObservation carries out select_entity and select_predicate: the item's observation, its
+// claim cited in the evidence it was first cited in (stored again, in its source group, so it never
+// counts twice), placed again with the chosen entity or registered predicate. The decision's own
+// evidence, if any, is stored with it. The item resolves whatever the placement's outcome: a new
+// question (another ambiguous mention, evidence too weak) is a new item.
+func (c *Client) resolveObservation(ctx context.Context, p Principal, req ResolveRequest, hash string,
+	item store.ReviewItem) (*ResolveResult, error) {
+	obs, err := c.store.ObservationGet(ctx, p.TeamID, item.ObservationID)
+	if err != nil {
+		return nil, err
+	}
+	rr, err := observationRestatement(req, item, obs)
+	if err != nil {
+		return nil, err
+	}
+	return c.placeDecision(ctx, p, req, hash, item, rr, "")
+}
+
+// placeDecision places rr (a restatement made for the decision req) and records the decision, all in
+// one transaction; restates is the relationship rr states again, if any.
+func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequest, hash string, item store.ReviewItem,
+	rr RememberRequest, restates relationship.ID) (*ResolveResult, error) {
+	// 1. The restatement is a Remember request like any other.
+	if err := validateRemember(&rr, c.cfg.Limits); err != nil {
+		return nil, err
+	}
+	normalizeTimes(&rr)
+	in := placement.NewIntake(&rr)
+	// 2. What the placement plans from, and the one verifier call, outside the transaction.
+	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
+		IdempotencyKey: req.IdempotencyKey, Names: in.Names, KnownEntities: in.Known})
+	if err != nil {
+		return nil, err
+	}
+	if prep.Principal == nil {
+		return nil, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
+	}
+	if err := in.CheckKnown(prep.Known); err != nil {
+		return nil, err
+	}
+	verdicts, err := c.verify(ctx, in.Claims(prep.Predicates, prep.Candidates, prep.Known))
+	if err != nil {
+		return nil, err
+	}
+	// 3. Place and decide in one transaction.
+	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &rr, Intake: in, Now: c.now(),
+		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
+		Hash: hash, NewID: c.newID, Restates: restates}
+	var result *ResolveResult
+	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		result, err = c.decidePlaced(ctx, tx, p, params, req)
+		return err
+	})
+	if errors.Is(err, ErrStaleVersion) {
+		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)
+	}
+	return result, err
+}
+
+// decidePlaced is a placing decision's transaction: the placement's locks, then the item's row; the
+// item must still ask its question; the placement's rows, the decision, and the result under the
+// idempotency key.
+func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, params placement.Params,
+	req ResolveRequest) (*ResolveResult, error) {
+	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params)
+	if err != nil {
+		return nil, err
+	}
+	if rec != nil {
+		return replayResolve(rec, params.Hash)
+	}
+	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
+	if err != nil {
+		return nil, err
+	}
+	find := func(id relationship.ID) *relationship.Relationship {
+		for i := range kl.Relationships {
+			if kl.Relationships[i].ID == id {
+				return &kl.Relationships[i]
+			}
+		}
+		return nil
+	}
+	if err := stillAsked(item, find, p); err != nil {
+		return nil, err
+	}
+	l, out, err := pl.Rows(kl)
+	if err != nil {
+		return nil, err
+	}
+	outcome := out.RelationshipOutcomes[0]
+	res := &ResolveResult{DecisionID: c.newID("dec", params.Now), IngestID: out.IngestID, ReviewID: item.ID,
+		Action: req.Action, Outcome: &outcome, CrossReferences: outcome.CrossReferences, Conflict: outcome.Conflict}
+	var fragments []string
+	for _, f := range out.Fragments {
+		res.FragmentIDs = append(res.FragmentIDs, f.FragmentID)
+		fragments = append(fragments, string(f.FragmentID))
+	}
+	body, err := json.Marshal(req.Decision)
+	if err != nil {
+		return nil, err
+	}
+	keepOpen := params.Restates != "" && outcome.Category == CategoryPendingEvidence
+	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
+		FragmentIDs: fragments, Reason: decisionReason(req, outcome), KeepOpen: keepOpen})
+	if err != nil {
+		return nil, err
+	}
+	res.Changes = changes
+	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, params.Hash, res)
+}
+
+// decisionReason is the reason a decision records: the caller's, else the placement's.
+func decisionReason(req ResolveRequest, outcome RelationshipOutcome) string {
+	if req.Decision != nil && req.Decision.Reason != "" {
+		return req.Decision.Reason
+	}
+	return outcome.Reason
+}
+
+// restatement is the Remember request that states rel again with the decision's evidence, each item
+// cited whole, under the decision's idempotency key.
+func restatement(req ResolveRequest, v store.RelationshipView) RememberRequest {
+	r := v.Relationship
+	rel := ProposedRelationship{ProposalID: "decision", SubjectRef: "subject", Predicate: r.PredicateKey,
+		Polarity: r.Polarity, Modality: relationship.ModalityStatement, Scope: r.Scope, ValidFrom: r.Validity.From,
+		ValidTo: r.Validity.To}
+	for i, ev := range req.Evidence {
+		rel.Evidence = append(rel.Evidence, Citation{EvidenceIndex: i, Start: 0, End: len(ev.Content)})
+	}
+	entities := []ProposedEntity{{Ref: "subject", Name: v.SubjectName, EntityKind: v.SubjectKind, KnownEntityID: r.Subject}}
+	if r.Object.EntityID != "" {
+		rel.ObjectRef = "object"
+		entities = append(entities, ProposedEntity{Ref: "object", Name: v.ObjectName, EntityKind: v.ObjectKind,
+			KnownEntityID: r.Object.EntityID})
+	} else {
+		rel.ObjectValue = &ObjectValue{Type: ValueType(strings.TrimPrefix(v.ObjectKind, "value:")), Value: v.ObjectName}
+	}
+	return RememberRequest{IdempotencyKey: req.IdempotencyKey, Evidence: req.Evidence,
+		Proposal: Proposal{Entities: entities, Relationships: []ProposedRelationship{rel}}}
+}
+
+// observationRestatement is the Remember request that places obs's claim again with the decision's
+// choice: the chosen entity for an ambiguous mention (select_entity, a candidate the item offered),
+// or the chosen registered predicate (select_predicate, an option the item offered). Mentions the
+// observation resolved keep their entities; the cited fragments are stored again in their source
+// groups, the decision's evidence after them.
+func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store.StoredObservation) (RememberRequest, error) {
+	var prompt ReviewPrompt
+	if err := json.Unmarshal(item.Choices, &prompt); err != nil {
+		return RememberRequest{}, fmt.Errorf("%w: review item %s: choices: %v", ErrInternal, item.ID, err)
+	}
+	o := obs.Observation
+	resolved := map[string]store.ResolutionRow{} // the latest event per mention
+	for _, r := range obs.Resolutions {
+		resolved[r.MentionRef] = r
+	}
+	predicate, err := applyChoice(req, prompt, o, resolved)
+	if err != nil {
+		return RememberRequest{}, err
+	}
+	rr := RememberRequest{IdempotencyKey: req.IdempotencyKey}
+	rel := ProposedRelationship{ProposalID: "decision", SubjectRef: o.SubjectRef, Predicate: predicate, ObjectRef: o.ObjectRef,
+		Polarity: o.Polarity, Modality: o.Modality, Scope: o.Scope, ValidFrom: o.ValidFrom, ValidTo: o.ValidTo}
+	if len(o.ObjectValue) > 0 {
+		var v ObjectValue
+		if err := json.Unmarshal(o.ObjectValue, &v); err != nil {
+			return RememberRequest{}, fmt.Errorf("%w: observation %s: object value: %v", ErrInternal, o.ID, err)
+		}
+		rel.ObjectValue = &v
+	}
+	for _, ref := range []string{o.SubjectRef, o.ObjectRef} {
+		if ref == "" {
+			continue
+		}
+		r := resolved[ref]
+		name := r.MentionName
+		rr.Proposal.Entities = append(rr.Proposal.Entities, ProposedEntity{Ref: ref, Name: name, EntityKind: r.EntityKind,
+			KnownEntityID: r.EntityID})
+	}
+	cites, err := citedAgain(&rr, o, obs.Fragments)
+	if err != nil {
+		return RememberRequest{}, err
+	}
+	rel.Evidence = cites
+	rr.Evidence = append(rr.Evidence, req.Evidence...)
+	rr.Proposal.Relationships = []ProposedRelationship{rel}
+	return rr, nil
+}
+
+// applyChoice checks the decision's choice against what the item offered and applies it: the chosen
+// entity becomes the ambiguous mention's (in resolved), or the chosen predicate the claim's. It
+// returns the predicate to place the claim under.
+func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow, resolved map[string]store.ResolutionRow) (string, error) {
+	var ps problems
+	d := req.Decision
+	if d == nil {
+		d = &ResolveDecision{}
+	}
+	predicate := o.PredicatePhrase
+	switch req.Action {
+	case ActionSelectEntity:
+		r, ok := resolved[d.MentionRef]
+		offered := slices.ContainsFunc(prompt.EntityCandidates, func(c EntityCandidate) bool { return c.EntityID == d.EntityID })
+		switch {
+		case !ok || r.Decision != identity.DecisionAmbiguous:
+			ps.Add("decision.mention_ref", "names no ambiguous mention of observation %s", o.ID)
+		case !offered || !slices.Contains(r.Candidates, d.EntityID):
+			ps.Add("decision.entity_id", "is not a candidate the review item offered for %s", quoted(d.MentionRef, 64))
+		default:
+			r.EntityID = d.EntityID
+			resolved[d.MentionRef] = r
+		}
+	case ActionSelectPredicate:
+		if !slices.ContainsFunc(prompt.PredicateOptions, func(p PredicateOption) bool { return p.Key == d.PredicateKey }) {
+			ps.Add("decision.predicate_key", "is not a registered predicate the review item offered")
+		}
+		predicate = d.PredicateKey
+	}
+	if err := ps.Err(); err != nil {
+		return "", err
+	}
+	return predicate, nil
+}
+
+// citedAgain adds to rr the fragments o cites, in their source groups, and returns o's citations
+// pointing at them.
+func citedAgain(rr *RememberRequest, o store.ObservationRow, fragments []store.FragmentRow) ([]Citation, error) {
+	var cites []Citation
+	if err := json.Unmarshal(o.Citations, &cites); err != nil {
+		return nil, fmt.Errorf("%w: observation %s: citations: %v", ErrInternal, o.ID, err)
+	}
+	index := map[int]int{} // the ingest's evidence index -> rr's
+	for i, c := range cites {
+		j, ok := index[c.EvidenceIndex]
+		if !ok {
+			k := slices.IndexFunc(fragments, func(f store.FragmentRow) bool { return f.EvidenceIndex == c.EvidenceIndex })
+			if k < 0 {
+				return nil, fmt.Errorf("%w: observation %s cites evidence %d its ingest does not hold", ErrInternal, o.ID, c.EvidenceIndex)
+			}
+			f := fragments[k]
+			j = len(rr.Evidence)
+			index[c.EvidenceIndex] = j
+			rr.Evidence = append(rr.Evidence, EvidenceInput{Content: f.Content, SourceType: f.SourceType,
+				Authority: f.Authority, SourceGroup: f.SourceGroup})
+		}
+		cites[i].EvidenceIndex = j
+	}
+	return cites, nil
+}
+
+// resolveWithoutChange carries out the decisions that change no relationship: reject_mapping (the
+// observation keeps no predicate; the item resolves) and propose_vocabulary_change (the proposal,
+// decision.predicate_key with the reason, is recorded for the vocabulary workflow; the item stays
+// open until a predicate is selected). One transaction: the idempotency key, the item's row, the
+// decision.
+func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req ResolveRequest, hash string,
+	item store.ReviewItem) (*ResolveResult, error) {
+	if req.Action == ActionProposeVocabularyChange && (req.Decision == nil || req.Decision.PredicateKey == "") {
+		var ps problems
+		ps.Add("decision.predicate_key", "is required: the predicate the vocabulary change proposes")
+		return nil, ps.Err()
+	}
+	now := c.now()
+	var result *ResolveResult
+	err := c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
+		if err != nil {
+			return err
+		}
+		if locked.Idempotency != nil {
+			result, err = replayResolve(locked.Idempotency, hash)
+			return err
+		}
+		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+			return err
+		}
+		item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
+		if err != nil {
+			return err
+		}
+		if err := stillAsked(item, func(relationship.ID) *relationship.Relationship { return nil }, p); err != nil {
+			return err
+		}
+		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
+			IdempotencyKey: req.IdempotencyKey, Now: now, NewID: func(prefix string) string { return c.newID(prefix, now) }}
+		result = &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action,
+			Changes: []RelationshipChange{}}
+		body, err := json.Marshal(req.Decision)
+		if err != nil {
+			return err
+		}
+		reason := ""
+		if req.Decision != nil {
+			reason = req.Decision.Reason
+		}
+		if _, err := l.Decide(ledger.Decision{ID: result.DecisionID, Item: item, Action: req.Action, Body: body,
+			Reason: reason, KeepOpen: req.Action == ActionProposeVocabularyChange}); err != nil {
+			return err
+		}
+		return c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, hash, result)
+	})
+	if errors.Is(err, ErrStaleVersion) {
+		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)
+	}
+	return result, err
+}
