@@ -27,7 +27,7 @@ const (
 	ActionProposeVocabularyChange = "propose_vocabulary_change"
 	ActionAccept                  = "accept"
 	ActionReject                  = ledger.ActionReject
-	ActionCorrect                 = "correct"
+	ActionCorrect                 = ledger.ActionCorrect
 	ActionForget                  = ledger.ActionForget
 	ActionSupersedePrior          = ledger.ActionSupersedePrior
 	ActionKeepPriorRejectNew      = ledger.ActionKeepPriorRejectNew
@@ -38,7 +38,7 @@ const (
 // resolveActions are the actions Resolve carries out today; the others an item may offer are
 // refused as not yet supported.
 var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence,
-	ActionSelectEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange}
+	ActionSelectEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange, ActionCorrect}
 
 // ResolveRequest is a client's decision on one review item, named by the placement that issued it
 // (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
@@ -134,6 +134,8 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 		return c.resolveWithEvidence(ctx, p, req, hash, item)
 	case ActionSelectEntity, ActionSelectPredicate:
 		return c.resolveObservation(ctx, p, req, hash, item)
+	case ActionCorrect:
+		return c.placeDecision(ctx, p, req, hash, item, correction(req, item), "")
 	case ActionRejectMapping, ActionProposeVocabularyChange:
 		return c.resolveWithoutChange(ctx, p, req, hash, item)
 	}

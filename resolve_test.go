@@ -767,3 +767,98 @@ func nonZero(m map[string]int) map[string]int {
 	}
 	return out
 }
+
+// specCorrectExample is the specification's "Correct With New Evidence" request, verbatim but for the
+// elided IDs, which the test fills in.
+const specCorrectExample = `{
+  "ingest_id": "ing_01J...",
+  "placement_item_id": "item_relationship_1",
+  "action": "correct",
+  "evidence": [
+    {
+      "content": "The user confirmed that production now deploys from release.",
+      "source_type": "manual",
+      "authority": "authoritative",
+      "source_group": "user-resolution:ing_01J..."
+    }
+  ],
+  "proposal": {
+    "entities": [
+      {"ref": "production", "name": "production", "entity_kind": "environment", "identity_context": {"system": "Dense-Mem"}},
+      {"ref": "release", "name": "release", "entity_kind": "git_branch", "identity_context": {"repository": "Dense-Mem"}}
+    ],
+    "relationships": [
+      {
+        "proposal_id": "production_deploys_from_release",
+        "subject_ref": "production",
+        "predicate": "deploys_from",
+        "object_ref": "release",
+        "polarity": "+",
+        "modality": "statement",
+        "evidence": [{"evidence_index": 0, "start": 0, "end": 60}]
+      }
+    ]
+  },
+  "idempotency_key": "deployment-correction-1"
+}`
+
+// TestResolveCorrectFromTheSpecification: the specification's correct example, decoded from its
+// JSON text and executed on A's held "production deploys_from release": the correction becomes A's
+// current relationship and supersedes A's prior explicitly; the held statement is rejected.
+func TestResolveCorrectFromTheSpecification(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	var req densemem.ResolveRequest
+	dec := json.NewDecoder(strings.NewReader(specCorrectExample))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		t.Fatal(err)
+	}
+	req.IngestID, req.PlacementItemID = h.ingestID, h.held.PlacementItemID
+	res, err := e.client.Resolve(e.ctx, e.A, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome == nil || res.Outcome.Category != densemem.CategorySupersededPrior || res.Outcome.Status != "active" {
+		t.Fatalf("outcome %+v, want the correction active, superseding the prior", res.Outcome)
+	}
+	corrected := res.Outcome.RelationshipID
+	now := e.clock.Now()
+	want := []densemem.RelationshipChange{
+		{RelationshipID: corrected, After: densemem.RelationshipState{Status: "active", Tier: "validated_claim", Version: 1}},
+		{RelationshipID: h.prior.RelationshipID,
+			Before: densemem.RelationshipState{Status: "active", Tier: "validated_claim", Version: 1},
+			After:  densemem.RelationshipState{Status: "superseded", Tier: "validated_claim", ValidTo: &now, Version: 2}},
+		{RelationshipID: h.held.RelationshipID,
+			Before: densemem.RelationshipState{Status: "needs_review", Tier: "validated_claim", Version: 1},
+			After:  densemem.RelationshipState{Status: "rejected", Tier: "validated_claim", Version: 2}},
+	}
+	sortChanges := cmpopts.SortSlices(func(a, b densemem.RelationshipChange) bool { return a.RelationshipID < b.RelationshipID })
+	if d := diff(want, res.Changes, ignoreTransitionIDs, sortChanges); d != "" {
+		t.Errorf("changes (-want +got):\n%s", d)
+	}
+	tr := e.trace(e.A, corrected)
+	if len(tr.Evidence) != 1 || tr.Evidence[0].Content != "The user confirmed that production now deploys from release." {
+		t.Errorf("the correction's evidence %+v, want the user's confirmation", tr.Evidence)
+	}
+	prior := e.trace(e.A, h.prior.RelationshipID)
+	if last := prior.Transitions[len(prior.Transitions)-1]; last.RelatedRelationshipID != corrected || last.Reason != "superseded" {
+		t.Errorf("prior's last transition %+v, want superseded by %s", last, corrected)
+	}
+	if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+		t.Errorf("review item is %s, want resolved", got)
+	}
+	checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionCorrect)
+	e.checkLedger()
+
+	// Replaying the same JSON returns the first result and writes nothing.
+	before := e.allCounts()
+	again, err := e.client.Resolve(e.ctx, e.A, req)
+	if err != nil || !again.Replayed || again.DecisionID != res.DecisionID {
+		t.Errorf("replay: %+v, %v; want the first result replayed", again, err)
+	}
+	if d := countsDiff(before, e.allCounts()); d != "" {
+		t.Errorf("replay wrote rows: %s", d)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/internal/placement"
@@ -120,6 +121,11 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 		}
 		return nil
 	}
+	if req.Action == ActionCorrect && find(item.RelationshipID) == nil {
+		var ps problems
+		ps.Add("proposal", "a correction must state the subject, predicate and scope of relationship %s", item.RelationshipID)
+		return nil, ps.Err()
+	}
 	if err := stillAsked(item, find, p); err != nil {
 		return nil, err
 	}
@@ -139,6 +145,9 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 	if err != nil {
 		return nil, err
 	}
+	if req.Action == ActionCorrect {
+		rejectCorrected(l, kl, item, decisionReason(req, outcome))
+	}
 	keepOpen := params.Restates != "" && outcome.Category == CategoryPendingEvidence
 	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
 		FragmentIDs: fragments, Reason: decisionReason(req, outcome), KeepOpen: keepOpen})
@@ -147,6 +156,43 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 	}
 	res.Changes = changes
 	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, params.Hash, res)
+}
+
+// correction is the Remember request of a correct decision: its evidence and proposal, every
+// proposed relationship naming the caller's relationship the item was held against as the one it
+// corrects (DESIGN §6.4's explicit correction), when the item names exactly one.
+func correction(req ResolveRequest, item store.ReviewItem) RememberRequest {
+	rr := RememberRequest{IdempotencyKey: req.IdempotencyKey, Evidence: req.Evidence}
+	if req.Proposal != nil {
+		rr.Proposal = *req.Proposal
+		rr.Proposal.Relationships = slices.Clone(req.Proposal.Relationships)
+	}
+	if len(item.Related) == 1 {
+		for i := range rr.Proposal.Relationships {
+			rr.Proposal.Relationships[i].CorrectsRelationshipID = relationship.ID(item.Related[0])
+		}
+	}
+	return rr
+}
+
+// rejectCorrected rejects the relationship a correct decision replaced, unless the correction's
+// own placement already took it out of review (it supported a pending one), and re-plans the
+// owner's other held relationships on its key.
+func rejectCorrected(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, reason string) {
+	for _, r := range kl.Relationships {
+		if r.ID != item.RelationshipID {
+			continue
+		}
+		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
+		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
+			l.Carry(ks, cur, nil, ActionCorrect, reason, false)
+			n := len(l.WS.Transitions)
+			l.Replan(ks, cur.Owner)
+			if len(l.WS.Transitions) > n {
+				l.Maintain(ks) // a held relationship became current: the key's case sees it
+			}
+		}
+	}
 }
 
 // decisionReason is the reason a decision records: the caller's, else the placement's.

@@ -62,7 +62,7 @@ func requestValidTo(f fact, validTo *time.Time) densemem.RememberRequest {
 }
 
 var (
-	conflictChoices            = []string{"supersede_prior", "keep_prior_reject_new"}
+	conflictChoices            = []string{"supersede_prior", "keep_prior_reject_new", "correct"}
 	createdTransitions         = []string{"->active:accepted"}
 	heldTransitions            = []string{"->needs_review:held_for_review"}
 	pendingTransitions         = []string{"->pending_evidence:evidence_insufficient"}
@@ -312,7 +312,7 @@ func TestSupersessionTable(t *testing.T) {
 				return insufficientDeploy("production", "release").request(nextKey())
 			},
 			want: expectedOutcome{category: densemem.CategoryPendingEvidence, status: "pending_evidence", tier: "candidate",
-				transitions: pendingTransitions, review: []string{"add_evidence", "reject"}, newRows: 1, supports: 0, prior: priorUntouched},
+				transitions: pendingTransitions, review: []string{"add_evidence", "reject", "correct"}, newRows: 1, supports: 0, prior: priorUntouched},
 		},
 		{
 			name:  "13 a hypothetical is an observation only",

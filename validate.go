@@ -487,8 +487,11 @@ func validateResolve(req ResolveRequest, l Limits) error {
 	case checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0:
 		checkEvidence(&ps, req.Evidence, l)
 	}
-	if len(req.Evidence) == 0 && req.Action == ActionAddEvidence {
-		ps.Add("evidence", "action add_evidence needs at least one evidence item")
+	if len(req.Evidence) == 0 && (req.Action == ActionAddEvidence || req.Action == ActionCorrect) {
+		ps.Add("evidence", "action %s needs at least one evidence item", req.Action)
+	}
+	if req.Proposal == nil && req.Action == ActionCorrect {
+		ps.Add("proposal", "action correct needs a proposal: the corrected statement")
 	}
 	if req.Proposal != nil && req.Action != ActionCorrect {
 		ps.Add("proposal", "only action correct takes a proposal")

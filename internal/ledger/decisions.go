@@ -97,11 +97,14 @@ const (
 	ActionKeepPriorRejectNew = "keep_prior_reject_new"
 	ActionReject             = "reject"
 	ActionForget             = "forget"
+	// ActionCorrect rejects the relationship in question; the correction itself is placed like a
+	// Remember, naming the prior it corrects.
+	ActionCorrect = "correct"
 )
 
 // Carry carries out a decision without new evidence on rel, the relationship a review item asks
-// about, and related, the caller's relationships it was held against: forget retracts rel; reject
-// and keep_prior_reject_new reject it; supersede_prior closes the active related priors at rel's
+// about, and related, the caller's relationships it was held against: forget retracts rel; reject,
+// keep_prior_reject_new and correct reject it; supersede_prior closes the active related priors at rel's
 // valid_from (now when it has none) and makes rel current, returning the cross-references it then
 // writes to other owners' relationships of the key (fromConfirmed: a verifier confirmed rel's
 // valid_from). It is the one code that applies such a decision, and, on a copy, previews it.
@@ -111,7 +114,7 @@ func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []r
 	switch action {
 	case ActionForget:
 		l.Retract(rel, reason)
-	case ActionReject, ActionKeepPriorRejectNew:
+	case ActionReject, ActionKeepPriorRejectNew, ActionCorrect:
 		l.Change(rel, relationship.StatusRejected, rel.Tier, why)
 	case ActionSupersedePrior:
 		end := l.Now

@@ -412,7 +412,8 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil,
 		"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
 		pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
-			{Action: ledger.ActionReject, Description: "reject the pending relationship"}}), nil, nil)
+			{Action: ledger.ActionReject, Description: "reject the pending relationship"},
+			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence instead"}}), nil, nil)
 	return out
 }
 
@@ -518,6 +519,7 @@ func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relatio
 		pl.withImpact(rel, priors, []api.ReviewChoice{
 			{Action: ledger.ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
 			{Action: ledger.ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
+			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence: it supersedes the prior explicitly"},
 		}), nil, nil)
 }
 
