@@ -1541,3 +1541,104 @@ func TestInvariant10_AnotherProfileCannotDecideItsReviewItems(t *testing.T) {
 		t.Errorf("the owner's add_evidence: %v", err)
 	}
 }
+
+// TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempotency: each Resolve
+// action appends one decision row naming its actor, time, item, action, evidence, idempotency key and
+// ingest, and every relationship it changed with its before and after — the same changes its
+// transitions record, under the same ingest and key.
+func TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempotency(t *testing.T) {
+	t.Parallel()
+	for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionForget,
+		densemem.ActionCorrect} {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			h := e.holdAgainstPrior()
+			req := resolveRequest(h.ingestID, h.held, action)
+			if action == densemem.ActionCorrect {
+				content := "The user confirmed that production deploys from the release branch."
+				req.Evidence = []densemem.EvidenceInput{{Content: content, SourceType: "manual"}}
+				proposal := deploy("production", "release").request("").Proposal
+				req.Proposal = &proposal
+				req.Proposal.Relationships[0].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}
+			}
+			res, err := e.client.Resolve(e.ctx, e.A, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var row struct {
+				ProfileID      densemem.ProfileID            `json:"profile_id"`
+				ReviewID       string                        `json:"review_id"`
+				ItemIngestID   string                        `json:"item_ingest_id"`
+				ItemID         string                        `json:"placement_item_id"`
+				Action         string                        `json:"action"`
+				FragmentIDs    []densemem.FragmentID         `json:"fragment_ids"`
+				IngestID       string                        `json:"ingest_id"`
+				IdempotencyKey string                        `json:"idempotency_key"`
+				Changes        []densemem.RelationshipChange `json:"changes"`
+				CreatedAt      time.Time                     `json:"created_at"`
+			}
+			if err := json.Unmarshal([]byte(e.ledger().decisionRows()[res.DecisionID]), &row); err != nil {
+				t.Fatal(err)
+			}
+			want := row
+			want.ProfileID, want.ReviewID, want.ItemIngestID, want.ItemID, want.Action = e.A.ProfileID, h.held.Review.ReviewID,
+				h.ingestID, h.held.PlacementItemID, action
+			want.FragmentIDs, want.IngestID, want.IdempotencyKey, want.Changes = res.FragmentIDs, res.IngestID, req.IdempotencyKey, res.Changes
+			if d := diff(want, row, cmpopts.EquateEmpty()); d != "" || !row.CreatedAt.Equal(e.clock.Now()) {
+				t.Errorf("decision row (-want +got):\n%s\ncreated at %v, want %v", d, row.CreatedAt, e.clock.Now())
+			}
+			// Each change is one transition of the decision's ingest and key, by A.
+			for _, ch := range res.Changes {
+				var found bool
+				for _, tr := range e.trace(e.admin, ch.RelationshipID).Transitions {
+					if tr.TransitionID == ch.TransitionID {
+						found = true
+						if tr.IngestID != res.IngestID || tr.IdempotencyKey != req.IdempotencyKey || tr.ActorProfileID != e.A.ProfileID ||
+							tr.ToStatus != ch.After.Status || tr.ToVersion != ch.After.Version {
+							t.Errorf("transition %+v does not match the decision's change %+v", tr, ch)
+						}
+					}
+				}
+				if !found {
+					t.Errorf("change %+v has no transition in %s's trace", ch, ch.RelationshipID)
+				}
+			}
+		})
+	}
+}
+
+// TestInvariant5_ResolveWritesThroughPostgresPolicy: a decision's effect on current knowledge is the
+// view over relationships (semantic_edges follows the statuses it sets), the decision ledger refuses
+// edits, and a closed review item refuses to change again, whoever asks.
+func TestInvariant5_ResolveWritesThroughPostgresPolicy(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	h := e.holdAgainstPrior()
+	if e.ledger().Edges(h.held.RelationshipID) != 0 || e.ledger().Edges(h.prior.RelationshipID) != 1 {
+		t.Fatalf("before the decision: the held statement must be no edge, the prior one")
+	}
+	res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionSupersedePrior))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e.ledger().Edges(h.held.RelationshipID) != 1 || e.ledger().Edges(h.prior.RelationshipID) != 0 {
+		t.Errorf("after supersede_prior: edges %d (held) and %d (prior), want 1 and 0",
+			e.ledger().Edges(h.held.RelationshipID), e.ledger().Edges(h.prior.RelationshipID))
+	}
+	for _, stmt := range []string{
+		`UPDATE placement_decisions SET action = 'reject' WHERE decision_id = $1`,
+		`DELETE FROM placement_decisions WHERE decision_id = $1`,
+	} {
+		if _, err := e.pool.Exec(e.ctx, stmt, res.DecisionID); err == nil {
+			t.Errorf("%s: succeeded on the append-only decision ledger", stmt)
+		}
+	}
+	if _, err := e.pool.Exec(e.ctx, `UPDATE review_items SET status = 'open', resolved_at = NULL WHERE review_id = $1`,
+		h.held.Review.ReviewID); err == nil {
+		t.Errorf("reopening a resolved review item succeeded")
+	}
+	if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+		t.Errorf("review item is %s after the refused edits, want resolved", got)
+	}
+}

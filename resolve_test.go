@@ -862,3 +862,67 @@ func TestResolveCorrectFromTheSpecification(t *testing.T) {
 		t.Errorf("replay wrote rows: %s", d)
 	}
 }
+
+// TestResolveSelectEntityFromTheSpecification: the specification's identity example, decoded from
+// its JSON text: A's "mark" mention matched two people; A selects one, with evidence that says so.
+func TestResolveSelectEntityFromTheSpecification(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	mark := func(team, project string) densemem.RememberRequest {
+		f := fact{subject: "Mark", subjectKind: "person", predicate: "works_on", object: project, objectKind: "project",
+			content: fmt.Sprintf("Mark works on %s.", project)}
+		req := f.request(nextKey())
+		if team != "" {
+			req.Proposal.Entities[0].IdentityContext = map[string]string{"team": team}
+		}
+		req.Proposal.Entities[0].Ref = "mark"
+		req.Proposal.Relationships[0].SubjectRef = "mark"
+		return req
+	}
+	markHuang := entityID(t, e.rememberReq(e.A, mark("dense-mem", "Dense-Mem")), "mark")
+	entityID(t, e.rememberReq(e.A, mark("billing", "Billing")), "mark")
+	pl := e.rememberReq(e.A, mark("", "Dense-Mem docs"))
+	out := only(t, pl)
+	if out.Category != densemem.CategoryIdentityReview {
+		t.Fatalf("Mark works on Dense-Mem docs: %s, want identity review", out.Category)
+	}
+	text := strings.NewReplacer("ing_01J...", pl.IngestID, "item_identity_1", out.PlacementItemID,
+		"ent_mark_huang", string(markHuang)).Replace(`{
+  "ingest_id": "ing_01J...",
+  "placement_item_id": "item_identity_1",
+  "action": "select_entity",
+  "decision": {
+    "mention_ref": "mark",
+    "entity_id": "ent_mark_huang"
+  },
+  "evidence": [
+    {
+      "content": "I mean Mark Huang, the Dense-Mem maintainer.",
+      "source_type": "manual",
+      "authority": "authoritative",
+      "source_group": "user-resolution:ing_01J..."
+    }
+  ],
+  "idempotency_key": "identity-resolution-1"
+}`)
+	var req densemem.ResolveRequest
+	dec := json.NewDecoder(strings.NewReader(text))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.client.Resolve(e.ctx, e.A, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Outcome == nil || res.Outcome.Status != "active" {
+		t.Fatalf("outcome %+v, want an active relationship", res.Outcome)
+	}
+	if subj := e.trace(e.A, res.Outcome.RelationshipID).Relationship.Subject.EntityID; subj != markHuang {
+		t.Errorf("subject %s, want the selected %s", subj, markHuang)
+	}
+	if len(res.FragmentIDs) != 2 {
+		t.Errorf("fragments %v, want the cited evidence and the decision's", res.FragmentIDs)
+	}
+	checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionSelectEntity)
+}

@@ -60,10 +60,17 @@ func (c *Client) resolveObservation(ctx context.Context, p Principal, req Resolv
 // one transaction; restates is the relationship rr states again, if any.
 func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequest, hash string, item store.ReviewItem,
 	rr RememberRequest, restates relationship.ID) (*ResolveResult, error) {
-	// 1. The restatement is a Remember request like any other.
+	// 1. The restatement is a Remember request like any other, but for the decision's own evidence
+	// of an identity or predicate choice: stored with the claim, cited by none of it (it says which
+	// entity or predicate is meant, not the claim), and validated with the Resolve request.
+	var uncited []EvidenceInput
+	if req.Action == ActionSelectEntity || req.Action == ActionSelectPredicate {
+		rr.Evidence, uncited = rr.Evidence[:len(rr.Evidence)-len(req.Evidence)], req.Evidence
+	}
 	if err := validateRemember(&rr, c.cfg.Limits); err != nil {
 		return nil, err
 	}
+	rr.Evidence = append(rr.Evidence, uncited...)
 	normalizeTimes(&rr)
 	in := placement.NewIntake(&rr)
 	// 2. What the placement plans from, and the one verifier call, outside the transaction.
