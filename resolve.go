@@ -38,7 +38,8 @@ const (
 // resolveActions are the actions Resolve carries out today; the others an item may offer are
 // refused as not yet supported.
 var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence,
-	ActionSelectEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange, ActionCorrect}
+	ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange,
+	ActionCorrect}
 
 // ResolveRequest is a client's decision on one review item, named by the placement that issued it
 // (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
@@ -132,7 +133,7 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 	switch req.Action {
 	case ActionAddEvidence:
 		return c.resolveWithEvidence(ctx, p, req, hash, item)
-	case ActionSelectEntity, ActionSelectPredicate:
+	case ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate:
 		return c.resolveObservation(ctx, p, req, hash, item)
 	case ActionCorrect:
 		return c.placeDecision(ctx, p, req, hash, item, correction(req, item), "")

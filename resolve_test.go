@@ -687,6 +687,37 @@ func TestResolveIdentityAndPredicateReview(t *testing.T) {
 		e.checkLedger()
 	})
 
+	t.Run("confirm_new_entity creates an entity distinct from every candidate", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest, mainA, mainB := ambiguousMain(e)
+		bare := resolveRequest(ingest, out, densemem.ActionConfirmNewEntity)
+		bare.Decision = &densemem.ResolveDecision{MentionRef: "o"}
+		if _, err := e.client.Resolve(e.ctx, e.A, bare); !isFieldProblem(err, "evidence") {
+			t.Errorf("confirm_new_entity without evidence: %v, want a validation error on evidence", err)
+		}
+		req := resolveRequest(ingest, out, densemem.ActionConfirmNewEntity)
+		req.Decision = &densemem.ResolveDecision{MentionRef: "o", DistinctFromEntityIDs: []densemem.EntityID{mainA}}
+		req.Evidence = []densemem.EvidenceInput{{Content: "Dev deploys from the main branch of the docs repository, not a or b.",
+			SourceType: "manual"}}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want an active relationship", res.Outcome)
+		}
+		obj := e.trace(e.A, res.Outcome.RelationshipID).Relationship.Object
+		if obj.EntityID == mainA || obj.EntityID == mainB || obj.Name != "main" {
+			t.Errorf("object %+v, want a new entity named main", obj)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionConfirmNewEntity)
+		row := e.ledger().decisionRows()[res.DecisionID]
+		if !strings.Contains(row, string(mainA)) {
+			t.Errorf("decision row %s does not record distinct_from_entity_ids", row)
+		}
+	})
+
 	t.Run("select_predicate places the claim under the chosen predicate", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)

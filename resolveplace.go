@@ -17,8 +17,8 @@ import (
 )
 
 // The Resolve actions that place a claim: add_evidence states the item's relationship again with
-// the decision's evidence; select_entity and select_predicate place the item's observation again with
-// the chosen entity or predicate. Each goes through Remember's pipeline (one verifier call, the
+// the decision's evidence; select_entity, confirm_new_entity and select_predicate place the item's
+// observation again with the choice; correct places the corrected statement. Each goes through Remember's pipeline (one verifier call, the
 // support gate, the same-owner decision of DESIGN §6.4) in one transaction with the decision. And
 // the actions that change no relationship: reject_mapping and propose_vocabulary_change.
 
@@ -38,9 +38,10 @@ func (c *Client) resolveWithEvidence(ctx context.Context, p Principal, req Resol
 	return c.placeDecision(ctx, p, req, hash, item, restatement(req, details.Views[0]), item.RelationshipID)
 }
 
-// resolveObservation carries out select_entity and select_predicate: the item's observation, its
-// claim cited in the evidence it was first cited in (stored again, in its source group, so it never
-// counts twice), placed again with the chosen entity or registered predicate. The decision's own
+// resolveObservation carries out select_entity, confirm_new_entity and select_predicate: the item's
+// observation, its claim cited in the evidence it was first cited in (stored again, in its source
+// group, so it never counts twice), placed again with the chosen entity, a new entity distinct from
+// every candidate, or the chosen registered predicate. The decision's own
 // evidence, if any, is stored with it. The item resolves whatever the placement's outcome: a new
 // question (another ambiguous mention, evidence too weak) is a new item.
 func (c *Client) resolveObservation(ctx context.Context, p Principal, req ResolveRequest, hash string,
@@ -64,7 +65,7 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 	// of an identity or predicate choice: stored with the claim, cited by none of it (it says which
 	// entity or predicate is meant, not the claim), and validated with the Resolve request.
 	var uncited []EvidenceInput
-	if req.Action == ActionSelectEntity || req.Action == ActionSelectPredicate {
+	if req.Action == ActionSelectEntity || req.Action == ActionConfirmNewEntity || req.Action == ActionSelectPredicate {
 		rr.Evidence, uncited = rr.Evidence[:len(rr.Evidence)-len(req.Evidence)], req.Evidence
 	}
 	if err := validateRemember(&rr, c.cfg.Limits); err != nil {
@@ -247,7 +248,7 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 	for _, r := range obs.Resolutions {
 		resolved[r.MentionRef] = r
 	}
-	predicate, err := applyChoice(req, prompt, o, resolved)
+	predicate, distinct, err := applyChoice(req, prompt, o, resolved)
 	if err != nil {
 		return RememberRequest{}, err
 	}
@@ -268,7 +269,7 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 		r := resolved[ref]
 		name := r.MentionName
 		rr.Proposal.Entities = append(rr.Proposal.Entities, ProposedEntity{Ref: ref, Name: name, EntityKind: r.EntityKind,
-			KnownEntityID: r.EntityID})
+			KnownEntityID: r.EntityID, DistinctFromEntityIDs: distinct[ref]})
 	}
 	cites, err := citedAgain(&rr, o, obs.Fragments)
 	if err != nil {
@@ -281,9 +282,12 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 }
 
 // applyChoice checks the decision's choice against what the item offered and applies it: the chosen
-// entity becomes the ambiguous mention's (in resolved), or the chosen predicate the claim's. It
+// entity becomes the ambiguous mention's (in resolved), a confirmed new entity is distinct from every
+// candidate of the mention (distinct, by mention ref), or the chosen predicate becomes the claim's. It
 // returns the predicate to place the claim under.
-func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow, resolved map[string]store.ResolutionRow) (string, error) {
+func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow,
+	resolved map[string]store.ResolutionRow) (string, map[string][]EntityID, error) {
+	distinct := map[string][]EntityID{}
 	var ps problems
 	d := req.Decision
 	if d == nil {
@@ -303,6 +307,18 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 			r.EntityID = d.EntityID
 			resolved[d.MentionRef] = r
 		}
+	case ActionConfirmNewEntity:
+		r, ok := resolved[d.MentionRef]
+		switch {
+		case !ok || r.Decision != identity.DecisionAmbiguous:
+			ps.Add("decision.mention_ref", "names no ambiguous mention of observation %s", o.ID)
+		case slices.ContainsFunc(d.DistinctFromEntityIDs, func(id EntityID) bool { return !slices.Contains(r.Candidates, id) }):
+			ps.Add("decision.distinct_from_entity_ids", "may name only candidates the review item offered for%s",
+				quoted(d.MentionRef, 64))
+		default:
+			// A new identity is none of the candidates, whichever the caller named.
+			distinct[d.MentionRef] = r.Candidates
+		}
 	case ActionSelectPredicate:
 		if !slices.ContainsFunc(prompt.PredicateOptions, func(p PredicateOption) bool { return p.Key == d.PredicateKey }) {
 			ps.Add("decision.predicate_key", "is not a registered predicate the review item offered")
@@ -310,9 +326,9 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 		predicate = d.PredicateKey
 	}
 	if err := ps.Err(); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	return predicate, nil
+	return predicate, distinct, nil
 }
 
 // citedAgain adds to rr the fragments o cites, in their source groups, and returns o's citations

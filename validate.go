@@ -158,6 +158,14 @@ func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string
 			checkText(ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
 		}
 		checkText(ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
+		if checkCount(ps, p+".distinct_from_entity_ids", len(e.DistinctFromEntityIDs), MaxListItems) {
+			for j, id := range e.DistinctFromEntityIDs {
+				checkText(ps, fmt.Sprintf("%s.distinct_from_entity_ids[%d]", p, j), string(id), true, l.MaxTextBytes)
+			}
+		}
+		if e.KnownEntityID != "" && len(e.DistinctFromEntityIDs) > 0 {
+			ps.Add(p+".distinct_from_entity_ids", "cannot go with known_entity_id")
+		}
 	}
 	return refs
 }
@@ -489,6 +497,9 @@ func validateResolve(req ResolveRequest, l Limits) error {
 	}
 	if len(req.Evidence) == 0 && (req.Action == ActionAddEvidence || req.Action == ActionCorrect) {
 		ps.Add("evidence", "action %s needs at least one evidence item", req.Action)
+	}
+	if len(req.Evidence) == 0 && req.Action == ActionConfirmNewEntity {
+		ps.Add("evidence", "action confirm_new_entity needs evidence that distinguishes the new identity")
 	}
 	if req.Proposal == nil && req.Action == ActionCorrect {
 		ps.Add("proposal", "action correct needs a proposal: the corrected statement")

@@ -124,6 +124,9 @@ type Mention struct {
 	Context map[string]string
 	// KnownID, when set, names a server-known entity of the caller's team to reuse.
 	KnownID EntityID
+	// DistinctFrom are server-known entities the caller's evidence shows the mention is not: they
+	// are never its candidates.
+	DistinctFrom []EntityID
 }
 
 // Decision is how a mention was resolved.
@@ -155,7 +158,8 @@ type Resolution struct {
 
 // Resolve decides a mention without a known ID against the team's entities that share one of its
 // name keys or their skeletons. Candidates are entities of the same kind whose identity context does
-// not contradict the mention's and that hold a name whose key equals the mention's key: exactly one
+// not contradict the mention's, that it is not distinct from (DistinctFrom), and that hold a name
+// whose key equals the mention's key: exactly one
 // is reused, several are ambiguous. With none, entities holding a name that is Confusable with the
 // mention's key make the mention ambiguous too (a look-alike never silently becomes a second entity);
 // otherwise the mention creates an entity. Same name with different kinds never merges.
@@ -164,7 +168,7 @@ func Resolve(m Mention, known []Entity) Resolution {
 	ctx := NormalizeContext(m.Context)
 	var exact, lookAlike []EntityID
 	for _, e := range known {
-		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) {
+		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) || slices.Contains(m.DistinctFrom, e.ID) {
 			continue
 		}
 		switch {

@@ -148,6 +148,20 @@ func TestResolve(t *testing.T) {
 			want:    identity.Resolution{Decision: identity.DecisionCreated},
 		},
 		{
+			name: "distinct from one of two: the other is reused",
+			mention: identity.Mention{Ref: "mark", Name: "Mark Huang", Kind: "person",
+				DistinctFrom: []identity.EntityID{"ent_mark_billing"}},
+			known: []identity.Entity{markDense, markBilling},
+			want:  identity.Resolution{Decision: identity.DecisionReused, EntityID: "ent_mark_dense"},
+		},
+		{
+			name: "distinct from every candidate: created",
+			mention: identity.Mention{Ref: "mark", Name: "Mark Huang", Kind: "person",
+				DistinctFrom: []identity.EntityID{"ent_mark_billing", "ent_mark_dense"}},
+			known: []identity.Entity{markDense, markBilling},
+			want:  identity.Resolution{Decision: identity.DecisionCreated},
+		},
+		{
 			name:    "no name match: created",
 			mention: mark,
 			known:   []identity.Entity{other},

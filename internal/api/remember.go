@@ -50,6 +50,9 @@ type ProposedEntity struct {
 	IdentityContext map[string]string `json:"identity_context,omitempty"`
 	// KnownEntityID reuses a server-known entity of the caller's team.
 	KnownEntityID identity.EntityID `json:"known_entity_id,omitempty"`
+	// DistinctFromEntityIDs are server-known entities of the caller's team the caller's evidence
+	// shows this mention is not (the specification's two Marks): they are never its candidates.
+	DistinctFromEntityIDs []identity.EntityID `json:"distinct_from_entity_ids,omitempty"`
 }
 
 // ValueType is the type of a literal object.

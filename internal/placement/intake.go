@@ -31,9 +31,15 @@ func NewIntake(req *api.RememberRequest) *Intake {
 	seen := map[store.NameLookup]bool{}
 	for _, e := range req.Proposal.Entities {
 		m := identity.Mention{Ref: e.Ref, Name: strings.TrimSpace(e.Name), Kind: e.EntityKind, Aliases: e.Aliases,
-			Context: identity.NormalizeContext(e.IdentityContext), KnownID: e.KnownEntityID}
+			Context: identity.NormalizeContext(e.IdentityContext), KnownID: e.KnownEntityID, DistinctFrom: e.DistinctFromEntityIDs}
 		in.mentions[e.Ref] = m
 		in.order = append(in.order, e.Ref)
+		// Entities a mention is distinct from are read like known ones, so CheckKnown sees them exist.
+		for _, id := range e.DistinctFromEntityIDs {
+			if !slices.Contains(in.Known, id) {
+				in.Known = append(in.Known, id)
+			}
+		}
 		if m.KnownID != "" {
 			in.Known = append(in.Known, m.KnownID)
 			continue
@@ -62,7 +68,8 @@ func (in *Intake) Responses() []conflict.ID {
 	return out
 }
 
-// CheckKnown fails the call when a known_entity_id is not an entity of the caller's team of that kind.
+// CheckKnown fails the call when a known_entity_id is not an entity of the caller's team of that
+// kind, or a distinct_from_entity_ids entry is not an entity of the caller's team.
 func (in *Intake) CheckKnown(known []identity.Entity) error {
 	var ps api.Problems
 	byID := map[identity.EntityID]identity.Entity{}
@@ -70,6 +77,11 @@ func (in *Intake) CheckKnown(known []identity.Entity) error {
 		byID[e.ID] = e
 	}
 	for i, e := range in.req.Proposal.Entities {
+		for j, id := range e.DistinctFromEntityIDs {
+			if _, ok := byID[id]; !ok {
+				ps.Add(fmt.Sprintf("proposal.entities[%d].distinct_from_entity_ids[%d]", i, j), "%s is not an entity of the caller's team", id)
+			}
+		}
 		if e.KnownEntityID == "" {
 			continue
 		}
