@@ -957,3 +957,45 @@ func TestResolveSelectEntityFromTheSpecification(t *testing.T) {
 	}
 	checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionSelectEntity)
 }
+
+// TestConcurrentPlacingDecisions: ten decisions of one pending item at once, half bringing evidence
+// (add_evidence, through the verifier and placement), half rejecting it. One lands; the others are
+// stale and write nothing, and the relationship moved exactly once.
+func TestConcurrentPlacingDecisions(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	pl := e.rememberOne(e.A, insufficientDeploy("production", "main").request(nextKey()))
+	out := only(t, pl)
+	const n = 10
+	errs := make([]error, n)
+	runTogether(n, func(i int) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		req := resolveRequest(pl.IngestID, out, densemem.ActionReject)
+		if i%2 == 0 {
+			req.Action = densemem.ActionAddEvidence
+			req.Evidence = []densemem.EvidenceInput{{Content: fmt.Sprintf("Check %d: the production environment deploys from the main branch.", i),
+				SourceType: "manual"}}
+		}
+		_, errs[i] = e.client.Resolve(ctx, e.A, req)
+	})
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, densemem.ErrStaleDecision):
+			t.Errorf("decision %d: %v, want success or ErrStaleDecision", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d decisions landed, want 1", won)
+	}
+	if rows := e.ledger().decisionRows(); len(rows) != 1 {
+		t.Errorf("%d decision rows, want 1", len(rows))
+	}
+	if trs := e.transitions(out.RelationshipID); len(trs) != 2 {
+		t.Errorf("transitions %v, want the creation and one decision", trs)
+	}
+	e.checkLedger()
+}
