@@ -1480,6 +1480,9 @@ func TestInvariant9_TraceReconstructsDecisionLineage(t *testing.T) {
 	}
 	for _, id := range []densemem.RelationshipID{h.held.RelationshipID, h.prior.RelationshipID} {
 		tr := e.trace(e.admin, id)
+		if first := tr.Transitions[0]; first.DecisionID != "" {
+			t.Errorf("trace of %s: its creation names decision %s, want none", id, first.DecisionID)
+		}
 		var item *densemem.TraceReviewItem
 		for i := range tr.ReviewItems {
 			if tr.ReviewItems[i].ReviewID == h.held.Review.ReviewID {
@@ -1500,7 +1503,7 @@ func TestInvariant9_TraceReconstructsDecisionLineage(t *testing.T) {
 		}
 		last := tr.Transitions[len(tr.Transitions)-1]
 		if last.Reason != "decided:supersede_prior" || last.IngestID != res.IngestID || last.ActorProfileID != e.A.ProfileID ||
-			last.IdempotencyKey != req.IdempotencyKey {
+			last.IdempotencyKey != req.IdempotencyKey || last.DecisionID != res.DecisionID {
 			t.Errorf("trace of %s: last transition %+v, want the decision's", id, last)
 		}
 	}

@@ -949,8 +949,13 @@ func TestResolveSelectEntityFromTheSpecification(t *testing.T) {
 	if res.Outcome == nil || res.Outcome.Status != "active" {
 		t.Fatalf("outcome %+v, want an active relationship", res.Outcome)
 	}
-	if subj := e.trace(e.A, res.Outcome.RelationshipID).Relationship.Subject.EntityID; subj != markHuang {
+	tr := e.trace(e.A, res.Outcome.RelationshipID)
+	if subj := tr.Relationship.Subject.EntityID; subj != markHuang {
 		t.Errorf("subject %s, want the selected %s", subj, markHuang)
+	}
+	// Trace leads from the relationship back to the decision that created it (invariant 9).
+	if first := tr.Transitions[0]; first.DecisionID != res.DecisionID {
+		t.Errorf("creation transition names decision %q, want %s", first.DecisionID, res.DecisionID)
 	}
 	if len(res.FragmentIDs) != 2 {
 		t.Errorf("fragments %v, want the cited evidence and the decision's", res.FragmentIDs)

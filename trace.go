@@ -232,7 +232,10 @@ type TraceTransition struct {
 	RelatedRelationshipID RelationshipID `json:"related_relationship_id,omitempty"`
 	IngestID              string         `json:"ingest_id"`
 	IdempotencyKey        string         `json:"idempotency_key"`
-	CreatedAt             time.Time      `json:"created_at"`
+	// DecisionID names the client decision (Resolve) that made the transition, if one did; the
+	// review item it resolved shows it in full.
+	DecisionID string    `json:"decision_id,omitempty"`
+	CreatedAt  time.Time `json:"created_at"`
 }
 
 // IdentityResolution is one entity resolution event of the relationship's entities or of the
@@ -456,7 +459,7 @@ func (out *TraceResult) addLedger(d store.TraceData) {
 			ToStatus: t.ToStatus, FromTier: t.FromTier, ToTier: t.ToTier, FromValidTo: t.FromValidTo, ToValidTo: t.ToValidTo,
 			FromVersion: t.FromVersion, ToVersion: t.ToVersion, Reason: t.Reason, ActorKind: t.ActorKind,
 			ActorProfileID: t.ActorProfile, RelatedRelationshipID: t.Related, IngestID: t.IngestID,
-			IdempotencyKey: t.IdempotencyKey, CreatedAt: t.CreatedAt})
+			IdempotencyKey: t.IdempotencyKey, DecisionID: d.TransitionDecisions[t.ID], CreatedAt: t.CreatedAt})
 	}
 	if d.Next.Transitions > 0 {
 		out.Truncated = append(out.Truncated, TraceTruncation{List: TraceListTransitions, Returned: len(out.Transitions),

@@ -103,8 +103,11 @@ type TraceData struct {
 	Observations  []ObservationRow
 	Verifications []VerificationRow // empty unless IncludeVerifications
 	Transitions   []TransitionRow   // empty unless IncludeTransitions
-	Resolutions   []ResolutionRow
-	ReviewItems   []ReviewItemView
+	// TransitionDecisions names, by transition ID, the client decision (Resolve) that made a
+	// transition of the page.
+	TransitionDecisions map[string]string
+	Resolutions         []ResolutionRow
+	ReviewItems         []ReviewItemView
 	// CrossReferences are the cross-references from and to the relationship.
 	CrossReferences []CrossReferenceRow
 	// Cases are the conflict cases the relationship ever belonged to, each with a page of events.

@@ -161,8 +161,10 @@ ORDER BY k.created_at, k.observation_id, k.verification_id LIMIT $6`
 	traceTransitionsSQL = `-- name: TraceTransitions
 SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COALESCE(from_tier, ''), to_tier,
        from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
-       COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at
-FROM {schema}.relationship_transitions WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
+       COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at,
+       COALESCE((SELECT d.decision_id FROM {schema}.placement_decisions d
+                 WHERE d.team_id = t.team_id AND d.ingest_id = t.ingest_id LIMIT 1), '')
+FROM {schema}.relationship_transitions t WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
 ORDER BY to_version LIMIT $4`
 	// traceResolutionsSQL reads the resolution history of the relationship's subject and object and
 	// the other events of the observation that created it as three ordered, limited branches, each
@@ -537,11 +539,19 @@ func (r *traceReads) scanVerification(row pgx.CollectableRow) (store.Verificatio
 // goes on when there were more.
 func (r *traceReads) readTransitions(rows pgx.Rows) error {
 	p, out := r.p, r.out
-	got, err := pgx.CollectRows(rows, scanTransition)
+	decisions := map[string]string{}
+	got, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.TransitionRow, error) {
+		var decision string
+		t, err := scanTransition(row, &decision)
+		if decision != "" {
+			decisions[t.ID] = decision
+		}
+		return t, err
+	})
 	if len(got) > p.Limit {
 		got, out.Next.Transitions = got[:p.Limit], got[p.Limit-1].ToVersion
 	}
-	out.Transitions = got
+	out.Transitions, out.TransitionDecisions = got, decisions
 	return err
 }
 
@@ -682,12 +692,14 @@ func (r *traceReads) traceCases() []store.TraceCase {
 	return out
 }
 
-func scanTransition(row pgx.CollectableRow) (store.TransitionRow, error) {
+// scanTransition scans a row of traceTransitionsSQL; decision receives the decision that made it, if
+// any.
+func scanTransition(row pgx.CollectableRow, decision *string) (store.TransitionRow, error) {
 	var t store.TransitionRow
 	var fromStatus, toStatus, fromTier, toTier string
 	err := row.Scan(&t.ID, &t.RelationshipID, &fromStatus, &toStatus, &fromTier, &toTier, &t.FromValidTo, &t.ToValidTo,
 		&t.FromVersion, &t.ToVersion, &t.Reason, &t.ActorKind, &t.ActorProfile, &t.Related, &t.IngestID,
-		&t.IdempotencyKey, &t.CreatedAt)
+		&t.IdempotencyKey, &t.CreatedAt, decision)
 	t.FromStatus, t.ToStatus = relationship.Status(fromStatus), relationship.Status(toStatus)
 	t.FromTier, t.ToTier = relationship.Tier(fromTier), relationship.Tier(toTier)
 	return t, err
