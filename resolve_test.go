@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,9 @@ func TestResolvePendingEvidenceReject(t *testing.T) {
 	out := only(t, pl)
 	if out.Status != "pending_evidence" {
 		t.Fatalf("insufficient evidence: %s, want pending_evidence", out.Status)
+	}
+	if v := out.Review.Verdict; v == nil || v.Verdict == "entailed" || v.Rationale == "" {
+		t.Errorf("pending item verdict %+v, want the verifier's verdict that did not grant support", v)
 	}
 	res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(pl.IngestID, out, densemem.ActionReject))
 	if err != nil {
@@ -644,6 +648,12 @@ func TestResolveIdentityAndPredicateReview(t *testing.T) {
 		if out.Category != densemem.CategoryIdentityReview {
 			e.t.Fatalf("dev deploys_from main: %s, want identity review", out.Category)
 		}
+		// The item says which mention is ambiguous, so a decision can name it.
+		want := []densemem.ReviewMention{{Ref: "o", Name: "main", EntityKind: "git_branch",
+			CandidateIDs: sortedEntityIDs(mainA, mainB)}}
+		if d := diff(want, out.Review.Mentions); d != "" {
+			e.t.Errorf("identity item mentions (-want +got):\n%s", d)
+		}
 		return out, pl.IngestID, mainA, mainB
 	}
 	// unknownPredicate: A's "production builds from main", a phrase no predicate registers.
@@ -786,6 +796,13 @@ func TestResolveIdentityAndPredicateReview(t *testing.T) {
 			t.Errorf("select_predicate after a proposal: %v", err)
 		}
 	})
+}
+
+// sortedEntityIDs returns ids sorted.
+func sortedEntityIDs(ids ...densemem.EntityID) []densemem.EntityID {
+	out := slices.Clone(ids)
+	slices.Sort(out)
+	return out
 }
 
 // nonZero returns the entries of m that are not zero.

@@ -114,6 +114,10 @@ type (
 	RelationshipState = api.RelationshipState
 	// PredicateOption is a registered predicate a client may select in predicate review.
 	PredicateOption = api.PredicateOption
+	// ReviewMention is one ambiguous mention of an identity review item.
+	ReviewMention = api.ReviewMention
+	// ReviewVerdict is the verifier's verdict a pending-evidence review item reports.
+	ReviewVerdict = api.ReviewVerdict
 	// CrossReferenceOutcome is one cross-reference written by a placement.
 	CrossReferenceOutcome = api.CrossReferenceOutcome
 	// ConflictRef names a team conflict case at a version.

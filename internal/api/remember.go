@@ -199,6 +199,28 @@ type ReviewPrompt struct {
 	Choices          []ReviewChoice    `json:"choices"`
 	EntityCandidates []EntityCandidate `json:"entity_candidates,omitempty"`
 	PredicateOptions []PredicateOption `json:"predicate_options,omitempty"`
+	// Mentions are, for an identity item, the mentions that stayed ambiguous: the ref a decision
+	// names (decision.mention_ref), the name as written, and which EntityCandidates are its.
+	Mentions []ReviewMention `json:"mentions,omitempty"`
+	// Verdict is, for a pending-evidence item, the verifier's verdict on the evidence it was given.
+	Verdict *ReviewVerdict `json:"verdict,omitempty"`
+}
+
+// ReviewMention is one ambiguous mention of an identity review item.
+type ReviewMention struct {
+	Ref          string              `json:"ref"`
+	Name         string              `json:"name"`
+	EntityKind   string              `json:"entity_kind"`
+	CandidateIDs []identity.EntityID `json:"candidate_ids"`
+	// LookAlike says the candidates hold a name that only looks like this one (other characters).
+	LookAlike bool `json:"look_alike,omitempty"`
+}
+
+// ReviewVerdict is the verifier's verdict an item reports.
+type ReviewVerdict struct {
+	Verdict    string  `json:"verdict"`
+	Confidence float64 `json:"confidence"`
+	Rationale  string  `json:"rationale,omitempty"`
 }
 
 // ReviewChoice is one allowed decision.

@@ -409,11 +409,15 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 	pl.l.Create(rel, it.obsID, ledger.ReasonEvidenceInsufficient)
 	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
 	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
-	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil,
-		"Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-		pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+	prompt := api.ReviewPrompt{Question: "Which evidence states this relationship? Submit exact evidence, or reject the claim.",
+		Choices: pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
 			{Action: ledger.ActionReject, Description: "reject the pending relationship"},
-			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence instead"}}), nil, nil)
+			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence instead"}})}
+	if it.verified {
+		prompt.Verdict = &api.ReviewVerdict{Verdict: string(it.verdict.Verdict), Confidence: it.verdict.Confidence,
+			Rationale: it.verdict.Rationale}
+	}
+	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil, prompt)
 	return out
 }
 
@@ -513,14 +517,14 @@ func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relatio
 		scope = fmt.Sprintf(" (scope %q)", rel.Scope)
 	}
 	subject := pl.subjectName(rel.Subject)
-	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related,
-		fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
+	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related, api.ReviewPrompt{
+		Question: fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
 			subject, rel.PredicateKey, scope, strings.Join(current, " and "), pl.objectNames[rel.ID], validity(rel.Validity)),
-		pl.withImpact(rel, priors, []api.ReviewChoice{
+		Choices: pl.withImpact(rel, priors, []api.ReviewChoice{
 			{Action: ledger.ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
 			{Action: ledger.ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
 			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence: it supersedes the prior explicitly"},
-		}), nil, nil)
+		})})
 }
 
 // withImpact fills each choice's impact on rel and its priors: what the ledger would change if the
@@ -542,6 +546,7 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 	out.Category = api.CategoryIdentityReview
 	var cands []api.EntityCandidate
 	var names []string
+	var mentions []api.ReviewMention
 	for _, x := range []struct {
 		ref string
 		res resolution
@@ -549,7 +554,10 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 		if x.res.Decision != identity.DecisionAmbiguous {
 			continue
 		}
-		names = append(names, fmt.Sprintf("%q", pl.in.mentions[x.ref].Name))
+		m := pl.in.mentions[x.ref]
+		names = append(names, fmt.Sprintf("%q", m.Name))
+		mentions = append(mentions, api.ReviewMention{Ref: x.ref, Name: m.Name, EntityKind: m.Kind,
+			CandidateIDs: x.res.Candidates, LookAlike: x.res.LookAlike})
 		for _, id := range x.res.Candidates {
 			cands = append(cands, pl.candidate(id))
 		}
@@ -558,10 +566,11 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 	if subj.LookAlike || obj.LookAlike {
 		out.Reason = strings.Join(names, " and ") + " looks like the name of an existing entity written with other characters"
 	}
-	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil,
-		fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
-		[]api.ReviewChoice{{Action: "select_entity", Description: "select one of the server-supplied candidates"},
-			{Action: "confirm_new_entity", Description: "confirm a new entity, with evidence that distinguishes it"}}, cands, nil)
+	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil, api.ReviewPrompt{
+		Question: fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
+		Choices: []api.ReviewChoice{{Action: "select_entity", Description: "select one of the server-supplied candidates"},
+			{Action: "confirm_new_entity", Description: "confirm a new entity, with evidence that distinguishes it"}},
+		EntityCandidates: cands, Mentions: mentions})
 	return out
 }
 
@@ -571,18 +580,18 @@ func (pl *Planner) predicateReview(out api.RelationshipOutcome, obsID, reason st
 	for _, p := range pl.Predicates {
 		opts = append(opts, api.PredicateOption{Key: p.Key, Description: p.Description})
 	}
-	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil,
-		"Which registered predicate does this observation mean?",
-		[]api.ReviewChoice{{Action: "select_predicate", Description: "select one of the registered predicates"},
+	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil, api.ReviewPrompt{
+		Question: "Which registered predicate does this observation mean?",
+		Choices: []api.ReviewChoice{{Action: "select_predicate", Description: "select one of the registered predicates"},
 			{Action: "reject_mapping", Description: "reject the observation's mapping"},
-			{Action: "propose_vocabulary_change", Description: "route a new predicate through the vocabulary workflow"}}, nil, opts)
+			{Action: "propose_vocabulary_change", Description: "route a new predicate through the vocabulary workflow"}},
+		PredicateOptions: opts})
 	return out
 }
 
-func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, question string,
-	choices []api.ReviewChoice, cands []api.EntityCandidate, opts []api.PredicateOption) *api.ReviewPrompt {
-	rp := &api.ReviewPrompt{ReviewID: pl.newID("rev"), Kind: kind, Question: question, Choices: choices,
-		EntityCandidates: cands, PredicateOptions: opts}
+func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, prompt api.ReviewPrompt) *api.ReviewPrompt {
+	rp := &prompt
+	rp.ReviewID, rp.Kind = pl.newID("rev"), kind
 	body, _ := json.Marshal(rp)
 	row := store.ReviewItemRow{Team: pl.Team, ID: rp.ReviewID, IngestID: pl.ingestID, PlacementItemID: itemID, Kind: kind,
 		Profile: pl.Profile, ObservationID: obsID, RelationshipID: rel, Related: related, Choices: body, CreatedAt: pl.Now}
