@@ -33,6 +33,21 @@ func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[strin
 	return out, nil
 }
 
+// preparePlacement reads, in one round trip before any transaction, what a placement of in plans
+// from: the caller's principal and policy, the team's predicates, the candidates of its names, its
+// known entities (checked to be the team's) and a result stored under key.
+func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, in *placement.Intake) (store.RememberPrepared, error) {
+	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
+		IdempotencyKey: key, Names: in.Names, KnownEntities: in.Known})
+	if err != nil {
+		return prep, err
+	}
+	if prep.Principal == nil {
+		return prep, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
+	}
+	return prep, nil
+}
+
 // lockPlacement takes a placement's locks in tx: the request's idempotency key and names, then,
 // after re-resolving the mentions, the conflict keys (and cases) the request touches. It returns the
 // planner and what the key locks read, or the record already stored under the key (to replay).

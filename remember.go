@@ -3,8 +3,6 @@ package densemem
 import (
 	"context"
 
-	"fmt"
-
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/store"
@@ -34,13 +32,9 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	in := placement.NewIntake(&req)
 
 	// 2-3. Authorise and check idempotency from one read.
-	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: req.IdempotencyKey, Names: in.Names, KnownEntities: in.Known})
+	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)
 	if err != nil {
 		return nil, err
-	}
-	if prep.Principal == nil {
-		return nil, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
 	}
 	if err := checkProfile(prep.Principal.Profile.Status, prep.Principal.Profile.Scopes, p, identity.ScopeWrite); err != nil {
 		return nil, err

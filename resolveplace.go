@@ -75,13 +75,9 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 	normalizeTimes(&rr)
 	in := placement.NewIntake(&rr)
 	// 2. What the placement plans from, and the one verifier call, outside the transaction.
-	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: req.IdempotencyKey, Names: in.Names, KnownEntities: in.Known})
+	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)
 	if err != nil {
 		return nil, err
-	}
-	if prep.Principal == nil {
-		return nil, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
 	}
 	if err := in.CheckKnown(prep.Known); err != nil {
 		return nil, err
