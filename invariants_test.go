@@ -1545,25 +1545,26 @@ func TestInvariant10_AnotherProfileCannotDecideItsReviewItems(t *testing.T) {
 	}
 }
 
-// TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempotency: each Resolve
+// TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempotency: every Resolve
 // action appends one decision row naming its actor, time, item, action, evidence, idempotency key and
 // ingest, and every relationship it changed with its before and after — the same changes its
 // transitions record, under the same ingest and key.
 func TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempotency(t *testing.T) {
 	t.Parallel()
-	for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionForget,
-		densemem.ActionCorrect} {
+	for _, action := range everyResolveAction {
 		t.Run(action, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
-			h := e.holdAgainstPrior()
-			req := resolveRequest(h.ingestID, h.held, action)
-			if action == densemem.ActionCorrect {
-				content := "The user confirmed that production deploys from the release branch."
-				req.Evidence = []densemem.EvidenceInput{{Content: content, SourceType: "manual"}}
-				proposal := deploy("production", "release").request("").Proposal
-				req.Proposal = &proposal
-				req.Proposal.Relationships[0].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}
+			req := e.decisionFor(action)
+			item, err := e.client.ListReviewItems(e.ctx, e.A, densemem.ListReviewItemsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var reviewID string
+			for _, it := range item.ReviewItems {
+				if it.IngestID == req.IngestID && it.PlacementItemID == req.PlacementItemID {
+					reviewID = it.ReviewID
+				}
 			}
 			res, err := e.client.Resolve(e.ctx, e.A, req)
 			if err != nil {
@@ -1585,8 +1586,8 @@ func TestInvariant3_EveryResolveDecisionRecordsActorTimeTargetsEvidenceAndIdempo
 				t.Fatal(err)
 			}
 			want := row
-			want.ProfileID, want.ReviewID, want.ItemIngestID, want.ItemID, want.Action = e.A.ProfileID, h.held.Review.ReviewID,
-				h.ingestID, h.held.PlacementItemID, action
+			want.ProfileID, want.ReviewID, want.ItemIngestID, want.ItemID, want.Action = e.A.ProfileID, reviewID,
+				req.IngestID, req.PlacementItemID, action
 			want.FragmentIDs, want.IngestID, want.IdempotencyKey, want.Changes = res.FragmentIDs, res.IngestID, req.IdempotencyKey, res.Changes
 			if d := diff(want, row, cmpopts.EquateEmpty()); d != "" || !row.CreatedAt.Equal(e.clock.Now()) {
 				t.Errorf("decision row (-want +got):\n%s\ncreated at %v, want %v", d, row.CreatedAt, e.clock.Now())
@@ -1643,5 +1644,30 @@ func TestInvariant5_ResolveWritesThroughPostgresPolicy(t *testing.T) {
 	}
 	if got := e.reviewItemStatus(e.A, h.held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
 		t.Errorf("review item is %s after the refused edits, want resolved", got)
+	}
+}
+
+// TestInvariant10_AnotherProfileCannotTakeAnyDecision: every Resolve action, each on a review item
+// that offers it, is refused for another profile with ErrNotOwner and writes nothing.
+func TestInvariant10_AnotherProfileCannotTakeAnyDecision(t *testing.T) {
+	t.Parallel()
+	for _, action := range everyResolveAction {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			req := e.decisionFor(action)
+			before := e.allCounts()
+			for _, p := range []densemem.Principal{e.B, e.C} {
+				if _, err := e.client.Resolve(e.ctx, p, req); !errors.Is(err, densemem.ErrNotOwner) {
+					t.Errorf("%s by another profile: %v, want ErrNotOwner", action, err)
+				}
+			}
+			if d := countsDiff(before, e.allCounts()); d != "" {
+				t.Errorf("refused decisions wrote rows: %s", d)
+			}
+			if _, err := e.client.Resolve(e.ctx, e.A, req); err != nil {
+				t.Errorf("the owner's %s: %v", action, err)
+			}
+		})
 	}
 }

@@ -1021,3 +1021,69 @@ func TestConcurrentPlacingDecisions(t *testing.T) {
 	}
 	e.checkLedger()
 }
+
+// decisionFor sets up, in e, an open review item of A's that offers action and returns a valid
+// decision of it: a hold for the hold choices, a pending statement for add_evidence and reject, an
+// ambiguous mention for the identity choices, an unknown predicate for the predicate choices.
+func (e *env) decisionFor(action string) densemem.ResolveRequest {
+	e.t.Helper()
+	item := func(pl *densemem.Placement) (densemem.RelationshipOutcome, string) { return only(e.t, pl), pl.IngestID }
+	var out densemem.RelationshipOutcome
+	var ingest string
+	switch action {
+	case densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect, densemem.ActionForget:
+		h := e.holdAgainstPrior()
+		out, ingest = h.held, h.ingestID
+	case densemem.ActionAddEvidence, densemem.ActionReject:
+		out, ingest = item(e.rememberOne(e.A, insufficientDeploy("production", "main").request(nextKey())))
+	case densemem.ActionSelectEntity, densemem.ActionConfirmNewEntity:
+		repo := func(env, r string) densemem.RememberRequest {
+			req := deploy(env, "main").request(nextKey())
+			if r != "" {
+				req.Proposal.Entities[1].IdentityContext = map[string]string{"repository": r}
+			}
+			return req
+		}
+		e.rememberReq(e.A, repo("production", "a"))
+		e.rememberReq(e.A, repo("staging", "b"))
+		out, ingest = item(e.rememberReq(e.A, repo("dev", "")))
+	default: // the predicate choices
+		f := deploy("production", "main")
+		f.predicate, f.content = "builds from", "The production environment builds from the main branch."
+		out, ingest = item(e.rememberReq(e.A, f.request(nextKey())))
+	}
+	if out.Review == nil {
+		e.t.Fatalf("%s: no review item to decide: %+v", action, out)
+	}
+	e.clock.Advance(time.Minute)
+	req := resolveRequest(ingest, out, action)
+	evidence := func(content string) []densemem.EvidenceInput {
+		return []densemem.EvidenceInput{{Content: content, SourceType: "manual"}}
+	}
+	switch action {
+	case densemem.ActionCorrect:
+		content := "The user confirmed that production deploys from the release branch."
+		req.Evidence = evidence(content)
+		proposal := deploy("production", "release").request("").Proposal
+		proposal.Relationships[0].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}
+		req.Proposal = &proposal
+	case densemem.ActionAddEvidence:
+		req.Evidence = evidence("The production environment deploys from the main branch.")
+	case densemem.ActionSelectEntity:
+		req.Decision = &densemem.ResolveDecision{MentionRef: "o", EntityID: out.Review.Mentions[0].CandidateIDs[0]}
+	case densemem.ActionConfirmNewEntity:
+		req.Decision = &densemem.ResolveDecision{MentionRef: "o"}
+		req.Evidence = evidence("Dev deploys from the main branch of the docs repository.")
+	case densemem.ActionSelectPredicate:
+		req.Decision = &densemem.ResolveDecision{PredicateKey: "deploys_from"}
+	case densemem.ActionProposeVocabularyChange:
+		req.Decision = &densemem.ResolveDecision{PredicateKey: "builds_from", Reason: "builds are not deployments"}
+	}
+	return req
+}
+
+// everyResolveAction are the actions Resolve carries out, each of which some review item offers.
+var everyResolveAction = []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect,
+	densemem.ActionForget, densemem.ActionAddEvidence, densemem.ActionReject, densemem.ActionSelectEntity,
+	densemem.ActionConfirmNewEntity, densemem.ActionSelectPredicate, densemem.ActionRejectMapping,
+	densemem.ActionProposeVocabularyChange}
