@@ -3,6 +3,7 @@ package densemem
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
@@ -67,6 +68,11 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	pl := placement.New(params)
 	pl.Resolve(locked.Candidates, locked.Known)
 	keys, cases := pl.Keys(), in.Responses()
+	for _, k := range params.AlsoLock {
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
 	if len(keys) > 0 || len(cases) > 0 {
 		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
 			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {

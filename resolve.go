@@ -31,7 +31,7 @@ const (
 	ActionForget                  = ledger.ActionForget
 	ActionSupersedePrior          = ledger.ActionSupersedePrior
 	ActionKeepPriorRejectNew      = ledger.ActionKeepPriorRejectNew
-	ActionBothValid               = "both_valid"
+	ActionBothValid               = ledger.ActionBothValid
 	ActionAddEvidence             = "add_evidence"
 )
 
@@ -39,7 +39,7 @@ const (
 // refused as not yet supported.
 var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence,
 	ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange,
-	ActionCorrect}
+	ActionCorrect, ActionBothValid}
 
 // ResolveRequest is a client's decision on one review item, named by the placement that issued it
 // (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
@@ -66,6 +66,10 @@ type ResolveDecision struct {
 	DistinctFromEntityIDs []EntityID `json:"distinct_from_entity_ids,omitempty"`
 	PredicateKey          string     `json:"predicate_key,omitempty"`
 	Reason                string     `json:"reason,omitempty"`
+	// Scope or ValidFrom is what makes both_valid hold: the held statement is true in another scope,
+	// or from ValidFrom on, when the prior it was held against ends.
+	Scope     *string    `json:"scope,omitempty"`
+	ValidFrom *time.Time `json:"valid_from,omitempty"`
 }
 
 // ResolveResult reports a decision: the appended decision row, the item it resolved, and the before
@@ -133,7 +137,7 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 	switch req.Action {
 	case ActionAddEvidence:
 		return c.resolveWithEvidence(ctx, p, req, hash, item)
-	case ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate:
+	case ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionBothValid:
 		return c.resolveObservation(ctx, p, req, hash, item)
 	case ActionCorrect:
 		return c.placeDecision(ctx, p, req, hash, item, correction(req, item), "")

@@ -154,18 +154,67 @@ func TestResolveSameOwnerHold(t *testing.T) {
 		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionForget)
 	})
 
-	t.Run("both_valid is not offered yet: refused, nothing written", func(t *testing.T) {
+	t.Run("both_valid in another scope keeps the prior and places the statement beside it", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		h := e.holdAgainstPrior()
 		before := e.allCounts()
-		_, err := e.client.Resolve(e.ctx, e.A, resolveRequest(h.ingestID, h.held, densemem.ActionBothValid))
-		if !isFieldProblem(err, "action") {
-			t.Fatalf("both_valid: %v, want a validation error on action", err)
+		for _, d := range []*densemem.ResolveDecision{nil, {Scope: ptr("canary"), ValidFrom: ptr(e.clock.Now())}, {Scope: ptr("")}} {
+			req := resolveRequest(h.ingestID, h.held, densemem.ActionBothValid)
+			req.Decision = d
+			if _, err := e.client.Resolve(e.ctx, e.A, req); !isFieldProblem(err, "decision") && !isFieldProblem(err, "decision.scope") {
+				t.Errorf("both_valid with %+v: %v, want a validation error on the decision", d, err)
+			}
 		}
 		if d := countsDiff(before, e.allCounts()); d != "" {
-			t.Errorf("rows written: %s", d)
+			t.Errorf("refused decisions wrote rows: %s", d)
 		}
+		req := resolveRequest(h.ingestID, h.held, densemem.ActionBothValid)
+		req.Decision = &densemem.ResolveDecision{Scope: ptr("Canary")}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Status != "active" || res.Outcome.Category != densemem.CategoryAccepted {
+			t.Fatalf("outcome %+v, want the statement accepted in its scope", res.Outcome)
+		}
+		if r := e.trace(e.A, res.Outcome.RelationshipID).Relationship; r.Scope != "canary" || r.Object.Name != "release" {
+			t.Errorf("placed %s in scope %q, want release in canary", r.Object.Name, r.Scope)
+		}
+		if st, _, vt, v := e.relationshipState(h.prior.RelationshipID); st != "active" || vt != nil || v != 1 {
+			t.Errorf("prior %s (valid_to %v) at version %d, want untouched", st, vt, v)
+		}
+		if st, _, _, _ := e.relationshipState(h.held.RelationshipID); st != "rejected" {
+			t.Errorf("held statement %s, want rejected (restated in its scope)", st)
+		}
+		checkDecisionRow(t, e, res, h.held.Review.ReviewID, densemem.ActionBothValid)
+		e.checkLedger()
+	})
+
+	t.Run("both_valid from a time ends the prior then", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		h := e.holdAgainstPrior()
+		from := date("2026-05-20")
+		req := resolveRequest(h.ingestID, h.held, densemem.ActionBothValid)
+		req.Decision = &densemem.ResolveDecision{ValidFrom: &from}
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want the statement active from %s", res.Outcome, from)
+		}
+		if st, _, vt, _ := e.relationshipState(h.prior.RelationshipID); st != "superseded" || vt == nil || !vt.Equal(from) {
+			t.Errorf("prior %s until %v, want superseded at %s", st, vt, from)
+		}
+		if r := e.trace(e.A, res.Outcome.RelationshipID).Relationship; r.ValidFrom == nil || !r.ValidFrom.Equal(from) {
+			t.Errorf("the restated statement is valid from %v, want %s", r.ValidFrom, from)
+		}
+		if st, _, _, _ := e.relationshipState(h.held.RelationshipID); st != "rejected" {
+			t.Errorf("held statement %s, want rejected (restated from its time)", st)
+		}
+		e.checkLedger()
 	})
 }
 
@@ -1031,7 +1080,8 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 	var out densemem.RelationshipOutcome
 	var ingest string
 	switch action {
-	case densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect, densemem.ActionForget:
+	case densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect, densemem.ActionForget,
+		densemem.ActionBothValid:
 		h := e.holdAgainstPrior()
 		out, ingest = h.held, h.ingestID
 	case densemem.ActionAddEvidence, densemem.ActionReject:
@@ -1076,6 +1126,8 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 		req.Evidence = evidence("Dev deploys from the main branch of the docs repository.")
 	case densemem.ActionSelectPredicate:
 		req.Decision = &densemem.ResolveDecision{PredicateKey: "deploys_from"}
+	case densemem.ActionBothValid:
+		req.Decision = &densemem.ResolveDecision{Scope: ptr("canary")}
 	case densemem.ActionProposeVocabularyChange:
 		req.Decision = &densemem.ResolveDecision{PredicateKey: "builds_from", Reason: "builds are not deployments"}
 	}
@@ -1086,4 +1138,4 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 var everyResolveAction = []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect,
 	densemem.ActionForget, densemem.ActionAddEvidence, densemem.ActionReject, densemem.ActionSelectEntity,
 	densemem.ActionConfirmNewEntity, densemem.ActionSelectPredicate, densemem.ActionRejectMapping,
-	densemem.ActionProposeVocabularyChange}
+	densemem.ActionProposeVocabularyChange, densemem.ActionBothValid}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
@@ -54,18 +55,27 @@ func (c *Client) resolveObservation(ctx context.Context, p Principal, req Resolv
 	if err != nil {
 		return nil, err
 	}
-	return c.placeDecision(ctx, p, req, hash, item, rr, "")
+	var also []conflict.Key
+	if req.Action == ActionBothValid { // the statement it replaces stays on its key, in review
+		rel, err := c.store.RelationshipGet(ctx, p.TeamID, item.RelationshipID)
+		if err != nil {
+			return nil, err
+		}
+		also = []conflict.Key{{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}}
+	}
+	return c.placeDecision(ctx, p, req, hash, item, rr, "", also...)
 }
 
 // placeDecision places rr (a restatement made for the decision req) and records the decision, all in
-// one transaction; restates is the relationship rr states again, if any.
+// one transaction; restates is the relationship rr states again, if any, and also the conflict keys
+// the decision changes besides rr's.
 func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequest, hash string, item store.ReviewItem,
-	rr RememberRequest, restates relationship.ID) (*ResolveResult, error) {
+	rr RememberRequest, restates relationship.ID, also ...conflict.Key) (*ResolveResult, error) {
 	// 1. The restatement is a Remember request like any other, but for the decision's own evidence
 	// of an identity or predicate choice: stored with the claim, cited by none of it (it says which
 	// entity or predicate is meant, not the claim), and validated with the Resolve request.
 	var uncited []EvidenceInput
-	if req.Action == ActionSelectEntity || req.Action == ActionConfirmNewEntity || req.Action == ActionSelectPredicate {
+	if slices.Contains([]string{ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionBothValid}, req.Action) {
 		rr.Evidence, uncited = rr.Evidence[:len(rr.Evidence)-len(req.Evidence)], req.Evidence
 	}
 	if err := validateRemember(&rr, c.cfg.Limits); err != nil {
@@ -89,7 +99,7 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 	// 3. Place and decide in one transaction.
 	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &rr, Intake: in, Now: c.now(),
 		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
-		Hash: hash, NewID: c.newID, Restates: restates}
+		Hash: hash, NewID: c.newID, Restates: restates, AlsoLock: also}
 	var result *ResolveResult
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		result, err = c.decidePlaced(ctx, tx, p, params, req)
@@ -125,6 +135,9 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 		}
 		return nil
 	}
+	if err := checkBothValid(req, item, find); err != nil {
+		return nil, err
+	}
 	if req.Action == ActionCorrect && find(item.RelationshipID) == nil {
 		var ps problems
 		ps.Add("proposal", "a correction must state the subject, predicate and scope of relationship %s", item.RelationshipID)
@@ -149,8 +162,8 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 	if err != nil {
 		return nil, err
 	}
-	if req.Action == ActionCorrect {
-		rejectCorrected(l, kl, item, decisionReason(req, outcome))
+	if req.Action == ActionCorrect || req.Action == ActionBothValid {
+		rejectReplaced(l, kl, item, req.Action, decisionReason(req, outcome))
 	}
 	keepOpen := params.Restates != "" && outcome.Category == CategoryPendingEvidence
 	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
@@ -179,17 +192,17 @@ func correction(req ResolveRequest, item store.ReviewItem) RememberRequest {
 	return rr
 }
 
-// rejectCorrected rejects the relationship a correct decision replaced, unless the correction's
-// own placement already took it out of review (it supported a pending one), and re-plans the
-// owner's other held relationships on its key.
-func rejectCorrected(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, reason string) {
+// rejectReplaced rejects the relationship a correct or both_valid decision replaced, unless the
+// decision's own placement already took it out of review (it supported a pending one), and
+// re-plans the owner's other held relationships on its key.
+func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, action, reason string) {
 	for _, r := range kl.Relationships {
 		if r.ID != item.RelationshipID {
 			continue
 		}
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
-			l.Carry(ks, cur, nil, ActionCorrect, reason, false)
+			l.Carry(ks, cur, nil, action, reason, false)
 			n := len(l.WS.Transitions)
 			l.Replan(ks, cur.Owner)
 			if len(l.WS.Transitions) > n {
@@ -272,9 +285,43 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 		return RememberRequest{}, err
 	}
 	rel.Evidence = cites
+	if req.Action == ActionBothValid {
+		bothValid(&rel, req.Decision, item)
+	}
 	rr.Evidence = append(rr.Evidence, req.Evidence...)
 	rr.Proposal.Relationships = []ProposedRelationship{rel}
 	return rr, nil
+}
+
+// bothValid restates rel as a both_valid decision says it holds: in the decision's scope (beside the
+// prior, on another key), or from the decision's valid_from on, when the prior it was held against
+// ends (DESIGN §6.4's explicit correction of that prior).
+func bothValid(rel *ProposedRelationship, d *ResolveDecision, item store.ReviewItem) {
+	switch {
+	case d.Scope != nil:
+		rel.Scope = *d.Scope
+	case d.ValidFrom != nil:
+		rel.ValidFrom = d.ValidFrom
+		if len(item.Related) == 1 {
+			rel.CorrectsRelationshipID = relationship.ID(item.Related[0])
+		}
+	}
+}
+
+// checkBothValid refuses a both_valid from a time at which the prior it was held against had not
+// begun: the prior would end before it started, and both could not hold.
+func checkBothValid(req ResolveRequest, item store.ReviewItem, find func(relationship.ID) *relationship.Relationship) error {
+	if req.Action != ActionBothValid || req.Decision == nil || req.Decision.ValidFrom == nil {
+		return nil
+	}
+	for _, id := range item.Related {
+		if prior := find(relationship.ID(id)); prior != nil && prior.Validity.From != nil && !req.Decision.ValidFrom.After(*prior.Validity.From) {
+			var ps problems
+			ps.Add("decision.valid_from", "must be after the prior's valid_from %s", prior.Validity.From.Format(time.RFC3339))
+			return ps.Err()
+		}
+	}
+	return nil
 }
 
 // applyChoice checks the decision's choice against what the item offered and applies it: the chosen
@@ -314,6 +361,13 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 		default:
 			// A new identity is none of the candidates, whichever the caller named.
 			distinct[d.MentionRef] = r.Candidates
+		}
+	case ActionBothValid:
+		switch {
+		case (d.Scope == nil) == (d.ValidFrom == nil):
+			ps.Add("decision", "both_valid needs exactly one of scope and valid_from: what makes both statements hold")
+		case d.Scope != nil && relationship.NormalizeScope(*d.Scope) == o.Scope:
+			ps.Add("decision.scope", "is the statement's own scope; both_valid needs another one")
 		}
 	case ActionSelectPredicate:
 		if !slices.ContainsFunc(prompt.PredicateOptions, func(p PredicateOption) bool { return p.Key == d.PredicateKey }) {

@@ -62,7 +62,7 @@ func requestValidTo(f fact, validTo *time.Time) densemem.RememberRequest {
 }
 
 var (
-	conflictChoices            = []string{"supersede_prior", "keep_prior_reject_new", "correct"}
+	conflictChoices            = []string{"supersede_prior", "keep_prior_reject_new", "correct", "both_valid"}
 	createdTransitions         = []string{"->active:accepted"}
 	heldTransitions            = []string{"->needs_review:held_for_review"}
 	pendingTransitions         = []string{"->pending_evidence:evidence_insufficient"}

@@ -482,6 +482,10 @@ func validateResolve(req ResolveRequest, l Limits) error {
 		checkText(&ps, "decision.entity_id", string(d.EntityID), false, l.MaxTextBytes)
 		checkText(&ps, "decision.predicate_key", d.PredicateKey, false, l.MaxTextBytes)
 		checkText(&ps, "decision.reason", d.Reason, false, 4096)
+		if d.Scope != nil {
+			checkText(&ps, "decision.scope", *d.Scope, false, l.MaxTextBytes)
+		}
+		checkTime(&ps, "decision.valid_from", d.ValidFrom)
 		if checkCount(&ps, "decision.distinct_from_entity_ids", len(d.DistinctFromEntityIDs), MaxListItems) {
 			for i, id := range d.DistinctFromEntityIDs {
 				checkText(&ps, fmt.Sprintf("decision.distinct_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)

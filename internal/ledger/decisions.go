@@ -100,11 +100,14 @@ const (
 	// ActionCorrect rejects the relationship in question; the correction itself is placed like a
 	// Remember, naming the prior it corrects.
 	ActionCorrect = "correct"
+	// ActionBothValid rejects the relationship in question; the statement restated in its other
+	// scope or time is placed like a Remember.
+	ActionBothValid = "both_valid"
 )
 
 // Carry carries out a decision without new evidence on rel, the relationship a review item asks
 // about, and related, the caller's relationships it was held against: forget retracts rel; reject,
-// keep_prior_reject_new and correct reject it; supersede_prior closes the active related priors at rel's
+// keep_prior_reject_new, correct and both_valid reject it; supersede_prior closes the active related priors at rel's
 // valid_from (now when it has none) and makes rel current, returning the cross-references it then
 // writes to other owners' relationships of the key (fromConfirmed: a verifier confirmed rel's
 // valid_from). It is the one code that applies such a decision, and, on a copy, previews it.
@@ -114,7 +117,7 @@ func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []r
 	switch action {
 	case ActionForget:
 		l.Retract(rel, reason)
-	case ActionReject, ActionKeepPriorRejectNew, ActionCorrect:
+	case ActionReject, ActionKeepPriorRejectNew, ActionCorrect, ActionBothValid:
 		l.Change(rel, relationship.StatusRejected, rel.Tier, why)
 	case ActionSupersedePrior:
 		end := l.Now

@@ -45,6 +45,9 @@ type Params struct {
 	// Resolve's add_evidence): evidence that grants no support leaves it as it is, recording the
 	// observation and its verification but no second pending relationship or review item.
 	Restates relationship.ID
+	// AlsoLock are conflict keys the transaction changes besides the request's own: the key of the
+	// relationship a Resolve decision replaces (which its restatement may leave for another scope).
+	AlsoLock []conflict.Key
 }
 
 // Planner turns one validated, verified request into the rows of its transaction and its placement.
@@ -524,6 +527,7 @@ func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relatio
 			{Action: ledger.ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
 			{Action: ledger.ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
 			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence: it supersedes the prior explicitly"},
+			{Action: ledger.ActionBothValid, Description: "both are valid: the new one in another scope, or from a time when the prior ends"},
 		})})
 }
 
