@@ -98,12 +98,15 @@ type ResolveResult struct {
 // decision), repairs their key's team case, resolves the item, and appends the decision — actor,
 // time, item, action, evidence, idempotency key and the before and after of every change — to the
 // append-only decision ledger. Items about a relationship a change took out of review close as
-// superseded.
+// superseded. The actions that bring evidence or state a claim again (add_evidence, correct,
+// both_valid, select_entity, confirm_new_entity, select_predicate) place it as a Remember would —
+// one verifier call, the support gate, the same-owner lifecycle — in the decision's transaction; a
+// decision never grants support by itself.
 //
-// Errors: *ValidationError (bad fields, an action the item does not offer or Resolve does not
-// support yet), ErrForbidden, ErrNotFound (no such item in the team), ErrNotOwner (another
+// Errors: *ValidationError (bad fields, an action the item does not offer, a candidate or predicate
+// it did not offer), ErrForbidden, ErrNotFound (no such item in the team), ErrNotOwner (another
 // profile's item), ErrStaleDecision (decided already, or its relationships changed since it was
-// issued), ErrIdempotencyConflict. Nothing is written on any error.
+// issued), ErrIdempotencyConflict, ErrVerifier. Nothing is written on any error.
 func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (*ResolveResult, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {
