@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -93,26 +91,14 @@ func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*F
 // idempotency key.
 func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, req ForgetRequest, hash string,
 	rel relationship.Relationship, now time.Time) (*ForgetResult, error) {
-	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
+	k, err := c.lockKey(ctx, tx, p, policy, req.IdempotencyKey, rel, now)
 	if err != nil {
 		return nil, err
 	}
-	if locked.Idempotency != nil {
-		return replayForget(locked.Idempotency, hash)
+	if k.stored != nil {
+		return replayForget(k.stored, hash)
 	}
-	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-		return nil, err
-	}
-	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
-	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
-	if err != nil {
-		return nil, err
-	}
-	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
-		IdempotencyKey: req.IdempotencyKey, Now: now, Policy: policy,
-		NewID: func(prefix string) string { return c.newID(prefix, now) }}
-	l.Load(kl, kl.Predicates)
-	ks := l.Key(key)
+	l, ks := k.l, k.ks
 	cur := ks.Find(rel.ID)
 	if cur == nil {
 		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, rel.ID)

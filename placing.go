@@ -4,15 +4,20 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
-// Placing a request, shared by Remember and by the Resolve actions that bring evidence: the one
-// verifier call, and the locks a placement plans under.
+// The writers' shared steps: placing a request (Remember, and the Resolve actions that bring
+// evidence: the one verifier call, the locks a placement plans under), and locking one
+// relationship's key for a profile's lifecycle change (Forget, Resolve).
 
 // verify calls the verifier once for every claim and checks that it answered in contract.
 func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[string]evidence.Result, error) {
@@ -80,4 +85,38 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 		}
 	}
 	return pl, kl, nil, nil
+}
+
+// keyLocked is what lockKey took and read: the ledger of the change, loaded with the key's state,
+// the key's state itself and the supports the key lock read; or a result stored under the
+// idempotency key meanwhile (stored, to replay; nothing else is set).
+type keyLocked struct {
+	l        *ledger.Ledger
+	ks       *ledger.KeyState
+	supports []store.SupportRow
+	stored   *store.IdempotencyRecord
+}
+
+// lockKey takes the locks of p's lifecycle change of rel in tx, in the writers' order: the
+// idempotency key (with the profile re-read FOR SHARE and checked), then rel's conflict key, whose
+// state it loads into a new ledger of the change at now.
+func (c *Client) lockKey(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, idempotencyKey string,
+	rel relationship.Relationship, now time.Time) (keyLocked, error) {
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: idempotencyKey})
+	if err != nil || locked.Idempotency != nil {
+		return keyLocked{stored: locked.Idempotency}, err
+	}
+	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		return keyLocked{}, err
+	}
+	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
+	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	if err != nil {
+		return keyLocked{}, err
+	}
+	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
+		IdempotencyKey: idempotencyKey, Now: now, Policy: policy,
+		NewID: func(prefix string) string { return c.newID(prefix, now) }}
+	l.Load(kl, kl.Predicates)
+	return keyLocked{l: l, ks: l.Key(key), supports: kl.Supports}, nil
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
@@ -201,32 +200,20 @@ func decidable(item store.ReviewItem, p Principal, action string) error {
 // case, resolves the item with the decision row, and stores the result under the idempotency key.
 func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, req ResolveRequest, hash string,
 	rel relationship.Relationship, now time.Time) (*ResolveResult, error) {
-	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
-	if err != nil {
-		return nil, err
-	}
-	if locked.Idempotency != nil {
-		return replayResolve(locked.Idempotency, hash)
-	}
-	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-		return nil, err
-	}
 	// The key's lock before the item's row: Remember and Forget close items at write time, under
 	// their key locks, so the same order everywhere cannot deadlock.
-	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
-	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	k, err := c.lockKey(ctx, tx, p, policy, req.IdempotencyKey, rel, now)
 	if err != nil {
 		return nil, err
+	}
+	if k.stored != nil {
+		return replayResolve(k.stored, hash)
 	}
 	item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
 	if err != nil {
 		return nil, err
 	}
-	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
-		IdempotencyKey: req.IdempotencyKey, Now: now, Policy: policy,
-		NewID: func(prefix string) string { return c.newID(prefix, now) }}
-	l.Load(kl, kl.Predicates)
-	ks := l.Key(key)
+	l, ks := k.l, k.ks
 	if err := stillAsked(item, ks.Find, p); err != nil {
 		return nil, err
 	}
@@ -237,7 +224,7 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	}
 	held := ks.Find(item.RelationshipID)
 	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason,
-		validFromConfirmed(held, kl.Supports)))
+		validFromConfirmed(held, k.supports)))
 	l.Replan(ks, p.ProfileID) // a relationship held against a prior the decision closed (DESIGN §6.7)
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
