@@ -1139,3 +1139,23 @@ var everyResolveAction = []string{densemem.ActionSupersedePrior, densemem.Action
 	densemem.ActionForget, densemem.ActionAddEvidence, densemem.ActionReject, densemem.ActionSelectEntity,
 	densemem.ActionConfirmNewEntity, densemem.ActionSelectPredicate, densemem.ActionRejectMapping,
 	densemem.ActionProposeVocabularyChange, densemem.ActionBothValid}
+
+// TestPendingItemGivesWayToAHold: a pending statement that gains support but conflicts with the
+// owner's prior is held: its pending item closes as superseded and the new hold item, about the same
+// relationship in the same write, stays open.
+func TestPendingItemGivesWayToAHold(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.remember(e.A, deploy("production", "main"))
+	pending := only(t, e.rememberOne(e.A, insufficientDeploy("production", "release").request(nextKey())))
+	held := e.remember(e.A, deploy("production", "release"))
+	if held.RelationshipID != pending.RelationshipID || held.Status != "needs_review" || held.Review == nil {
+		t.Fatalf("support for the pending statement: %+v, want it held for review with a new item", held)
+	}
+	if got := e.reviewItemStatus(e.A, pending.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+		t.Errorf("pending item is %s, want superseded", got)
+	}
+	if got := e.reviewItemStatus(e.A, held.Review.ReviewID); got != densemem.ReviewItemStatusOpen {
+		t.Errorf("hold item is %s, want open", got)
+	}
+}
