@@ -838,6 +838,21 @@ func TestResolveIdentityAndPredicateReview(t *testing.T) {
 			t.Errorf("review item is %s, want still open", got)
 		}
 		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionProposeVocabularyChange)
+		// The proposal is there for the vocabulary scope: the host lists the team's open items with it.
+		items, err := e.client.ListReviewItems(e.ctx, densemem.HostPrincipal(e.team), densemem.ListReviewItemsRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var proposals []densemem.TraceDecision
+		for _, it := range items.ReviewItems {
+			if it.ReviewID == out.Review.ReviewID {
+				proposals = it.Proposals
+			}
+		}
+		if len(proposals) != 1 || proposals[0].Decision == nil || proposals[0].Decision.PredicateKey != "builds_from" ||
+			proposals[0].ProfileID != e.A.ProfileID || proposals[0].DecisionID != res.DecisionID {
+			t.Errorf("listed proposals %+v, want A's builds_from", proposals)
+		}
 		// The item can still be answered once the vocabulary has the predicate.
 		req2 := resolveRequest(ingest, out, densemem.ActionSelectPredicate)
 		req2.Decision = &densemem.ResolveDecision{PredicateKey: "deploys_from"}

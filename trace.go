@@ -272,6 +272,9 @@ type TraceReviewItem struct {
 	ResolvedAt *time.Time `json:"resolved_at,omitempty"`
 	// Decision is the decision that resolved the item, from the append-only decision ledger.
 	Decision *TraceDecision `json:"decision,omitempty"`
+	// Proposals are the vocabulary changes proposed on a predicate item (propose_vocabulary_change,
+	// the 20 latest), for someone with the vocabulary scope; the item stays open meanwhile.
+	Proposals []TraceDecision `json:"proposals,omitempty"`
 }
 
 // TraceDecision is one client decision on a review item (Resolve), as the decision ledger holds it.

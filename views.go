@@ -34,6 +34,9 @@ func reviewItem(ri store.ReviewItemView) TraceReviewItem {
 			item.Decision = &d
 		}
 	}
+	if len(ri.Proposals) > 0 {
+		_ = json.Unmarshal(ri.Proposals, &item.Proposals) // stored rows: they unmarshal, or show none
+	}
 	return item
 }
 

@@ -135,4 +135,7 @@ type ReviewItemView struct {
 	// Decision is the decision row that resolved the item, as JSON (DecisionRow's columns by name,
 	// without team_id); empty for none.
 	Decision json.RawMessage
+	// Proposals are the item's latest vocabulary proposals (at most 20 decision rows of action
+	// propose_vocabulary_change, oldest first), as a JSON array; empty for none.
+	Proposals json.RawMessage
 }

@@ -310,21 +310,27 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 }
 
 // reviewItemViewColumns are the columns of a review item x as scanReviewItemView reads them, with
-// the decision that resolved it (as JSON, one primary-key probe of placement_decisions).
+// the decision that resolved it (as JSON, one primary-key probe of placement_decisions) and its 20
+// latest vocabulary proposals (a JSON array, along placement_decisions_review).
 const reviewItemViewColumns = `x.review_id, x.ingest_id, x.placement_item_id, x.kind, x.status, x.profile_id, x.observation_id,
        COALESCE(x.relationship_id, ''), x.related_ids, x.choices, x.relationship_version, x.related_versions, x.created_at,
        x.resolved_at, (SELECT to_jsonb(d) - 'team_id' FROM {schema}.placement_decisions d
-                       WHERE d.team_id = x.team_id AND d.decision_id = x.decision_id)`
+                       WHERE d.team_id = x.team_id AND d.decision_id = x.decision_id),
+       (SELECT jsonb_agg(to_jsonb(p) - 'team_id' ORDER BY p.created_at, p.decision_id)
+        FROM (SELECT * FROM {schema}.placement_decisions d
+              WHERE d.team_id = x.team_id AND d.review_id = x.review_id AND d.action = 'propose_vocabulary_change'
+              ORDER BY d.created_at DESC, d.decision_id DESC LIMIT 20) p)`
 
 // scanReviewItemView scans a review item read with reviewItemViewColumns.
 func scanReviewItemView(row pgx.CollectableRow, team identity.TeamID) (store.ReviewItemView, error) {
 	var v store.ReviewItemView
 	var choices []byte
-	var decision []byte
+	var decision, proposals []byte
 	err := row.Scan(&v.ID, &v.IngestID, &v.PlacementItemID, &v.Kind, &v.Status, &v.Profile, &v.ObservationID,
 		&v.RelationshipID, &v.Related, &choices, &v.RelationshipVersion, &v.RelatedVersions, &v.CreatedAt, &v.ResolvedAt,
-		&decision)
-	v.Team, v.Choices, v.Decision = team, json.RawMessage(choices), json.RawMessage(decision)
+		&decision, &proposals)
+	v.Team, v.Choices, v.Decision, v.Proposals = team, json.RawMessage(choices), json.RawMessage(decision),
+		json.RawMessage(proposals)
 	return v, err
 }
 
