@@ -88,13 +88,12 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 }
 
 // keyLocked is what lockKey took and read: the ledger of the change, loaded with the key's state,
-// the key's state itself and the supports the key lock read; or a result stored under the
-// idempotency key meanwhile (stored, to replay; nothing else is set).
+// and the key's state itself; or a result stored under the idempotency key meanwhile (stored, to
+// replay; nothing else is set).
 type keyLocked struct {
-	l        *ledger.Ledger
-	ks       *ledger.KeyState
-	supports []store.SupportRow
-	stored   *store.IdempotencyRecord
+	l      *ledger.Ledger
+	ks     *ledger.KeyState
+	stored *store.IdempotencyRecord
 }
 
 // lockKey takes the locks of p's lifecycle change of rel in tx, in the writers' order: the
@@ -118,5 +117,5 @@ func (c *Client) lockKey(ctx context.Context, tx store.Tx, p Principal, policy s
 		IdempotencyKey: idempotencyKey, Now: now, Policy: policy,
 		NewID: func(prefix string) string { return c.newID(prefix, now) }}
 	l.Load(kl, kl.Predicates)
-	return keyLocked{l: l, ks: l.Key(key), supports: kl.Supports}, nil
+	return keyLocked{l: l, ks: l.Key(key)}, nil
 }

@@ -223,8 +223,7 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 		reason = req.Decision.Reason
 	}
 	held := ks.Find(item.RelationshipID)
-	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason,
-		validFromConfirmed(held, k.supports)))
+	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason))
 	l.Replan(ks, p.ProfileID) // a relationship held against a prior the decision closed (DESIGN §6.7)
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
@@ -271,16 +270,6 @@ func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.
 		}
 	}
 	return nil
-}
-
-// validFromConfirmed reports whether a verifier confirmed rel's own valid_from in one of its supports.
-func validFromConfirmed(rel *relationship.Relationship, supports []store.SupportRow) bool {
-	for _, s := range supports {
-		if s.RelationshipID == rel.ID && s.ConfirmedFrom != nil && rel.Validity.From != nil && s.ConfirmedFrom.Equal(*rel.Validity.From) {
-			return true
-		}
-	}
-	return false
 }
 
 func crossReferenceOutcomes(rows []store.CrossReferenceRow) []CrossReferenceOutcome {

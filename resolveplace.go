@@ -202,7 +202,7 @@ func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem
 		}
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
-			l.Carry(ks, cur, nil, action, reason, false)
+			l.Carry(ks, cur, nil, action, reason)
 			n := len(l.WS.Transitions)
 			l.Replan(ks, cur.Owner)
 			if len(l.WS.Transitions) > n {

@@ -107,12 +107,12 @@ const (
 
 // Carry carries out a decision without new evidence on rel, the relationship a review item asks
 // about, and related, the caller's relationships it was held against: forget retracts rel; reject,
-// keep_prior_reject_new, correct and both_valid reject it; supersede_prior closes the active related priors at rel's
-// valid_from (now when it has none) and makes rel current, returning the cross-references it then
-// writes to other owners' relationships of the key (fromConfirmed: a verifier confirmed rel's
-// valid_from). It is the one code that applies such a decision, and, on a copy, previews it.
-func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []relationship.ID, action, reason string,
-	fromConfirmed bool) []store.CrossReferenceRow {
+// keep_prior_reject_new, correct and both_valid reject it; supersede_prior closes the active related
+// priors at rel's valid_from (now when it has none) and makes rel current, returning the
+// cross-references it then writes to other owners' relationships of the key (corrects when a
+// verifier confirmed rel's later valid_from in a stored support, as at placement). It is the one
+// code that applies such a decision, and, on a copy, previews it.
+func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []relationship.ID, action, reason string) []store.CrossReferenceRow {
 	why := Decided(action)
 	switch action {
 	case ActionForget:
@@ -130,7 +130,7 @@ func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []r
 			}
 		}
 		l.Change(rel, relationship.StatusActive, relationship.TierFor(l.Supports(rel.ID)), why)
-		return l.CrossReferences(rel, fromConfirmed, "", "")
+		return l.CrossReferences(rel, l.validFromConfirmed(rel), "", "")
 	}
 	return nil
 }
@@ -147,6 +147,9 @@ func (l *Ledger) Preview(ks *KeyState, rel relationship.ID, related []relationsh
 		for id, s := range l.supports {
 			scratch.supports[id] = s
 		}
+		for id, at := range l.confirmedFrom {
+			scratch.confirmedFrom[id] = at
+		}
 		copyKs := scratch.Key(ks.Key)
 		for _, r := range ks.Rels {
 			c := *r
@@ -156,7 +159,7 @@ func (l *Ledger) Preview(ks *KeyState, rel relationship.ID, related []relationsh
 		if target == nil {
 			continue
 		}
-		scratch.Carry(copyKs, target, related, action, "", false)
+		scratch.Carry(copyKs, target, related, action, "")
 		out[action] = scratch.Changes()
 	}
 	return out
@@ -184,7 +187,7 @@ func (l *Ledger) Replan(ks *KeyState, owner identity.ProfileID) {
 		}
 		if !contradicted {
 			l.Change(held, relationship.StatusActive, relationship.TierFor(l.Supports(held.ID)), ReasonPriorGone)
-			l.CrossReferences(held, false, "", "")
+			l.CrossReferences(held, l.validFromConfirmed(held), "", "")
 		}
 	}
 }

@@ -55,7 +55,9 @@ type Ledger struct {
 	preds []relationship.Predicate
 	// supports are the counted supports of every relationship the transaction knows, shared by keys.
 	supports map[relationship.ID][]evidence.Support
-	cases    map[conflict.ID]*store.CaseRow
+	// confirmedFrom are, per relationship, the valid_from dates verifiers confirmed in its stored supports.
+	confirmedFrom map[relationship.ID][]time.Time
+	cases         map[conflict.ID]*store.CaseRow
 }
 
 // KeyState is everything the transaction knows about one conflict key: every owner's relationships
@@ -111,6 +113,7 @@ func (l *Ledger) init() {
 	if l.keys == nil {
 		l.keys = map[conflict.Key]*KeyState{}
 		l.supports = map[relationship.ID][]evidence.Support{}
+		l.confirmedFrom = map[relationship.ID][]time.Time{}
 		l.cases = map[conflict.ID]*store.CaseRow{}
 	}
 }
@@ -128,6 +131,9 @@ func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
 	}
 	for _, s := range kl.Supports {
 		l.supports[s.RelationshipID] = append(l.supports[s.RelationshipID], Support(s, l.Policy.AuthoritativeProfiles))
+		if s.ConfirmedFrom != nil {
+			l.confirmedFrom[s.RelationshipID] = append(l.confirmedFrom[s.RelationshipID], *s.ConfirmedFrom)
+		}
 	}
 	for i := range kl.Cases {
 		c := &kl.Cases[i]
@@ -169,6 +175,17 @@ func (l *Ledger) Touched() []*KeyState {
 			string(b.Key.Subject)+"\x00"+b.Key.PredicateKey+"\x00"+b.Key.Scope)
 	})
 	return out
+}
+
+// validFromConfirmed reports whether a verifier confirmed rel's own valid_from in one of the
+// supports the transaction loaded (evidence.ConfirmsValidFrom).
+func (l *Ledger) validFromConfirmed(rel *relationship.Relationship) bool {
+	for _, at := range l.confirmedFrom[rel.ID] {
+		if evidence.ConfirmsValidFrom(&at, rel.Validity.From) {
+			return true
+		}
+	}
+	return false
 }
 
 // Supports returns the counted supports of a relationship the transaction knows.

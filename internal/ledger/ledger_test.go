@@ -667,7 +667,7 @@ func TestCarryAndPreview(t *testing.T) {
 			if len(l.WS.Transitions) != 0 || ks.Find("r_held").Status != relationship.StatusNeedsReview {
 				t.Fatalf("Preview changed the ledger: %d transitions, held %s", len(l.WS.Transitions), ks.Find("r_held").Status)
 			}
-			xrefs := l.Carry(ks, ks.Find("r_held"), []relationship.ID{"r_prior"}, tc.action, "", false)
+			xrefs := l.Carry(ks, ks.Find("r_held"), []relationship.ID{"r_prior"}, tc.action, "")
 			got := map[relationship.ID]relationship.Status{}
 			for _, ch := range l.Changes() {
 				got[ch.RelationshipID] = ch.After.Status
@@ -720,5 +720,33 @@ func TestReplan(t *testing.T) {
 	if d := cmp.Diff([]store.ReviewItemCloseFor{{Team: team, RelationshipID: "r_held", Status: store.ReviewSuperseded,
 		ClosedAt: now}}, l.WS.ItemClosesFor); d != "" {
 		t.Errorf("item closes (-want +got):\n%s", d)
+	}
+}
+
+// TestCarryCorrectsOnAConfirmedValidFrom: a held statement whose later valid_from a verifier
+// confirmed in a stored support corrects another owner's earlier one when a decision makes it
+// current, as it would have at placement; unconfirmed, it only challenges it.
+func TestCarryCorrectsOnAConfirmedValidFrom(t *testing.T) {
+	for _, confirmed := range []bool{true, false} {
+		held := rel("r_held", alice, objB, feb, nil)
+		held.Status = relationship.StatusNeedsReview
+		prior := rel("r_prior", alice, objA, jan, nil)
+		other := rel("r_bob", bob, objA, jan, nil)
+		sup := []store.SupportRow{support("r_held", alice), support("r_prior", alice), support("r_bob", bob)}
+		if confirmed {
+			sup[0].ConfirmedFrom = feb
+		}
+		l := newLedger(ProfileActor(alice))
+		l.Load(store.KeysLocked{Relationships: []relationship.Relationship{prior, held, other}, Supports: sup},
+			[]relationship.Predicate{worksAt})
+		ks := l.Key(key)
+		xrefs := l.Carry(ks, ks.Find("r_held"), []relationship.ID{"r_prior"}, ActionSupersedePrior, "")
+		want := string(relationship.CrossReferenceChallenges)
+		if confirmed {
+			want = string(relationship.CrossReferenceCorrects)
+		}
+		if len(xrefs) != 1 || xrefs[0].Kind != want {
+			t.Errorf("confirmed %v: cross-references %+v, want one %s", confirmed, xrefs, want)
+		}
 	}
 }
