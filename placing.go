@@ -87,6 +87,16 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	return pl, kl, nil, nil
 }
 
+// lockIntake takes the lock of p's idempotency key in tx and re-reads p's profile (FOR SHARE),
+// checking it may still write; it returns a result stored under the key meanwhile, to replay.
+func lockIntake(ctx context.Context, tx store.Tx, p Principal, idempotencyKey string) (*store.IdempotencyRecord, error) {
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: idempotencyKey})
+	if err != nil || locked.Idempotency != nil {
+		return locked.Idempotency, err
+	}
+	return nil, checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite)
+}
+
 // keyLocked is what lockKey took and read: the ledger of the change, loaded with the key's state,
 // and the key's state itself; or a result stored under the idempotency key meanwhile (stored, to
 // replay; nothing else is set).
@@ -101,12 +111,9 @@ type keyLocked struct {
 // state it loads into a new ledger of the change at now.
 func (c *Client) lockKey(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, idempotencyKey string,
 	rel relationship.Relationship, now time.Time) (keyLocked, error) {
-	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: idempotencyKey})
-	if err != nil || locked.Idempotency != nil {
-		return keyLocked{stored: locked.Idempotency}, err
-	}
-	if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
-		return keyLocked{}, err
+	stored, err := lockIntake(ctx, tx, p, idempotencyKey)
+	if err != nil || stored != nil {
+		return keyLocked{stored: stored}, err
 	}
 	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
 	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})

@@ -218,26 +218,13 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 		return nil, err
 	}
 	res := &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
-	reason := ""
-	if req.Decision != nil {
-		reason = req.Decision.Reason
-	}
 	held := ks.Find(item.RelationshipID)
-	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, reason))
+	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, callerReason(req, "")))
 	l.Replan(ks, p.ProfileID) // a relationship held against a prior the decision closed (DESIGN §6.7)
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}
-	body, err := json.Marshal(req.Decision)
-	if err != nil {
-		return nil, err
-	}
-	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body, Reason: reason})
-	if err != nil {
-		return nil, err
-	}
-	res.Changes = changes
-	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, hash, res)
+	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{})
 }
 
 // stillAsked checks that item is still open and that the relationships it asks about are the
@@ -289,15 +276,44 @@ func relatedIDs(item store.ReviewItem) []relationship.ID {
 	return out
 }
 
-// storeResolve records res under the idempotency key and writes the transaction's rows.
-func (c *Client) storeResolve(ctx context.Context, tx store.Tx, l *ledger.Ledger, p Principal, key, hash string, res *ResolveResult) error {
-	body, err := json.Marshal(res)
+// recorded is what a decision's record holds besides the request: the reason when the caller gave
+// none, the fragments stored for its evidence, and whether it leaves its item open.
+type recorded struct {
+	reason    string
+	fragments []string
+	keepOpen  bool
+}
+
+// recordDecision appends req's decision on item (ledger.Decide: the decision row with every change l
+// recorded, the item resolved unless rec.keepOpen), records res under the idempotency key, and writes
+// the transaction's rows.
+func (c *Client) recordDecision(ctx context.Context, tx store.Tx, l *ledger.Ledger, p Principal, req ResolveRequest,
+	hash string, item store.ReviewItem, res *ResolveResult, rec recorded) error {
+	body, err := json.Marshal(req.Decision)
 	if err != nil {
 		return err
 	}
-	l.WS.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: key, Operation: opResolve,
-		RequestHash: hash, IngestID: l.IngestID, Result: body, CreatedAt: l.Now}
+	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
+		FragmentIDs: rec.fragments, Reason: callerReason(req, rec.reason), KeepOpen: rec.keepOpen})
+	if err != nil {
+		return err
+	}
+	res.Changes = changes
+	result, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	l.WS.Idempotency = &store.IdempotencyRow{Team: p.TeamID, Profile: p.ProfileID, Key: req.IdempotencyKey,
+		Operation: opResolve, RequestHash: hash, IngestID: l.IngestID, Result: result, CreatedAt: l.Now}
 	return tx.WriteSetApply(ctx, l.WS)
+}
+
+// callerReason is the reason a decision records: the caller's, else fallback.
+func callerReason(req ResolveRequest, fallback string) string {
+	if req.Decision != nil && req.Decision.Reason != "" {
+		return req.Decision.Reason
+	}
+	return fallback
 }
 
 // replayResolve returns the result stored under the request's idempotency key.

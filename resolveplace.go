@@ -153,26 +153,15 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 	outcome := out.RelationshipOutcomes[0]
 	res := &ResolveResult{DecisionID: c.newID("dec", params.Now), IngestID: out.IngestID, ReviewID: item.ID,
 		Action: req.Action, Outcome: &outcome, CrossReferences: outcome.CrossReferences, Conflict: outcome.Conflict}
-	var fragments []string
+	what := recorded{reason: outcome.Reason, keepOpen: params.Restates != "" && outcome.Category == CategoryPendingEvidence}
 	for _, f := range out.Fragments {
 		res.FragmentIDs = append(res.FragmentIDs, f.FragmentID)
-		fragments = append(fragments, string(f.FragmentID))
-	}
-	body, err := json.Marshal(req.Decision)
-	if err != nil {
-		return nil, err
+		what.fragments = append(what.fragments, string(f.FragmentID))
 	}
 	if req.Action == ActionCorrect || req.Action == ActionBothValid {
-		rejectReplaced(l, kl, item, req.Action, decisionReason(req, outcome))
+		rejectReplaced(l, kl, item, req.Action)
 	}
-	keepOpen := params.Restates != "" && outcome.Category == CategoryPendingEvidence
-	changes, err := l.Decide(ledger.Decision{ID: res.DecisionID, Item: item, Action: req.Action, Body: body,
-		FragmentIDs: fragments, Reason: decisionReason(req, outcome), KeepOpen: keepOpen})
-	if err != nil {
-		return nil, err
-	}
-	res.Changes = changes
-	return res, c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, params.Hash, res)
+	return res, c.recordDecision(ctx, tx, l, p, req, params.Hash, item, res, what)
 }
 
 // correction is the Remember request of a correct decision: its evidence and proposal, every
@@ -195,14 +184,14 @@ func correction(req ResolveRequest, item store.ReviewItem) RememberRequest {
 // rejectReplaced rejects the relationship a correct or both_valid decision replaced, unless the
 // decision's own placement already took it out of review (it supported a pending one), and
 // re-plans the owner's other held relationships on its key.
-func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, action, reason string) {
+func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, action string) {
 	for _, r := range kl.Relationships {
 		if r.ID != item.RelationshipID {
 			continue
 		}
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
-			l.Carry(ks, cur, nil, action, reason)
+			l.Carry(ks, cur, nil, action, "")
 			n := len(l.WS.Transitions)
 			l.Replan(ks, cur.Owner)
 			if len(l.WS.Transitions) > n {
@@ -210,14 +199,6 @@ func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem
 			}
 		}
 	}
-}
-
-// decisionReason is the reason a decision records: the caller's, else the placement's.
-func decisionReason(req ResolveRequest, outcome RelationshipOutcome) string {
-	if req.Decision != nil && req.Decision.Reason != "" {
-		return req.Decision.Reason
-	}
-	return outcome.Reason
 }
 
 // restatement is the Remember request that states rel again with the decision's evidence, each item
@@ -422,15 +403,11 @@ func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req Reso
 	now := c.now()
 	var result *ResolveResult
 	err := c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: req.IdempotencyKey})
-		if err != nil {
-			return err
-		}
-		if locked.Idempotency != nil {
-			result, err = replayResolve(locked.Idempotency, hash)
-			return err
-		}
-		if err := checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite); err != nil {
+		stored, err := lockIntake(ctx, tx, p, req.IdempotencyKey)
+		if err != nil || stored != nil {
+			if stored != nil {
+				result, err = replayResolve(stored, hash)
+			}
 			return err
 		}
 		item, err := tx.ReviewItemLock(ctx, p.TeamID, req.IngestID, req.PlacementItemID)
@@ -442,21 +419,9 @@ func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req Reso
 		}
 		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
 			IdempotencyKey: req.IdempotencyKey, Now: now, NewID: func(prefix string) string { return c.newID(prefix, now) }}
-		result = &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action,
-			Changes: []RelationshipChange{}}
-		body, err := json.Marshal(req.Decision)
-		if err != nil {
-			return err
-		}
-		reason := ""
-		if req.Decision != nil {
-			reason = req.Decision.Reason
-		}
-		if _, err := l.Decide(ledger.Decision{ID: result.DecisionID, Item: item, Action: req.Action, Body: body,
-			Reason: reason, KeepOpen: req.Action == ActionProposeVocabularyChange}); err != nil {
-			return err
-		}
-		return c.storeResolve(ctx, tx, l, p, req.IdempotencyKey, hash, result)
+		result = &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
+		return c.recordDecision(ctx, tx, l, p, req, hash, item, result,
+			recorded{keepOpen: req.Action == ActionProposeVocabularyChange})
 	})
 	if errors.Is(err, ErrStaleVersion) {
 		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)
