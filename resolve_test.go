@@ -435,55 +435,7 @@ func TestReviewItemsCloseWhenTheQuestionGoes(t *testing.T) {
 
 func TestResolveRequestsFromTheSpecificationDecode(t *testing.T) {
 	t.Parallel()
-	// The specification's two Resolve examples, verbatim but for the elided IDs.
-	examples := []string{`{
-  "ingest_id": "ing_01J...",
-  "placement_item_id": "item_identity_1",
-  "action": "select_entity",
-  "decision": {
-    "mention_ref": "mark",
-    "entity_id": "ent_mark_huang"
-  },
-  "evidence": [
-    {
-      "content": "I mean Mark Huang, the Dense-Mem maintainer.",
-      "source_type": "manual",
-      "authority": "authoritative",
-      "source_group": "user-resolution:ing_01J..."
-    }
-  ],
-  "idempotency_key": "identity-resolution-1"
-}`, `{
-  "ingest_id": "ing_01J...",
-  "placement_item_id": "item_relationship_1",
-  "action": "correct",
-  "evidence": [
-    {
-      "content": "The user confirmed that production now deploys from release.",
-      "source_type": "manual",
-      "authority": "authoritative",
-      "source_group": "user-resolution:ing_01J..."
-    }
-  ],
-  "proposal": {
-    "entities": [
-      {"ref": "production", "name": "production", "entity_kind": "environment", "identity_context": {"system": "Dense-Mem"}},
-      {"ref": "release", "name": "release", "entity_kind": "git_branch", "identity_context": {"repository": "Dense-Mem"}}
-    ],
-    "relationships": [
-      {
-        "proposal_id": "production_deploys_from_release",
-        "subject_ref": "production",
-        "predicate": "deploys_from",
-        "object_ref": "release",
-        "polarity": "+",
-        "modality": "statement",
-        "evidence": [{"evidence_index": 0, "start": 0, "end": 60}]
-      }
-    ]
-  },
-  "idempotency_key": "deployment-correction-1"
-}`}
+	examples := []string{specSelectEntityExample, specCorrectExample}
 	for i, text := range examples {
 		dec := json.NewDecoder(strings.NewReader(text))
 		dec.DisallowUnknownFields()
@@ -880,8 +832,29 @@ func nonZero(m map[string]int) map[string]int {
 	return out
 }
 
-// specCorrectExample is the specification's "Correct With New Evidence" request, verbatim but for the
-// elided IDs, which the test fills in.
+// specSelectEntityExample is the specification's "Identity Review" request, verbatim; the tests fill
+// in the elided IDs.
+const specSelectEntityExample = `{
+  "ingest_id": "ing_01J...",
+  "placement_item_id": "item_identity_1",
+  "action": "select_entity",
+  "decision": {
+    "mention_ref": "mark",
+    "entity_id": "ent_mark_huang"
+  },
+  "evidence": [
+    {
+      "content": "I mean Mark Huang, the Dense-Mem maintainer.",
+      "source_type": "manual",
+      "authority": "authoritative",
+      "source_group": "user-resolution:ing_01J..."
+    }
+  ],
+  "idempotency_key": "identity-resolution-1"
+}`
+
+// specCorrectExample is the specification's "Correct With New Evidence" request: its fields and
+// values as given (some lines joined); the tests fill in the elided IDs.
 const specCorrectExample = `{
   "ingest_id": "ing_01J...",
   "placement_item_id": "item_relationship_1",
@@ -999,24 +972,7 @@ func TestResolveSelectEntityFromTheSpecification(t *testing.T) {
 		t.Fatalf("Mark works on Dense-Mem docs: %s, want identity review", out.Category)
 	}
 	text := strings.NewReplacer("ing_01J...", pl.IngestID, "item_identity_1", out.PlacementItemID,
-		"ent_mark_huang", string(markHuang)).Replace(`{
-  "ingest_id": "ing_01J...",
-  "placement_item_id": "item_identity_1",
-  "action": "select_entity",
-  "decision": {
-    "mention_ref": "mark",
-    "entity_id": "ent_mark_huang"
-  },
-  "evidence": [
-    {
-      "content": "I mean Mark Huang, the Dense-Mem maintainer.",
-      "source_type": "manual",
-      "authority": "authoritative",
-      "source_group": "user-resolution:ing_01J..."
-    }
-  ],
-  "idempotency_key": "identity-resolution-1"
-}`)
+		"ent_mark_huang", string(markHuang)).Replace(specSelectEntityExample)
 	var req densemem.ResolveRequest
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
