@@ -29,7 +29,7 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	}
 	normalizeTimes(&req)
 	hash := requestHash(placement.Operation, req)
-	in := placement.NewIntake(&req)
+	in := placement.NewIntake(&req, p.ProfileID)
 
 	// 2-3. Authorise and check idempotency from one read.
 	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)

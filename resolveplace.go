@@ -83,7 +83,7 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 	}
 	rr.Evidence = append(rr.Evidence, uncited...)
 	normalizeTimes(&rr)
-	in := placement.NewIntake(&rr)
+	in := placement.NewIntake(&rr, p.ProfileID)
 	// 2. What the placement plans from, and the one verifier call, outside the transaction.
 	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)
 	if err != nil {
@@ -259,7 +259,7 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 		r := resolved[ref]
 		name := r.MentionName
 		rr.Proposal.Entities = append(rr.Proposal.Entities, ProposedEntity{Ref: ref, Name: name, EntityKind: r.EntityKind,
-			KnownEntityID: r.EntityID, DistinctFromEntityIDs: distinct[ref]})
+			IdentityContext: r.Context, KnownEntityID: r.EntityID, DistinctFromEntityIDs: distinct[ref]})
 	}
 	cites, err := citedAgain(&rr, o, obs.Fragments)
 	if err != nil {

@@ -127,7 +127,7 @@ func checkValidation(t *testing.T, req *RememberRequest, l Limits) {
 	}
 	// The pure steps after validation, in Remember's order, must cope with any accepted request.
 	normalizeTimes(req)
-	in := placement.NewIntake(req)
+	in := placement.NewIntake(req, "prof_fuzz")
 	// Every phrase names a registered predicate, so every statement becomes a claim.
 	var preds []relationship.Predicate
 	for _, r := range req.Proposal.Relationships {

@@ -70,6 +70,8 @@ type Entity struct {
 	Kind    string
 	Context map[string]string
 	Names   []Name
+	// CreatedBy is the profile whose mention created the entity.
+	CreatedBy ProfileID
 }
 
 // CanonicalName returns the entity's canonical name, or its first name when none is canonical.
@@ -127,6 +129,8 @@ type Mention struct {
 	// DistinctFrom are server-known entities the caller's evidence shows the mention is not: they
 	// are never its candidates.
 	DistinctFrom []EntityID
+	// By is the profile stating the mention; "" when it does not matter (every entity is its own).
+	By ProfileID
 }
 
 // Decision is how a mention was resolved.
@@ -154,45 +158,80 @@ type Resolution struct {
 	Truncated bool
 	// LookAlike reports an ambiguity made of look-alike names (Confusable), not of equal ones.
 	LookAlike bool
+	// Broader reports an ambiguity made of one entity of another profile whose identity context
+	// lacks discriminators the mention states: the mention may name it or a narrower identity.
+	Broader bool
 }
 
 // Resolve decides a mention without a known ID against the team's entities that share one of its
 // name keys or their skeletons. Candidates are entities of the same kind whose identity context does
 // not contradict the mention's, that it is not distinct from (DistinctFrom), and that hold a name
-// whose key equals the mention's key: exactly one
-// is reused, several are ambiguous. With none, entities holding a name that is Confusable with the
-// mention's key make the mention ambiguous too (a look-alike never silently becomes a second entity);
-// otherwise the mention creates an entity. Same name with different kinds never merges.
+// whose key equals the mention's key. When several are candidates and exactly one states every
+// discriminator of the mention's context, it is reused; otherwise several are ambiguous. One
+// candidate is reused, unless it is another profile's entity whose context lacks a discriminator
+// the mention states: a narrower mention of a broader entity someone else created (the
+// specification's two Marks) is an identity question for its caller, never a silent reuse (Broader).
+// With none, entities holding a name that is Confusable with the mention's key make the mention
+// ambiguous too (a look-alike never silently becomes a second entity); otherwise the mention creates
+// an entity. Same name with different kinds never merges.
 func Resolve(m Mention, known []Entity) Resolution {
 	want := NormalizeName(m.Name)
 	ctx := NormalizeContext(m.Context)
-	var exact, lookAlike []EntityID
+	var exact, lookAlike []Entity
 	for _, e := range known {
-		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) || slices.Contains(m.DistinctFrom, e.ID) {
+		if e.Kind != m.Kind || !ContextsAgree(ctx, NormalizeContext(e.Context)) || slices.Contains(m.DistinctFrom, e.ID) ||
+			slices.ContainsFunc(exact, func(x Entity) bool { return x.ID == e.ID }) {
 			continue
 		}
 		switch {
 		case slices.ContainsFunc(e.Names, func(n Name) bool { return n.Normalized == want }):
-			exact = append(exact, e.ID)
+			exact = append(exact, e)
 		case slices.ContainsFunc(e.Names, func(n Name) bool { return Confusable(n.Normalized, want) }):
-			lookAlike = append(lookAlike, e.ID)
+			lookAlike = append(lookAlike, e)
 		}
 	}
-	ids, similar := exact, false
-	if len(ids) == 0 && len(lookAlike) > 0 {
-		ids, similar = lookAlike, true
+	if covering := slices.DeleteFunc(slices.Clone(exact), func(e Entity) bool { return !covers(e.Context, ctx) }); len(exact) > 1 && len(covering) == 1 {
+		return Resolution{Decision: DecisionReused, EntityID: covering[0].ID}
 	}
-	slices.Sort(ids)
-	ids = slices.Compact(ids)
+	ids, similar, broader := entityIDs(exact), false, false
+	if len(ids) == 0 && len(lookAlike) > 0 {
+		ids, similar = entityIDs(lookAlike), true
+	}
+	if len(ids) == 1 && !similar {
+		e := exact[slices.IndexFunc(exact, func(x Entity) bool { return x.ID == ids[0] })]
+		broader = m.By != "" && e.CreatedBy != "" && e.CreatedBy != m.By && !covers(e.Context, ctx)
+	}
 	switch {
 	case len(ids) == 0:
 		return Resolution{Decision: DecisionCreated}
-	case len(ids) == 1 && !similar:
+	case len(ids) == 1 && !similar && !broader:
 		return Resolution{Decision: DecisionReused, EntityID: ids[0]}
 	}
-	r := Resolution{Decision: DecisionAmbiguous, Candidates: ids, LookAlike: similar}
+	r := Resolution{Decision: DecisionAmbiguous, Candidates: ids, LookAlike: similar, Broader: broader}
 	if len(ids) > MaxCandidates {
 		r.Candidates, r.Truncated = ids[:MaxCandidates], true
 	}
 	return r
+}
+
+// covers reports whether an entity's normalised context states every discriminator of a mention's
+// (they agree, so the values are equal).
+func covers(entity, mention map[string]string) bool {
+	ec := NormalizeContext(entity)
+	for k := range mention {
+		if _, ok := ec[k]; !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// entityIDs returns the entities' IDs sorted, each once.
+func entityIDs(es []Entity) []EntityID {
+	ids := make([]EntityID, 0, len(es))
+	for _, e := range es {
+		ids = append(ids, e.ID)
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
 }

@@ -117,6 +117,11 @@ func entity(id identity.EntityID, kind string, ctx map[string]string, canonical 
 	return e
 }
 
+func withCreator(e identity.Entity, by identity.ProfileID) identity.Entity {
+	e.CreatedBy = by
+	return e
+}
+
 func TestResolve(t *testing.T) {
 	t.Parallel()
 	mark := identity.Mention{Ref: "mark", Name: "  MARK   Huang ", Kind: "person"}
@@ -234,6 +239,39 @@ func TestResolve(t *testing.T) {
 			known:   []identity.Entity{markDense, markBilling, markAlias},
 			want: identity.Resolution{Decision: identity.DecisionAmbiguous,
 				Candidates: []identity.EntityID{"ent_mark_alias", "ent_mark_dense"}},
+		},
+		{
+			name:    "several candidates, one states every discriminator: reused",
+			mention: identity.Mention{Name: "Mark Huang", Kind: "person", Context: map[string]string{"project": "Dense-Mem"}},
+			known:   []identity.Entity{markAlias, markDense},
+			want:    identity.Resolution{Decision: identity.DecisionReused, EntityID: "ent_mark_dense"},
+		},
+		{
+			name: "a narrower mention of another profile's broader entity: ambiguous, broader",
+			mention: identity.Mention{Name: "Mark Huang", Kind: "person", Context: map[string]string{"team": "billing"},
+				By: "prof_b"},
+			known: []identity.Entity{withCreator(entity("ent_mark", "person", nil, "Mark Huang"), "prof_a")},
+			want: identity.Resolution{Decision: identity.DecisionAmbiguous, Candidates: []identity.EntityID{"ent_mark"},
+				Broader: true},
+		},
+		{
+			name: "a narrower mention of the caller's own broader entity: reused",
+			mention: identity.Mention{Name: "Mark Huang", Kind: "person", Context: map[string]string{"team": "billing"},
+				By: "prof_a"},
+			known: []identity.Entity{withCreator(entity("ent_mark", "person", nil, "Mark Huang"), "prof_a")},
+			want:  identity.Resolution{Decision: identity.DecisionReused, EntityID: "ent_mark"},
+		},
+		{
+			name:    "a mention as broad as another profile's entity: reused",
+			mention: identity.Mention{Name: "Mark Huang", Kind: "person", Context: map[string]string{"project": "dense-mem"}, By: "prof_b"},
+			known:   []identity.Entity{withCreator(markDense, "prof_a")},
+			want:    identity.Resolution{Decision: identity.DecisionReused, EntityID: "ent_mark_dense"},
+		},
+		{
+			name:    "a context-less mention of another profile's entity: reused",
+			mention: identity.Mention{Name: "Mark Huang", Kind: "person", By: "prof_b"},
+			known:   []identity.Entity{withCreator(markDense, "prof_a")},
+			want:    identity.Resolution{Decision: identity.DecisionReused, EntityID: "ent_mark_dense"},
 		},
 		{
 			name:    "duplicates in the input counted once",

@@ -147,9 +147,13 @@ type ResolutionRow struct {
 	EntityID      identity.EntityID // "" when ambiguous
 	Decision      identity.Decision
 	Candidates    []identity.EntityID
-	Profile       identity.ProfileID
-	IngestID      string
-	CreatedAt     time.Time
+	// Context is the identity context the mention was stated with (normalised).
+	Context map[string]string
+	// DistinctFrom are the entities the caller's evidence shows the mention is not.
+	DistinctFrom []identity.EntityID
+	Profile      identity.ProfileID
+	IngestID     string
+	CreatedAt    time.Time
 }
 
 // RelationshipRow is a new relationship in its initial state.

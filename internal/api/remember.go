@@ -214,6 +214,11 @@ type ReviewMention struct {
 	CandidateIDs []identity.EntityID `json:"candidate_ids"`
 	// LookAlike says the candidates hold a name that only looks like this one (other characters).
 	LookAlike bool `json:"look_alike,omitempty"`
+	// Broader says the one candidate is another profile's entity whose identity context lacks a
+	// discriminator this mention states: the mention may name it, or a narrower identity.
+	Broader bool `json:"broader,omitempty"`
+	// IdentityContext is the identity context the mention was stated with.
+	IdentityContext map[string]string `json:"identity_context,omitempty"`
 }
 
 // ReviewVerdict is the verifier's verdict an item reports.

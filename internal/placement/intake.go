@@ -25,13 +25,13 @@ type Intake struct {
 	Known []identity.EntityID
 }
 
-// NewIntake reshapes a validated request.
-func NewIntake(req *api.RememberRequest) *Intake {
+// NewIntake reshapes a validated request stated by profile by.
+func NewIntake(req *api.RememberRequest, by identity.ProfileID) *Intake {
 	in := &Intake{req: req, mentions: map[string]identity.Mention{}}
 	seen := map[store.NameLookup]bool{}
 	for _, e := range req.Proposal.Entities {
 		m := identity.Mention{Ref: e.Ref, Name: strings.TrimSpace(e.Name), Kind: e.EntityKind, Aliases: e.Aliases,
-			Context: identity.NormalizeContext(e.IdentityContext), KnownID: e.KnownEntityID, DistinctFrom: e.DistinctFromEntityIDs}
+			Context: identity.NormalizeContext(e.IdentityContext), KnownID: e.KnownEntityID, DistinctFrom: e.DistinctFromEntityIDs, By: by}
 		in.mentions[e.Ref] = m
 		in.order = append(in.order, e.Ref)
 		// Entities a mention is distinct from are read like known ones, so CheckKnown sees them exist.

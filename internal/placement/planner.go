@@ -560,15 +560,24 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 		}
 		m := pl.in.mentions[x.ref]
 		names = append(names, fmt.Sprintf("%q", m.Name))
-		mentions = append(mentions, api.ReviewMention{Ref: x.ref, Name: m.Name, EntityKind: m.Kind,
-			CandidateIDs: x.res.Candidates, LookAlike: x.res.LookAlike})
+		rm := api.ReviewMention{Ref: x.ref, Name: m.Name, EntityKind: m.Kind, CandidateIDs: x.res.Candidates,
+			LookAlike: x.res.LookAlike, Broader: x.res.Broader}
+		if len(m.Context) > 0 {
+			rm.IdentityContext = m.Context
+		}
+		mentions = append(mentions, rm)
 		for _, id := range x.res.Candidates {
 			cands = append(cands, pl.candidate(id))
 		}
 	}
-	out.Reason = "more than one entity matches " + strings.Join(names, " and ")
-	if subj.LookAlike || obj.LookAlike {
+	switch {
+	case subj.LookAlike || obj.LookAlike:
 		out.Reason = strings.Join(names, " and ") + " looks like the name of an existing entity written with other characters"
+	case subj.Broader || obj.Broader:
+		out.Reason = strings.Join(names, " and ") + " may be another profile's entity of that name, which states less " +
+			"identity context than this mention: the same identity, or a narrower one"
+	default:
+		out.Reason = "more than one entity matches " + strings.Join(names, " and ")
 	}
 	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil, api.ReviewPrompt{
 		Question: fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
@@ -618,7 +627,8 @@ func (pl *Planner) resolutionEvent(obsID, ref string) {
 	r, m := pl.res[ref], pl.in.mentions[ref]
 	pl.l.WS.Resolutions = append(pl.l.WS.Resolutions, store.ResolutionRow{Team: pl.Team, ID: pl.newID("res"),
 		ObservationID: obsID, MentionRef: ref, MentionName: m.Name, EntityKind: m.Kind, EntityID: r.EntityID,
-		Decision: r.Decision, Candidates: r.Candidates, Profile: pl.Profile, IngestID: pl.ingestID, CreatedAt: pl.Now})
+		Decision: r.Decision, Candidates: r.Candidates, Context: m.Context, DistinctFrom: m.DistinctFrom, Profile: pl.Profile,
+		IngestID: pl.ingestID, CreatedAt: pl.Now})
 }
 
 // value returns the content-addressed ID of a literal value and queues its row once.

@@ -32,7 +32,7 @@ WHERE o.team_id = $1 AND o.observation_id = $2
 ORDER BY f.evidence_index, f.fragment_id`
 	observationResolutionsSQL = `-- name: ObservationResolutions
 SELECT resolution_id, mention_ref, mention_name, entity_kind, COALESCE(entity_id, ''), decision, candidate_ids,
-       profile_id, ingest_id, created_at
+       profile_id, ingest_id, created_at, identity_context, distinct_from_ids
 FROM {schema}.entity_resolution_events WHERE team_id = $1 AND observation_id = $2
 ORDER BY created_at, resolution_id`
 )
@@ -74,12 +74,13 @@ func (s *Store) ObservationGet(ctx context.Context, team identity.TeamID, id str
 		out.Resolutions, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.ResolutionRow, error) {
 			r := store.ResolutionRow{Team: team, ObservationID: id}
 			var decision string
-			var cands []string
+			var cands, distinct []string
 			err := row.Scan(&r.ID, &r.MentionRef, &r.MentionName, &r.EntityKind, &r.EntityID, &decision, &cands,
-				&r.Profile, &r.IngestID, &r.CreatedAt)
+				&r.Profile, &r.IngestID, &r.CreatedAt, &r.Context, &distinct)
 			r.Decision = identity.Decision(decision)
-			for _, c := range cands {
-				r.Candidates = append(r.Candidates, identity.EntityID(c))
+			r.Candidates, r.DistinctFrom = entityIDs(cands), entityIDs(distinct)
+			if len(r.Context) == 0 {
+				r.Context = nil
 			}
 			return r, err
 		})

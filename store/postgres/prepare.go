@@ -22,21 +22,21 @@ WITH m AS MATERIALIZED (
     SELECT n.entity_id, n.name, n.normalized_name, n.name_kind
     FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($3::text[])
 )
-SELECT e.entity_id, e.entity_kind, e.identity_context, m.name, m.normalized_name, m.name_kind
+SELECT e.entity_id, e.entity_kind, e.identity_context, e.created_by, m.name, m.normalized_name, m.name_kind
 FROM m JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = m.entity_id
 WHERE e.entity_kind = ANY($2::text[])
 UNION
-SELECT e.entity_id, e.entity_kind, e.identity_context, c.name, c.normalized_name, c.name_kind
+SELECT e.entity_id, e.entity_kind, e.identity_context, e.created_by, c.name, c.normalized_name, c.name_kind
 FROM (SELECT DISTINCT entity_id FROM m) h
 JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = h.entity_id
 JOIN {schema}.entity_names c ON c.team_id = $1 AND c.entity_id = h.entity_id AND c.name_kind = 'canonical'
 WHERE e.entity_kind = ANY($2::text[])
-ORDER BY 1, 6, 5`
+ORDER BY 1, 7, 6`
 
 // entitiesByIDSQL returns known entities with their canonical names: a known entity is not matched
 // by name, so its other names are not needed.
 const entitiesByIDSQL = `-- name: EntitiesByID
-SELECT e.entity_id, e.entity_kind, e.identity_context, n.name, n.normalized_name, n.name_kind
+SELECT e.entity_id, e.entity_kind, e.identity_context, e.created_by, n.name, n.normalized_name, n.name_kind
 FROM {schema}.entities e
 JOIN {schema}.entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
 WHERE e.team_id = $1 AND e.entity_id = ANY($2::text[])
@@ -52,6 +52,24 @@ func nameArgs(names []store.NameLookup) (kinds, skeletons []string) {
 		kinds[i], skeletons[i] = n.Kind, n.Skeleton
 	}
 	return kinds, skeletons
+}
+
+// entityIDs converts a text[] column to entity IDs (nil when empty).
+func entityIDs(ss []string) []identity.EntityID {
+	var out []identity.EntityID
+	for _, s := range ss {
+		out = append(out, identity.EntityID(s))
+	}
+	return out
+}
+
+// contextJSON is an identity context as a jsonb argument: an empty object when it has no entries.
+func contextJSON(c map[string]string) []byte {
+	if len(c) == 0 {
+		return []byte("{}")
+	}
+	b, _ := json.Marshal(c) // a map of strings always marshals
+	return b
 }
 
 func entityStrings(ids []identity.EntityID) []string {
@@ -78,13 +96,13 @@ func queueEntities(b *pgx.Batch, dst *[]identity.Entity, sql string, args ...any
 	b.Queue(sql, args...).Query(func(rows pgx.Rows) error {
 		var cur *identity.Entity
 		for rows.Next() {
-			var id, kind, name, norm, nameKind string
+			var id, kind, createdBy, name, norm, nameKind string
 			var ctxJSON []byte
-			if err := rows.Scan(&id, &kind, &ctxJSON, &name, &norm, &nameKind); err != nil {
+			if err := rows.Scan(&id, &kind, &ctxJSON, &createdBy, &name, &norm, &nameKind); err != nil {
 				return err
 			}
 			if cur == nil || string(cur.ID) != id {
-				*dst = append(*dst, identity.Entity{ID: identity.EntityID(id), Kind: kind})
+				*dst = append(*dst, identity.Entity{ID: identity.EntityID(id), Kind: kind, CreatedBy: identity.ProfileID(createdBy)})
 				cur = &(*dst)[len(*dst)-1]
 				if err := json.Unmarshal(ctxJSON, &cur.Context); err != nil {
 					return err

@@ -174,7 +174,7 @@ ORDER BY to_version LIMIT $4`
 WITH rel AS (SELECT subject_entity_id AS subj, object_entity_id AS obj, observation_id AS obs FROM {schema}.relationships
              WHERE team_id = $1 AND relationship_id = $2)
 SELECT resolution_id, observation_id, mention_ref, mention_name, entity_kind, COALESCE(entity_id, ''), decision,
-       candidate_ids, profile_id, ingest_id, created_at
+       candidate_ids, profile_id, ingest_id, created_at, identity_context, distinct_from_ids
 FROM (
   (SELECT * FROM {schema}.entity_resolution_events
    WHERE team_id = $1 AND entity_id = (SELECT subj FROM rel) AND (created_at, resolution_id) > ($3, $4)
@@ -565,12 +565,13 @@ func (r *traceReads) readTransitions(rows pgx.Rows) error {
 func (r *traceReads) scanResolution(row pgx.CollectableRow) (store.ResolutionRow, store.TraceKey, error) {
 	var res store.ResolutionRow
 	var decision string
-	var cands []string
+	var cands, distinct []string
 	err := row.Scan(&res.ID, &res.ObservationID, &res.MentionRef, &res.MentionName, &res.EntityKind, &res.EntityID,
-		&decision, &cands, &res.Profile, &res.IngestID, &res.CreatedAt)
+		&decision, &cands, &res.Profile, &res.IngestID, &res.CreatedAt, &res.Context, &distinct)
 	res.Team, res.Decision = r.p.Team, identity.Decision(decision)
-	for _, c := range cands {
-		res.Candidates = append(res.Candidates, identity.EntityID(c))
+	res.Candidates, res.DistinctFrom = entityIDs(cands), entityIDs(distinct)
+	if len(res.Context) == 0 {
+		res.Context = nil
 	}
 	return res, store.TraceKey{At: res.CreatedAt, IDs: []string{res.ID}}, err
 }

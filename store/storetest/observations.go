@@ -75,6 +75,8 @@ func testObservationReadsBack(e *env) {
 	resFirst := resRow(obs, "s", "Ada", kindPerson, "", identity.DecisionAmbiguous,
 		[]identity.EntityID{w.falcon, w.osprey}, when)
 	resOther := resRow(other, "o", "Falcon", kindProject, w.falcon, identity.DecisionReused, nil, when)
+	// A mention's identity context and the entities it is distinct from read back as written.
+	resLater.Context, resLater.DistinctFrom = map[string]string{"team": "billing"}, []identity.EntityID{w.osprey}
 
 	w.apply(store.WriteSet{
 		Fragments:    []store.FragmentRow{f1, f0},
