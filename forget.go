@@ -113,6 +113,7 @@ func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy s
 		if ref := l.Maintain(ks); ref != nil {
 			res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
+		l.MaintainIdentities()
 	}
 	body, err := json.Marshal(res)
 	if err != nil {

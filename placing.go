@@ -80,7 +80,7 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	}
 	if len(keys) > 0 || len(cases) > 0 {
 		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks}); err != nil {
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity)}); err != nil {
 			return nil, kl, nil, err
 		}
 	}
@@ -90,11 +90,18 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 // lockIntake takes the lock of p's idempotency key in tx and re-reads p's profile (FOR SHARE),
 // checking it may still write; it returns a result stored under the key meanwhile, to replay.
 func lockIntake(ctx context.Context, tx store.Tx, p Principal, idempotencyKey string) (*store.IdempotencyRecord, error) {
-	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: idempotencyKey})
+	locked, err := lockIntakeOf(ctx, tx, p, idempotencyKey, "")
+	return locked.Idempotency, err
+}
+
+// lockIntakeOf is lockIntake that also reads the entities subject was stated distinct from.
+func lockIntakeOf(ctx context.Context, tx store.Tx, p Principal, idempotencyKey string, subject identity.EntityID) (store.IntakeLocked, error) {
+	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: idempotencyKey,
+		DistinctionsOf: subject})
 	if err != nil || locked.Idempotency != nil {
-		return locked.Idempotency, err
+		return locked, err
 	}
-	return nil, checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite)
+	return locked, checkProfile(profileStatus(locked.ProfileActive), locked.ProfileScopes, p, identity.ScopeWrite)
 }
 
 // keyLocked is what lockKey took and read: the ledger of the change, loaded with the key's state,
@@ -111,12 +118,18 @@ type keyLocked struct {
 // state it loads into a new ledger of the change at now.
 func (c *Client) lockKey(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, idempotencyKey string,
 	rel relationship.Relationship, now time.Time) (keyLocked, error) {
-	stored, err := lockIntake(ctx, tx, p, idempotencyKey)
-	if err != nil || stored != nil {
-		return keyLocked{stored: stored}, err
+	locked, err := lockIntakeOf(ctx, tx, p, idempotencyKey, rel.Subject)
+	if err != nil || locked.Idempotency != nil {
+		return keyLocked{stored: locked.Idempotency}, err
 	}
+	// rel's key, and the identity cases rel may be a member of: its subject's, and those of the
+	// entities its subject was stated distinct from (DESIGN §6.5).
 	key := conflict.Key{Team: p.TeamID, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}
-	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: []conflict.Key{key}, Predicates: true})
+	keys := []conflict.Key{key, conflict.IdentityKey(p.TeamID, rel.Subject)}
+	for _, e := range locked.Distinctions {
+		keys = append(keys, conflict.IdentityKey(p.TeamID, e))
+	}
+	kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Predicates: true, Members: true})
 	if err != nil {
 		return keyLocked{}, err
 	}

@@ -135,7 +135,10 @@ type EvidenceExcerpt struct {
 // RecallConflict is a team conflict case as a reader must see it.
 type RecallConflict struct {
 	ConflictID string `json:"conflict_id"`
-	// Kind is cross_profile_current_state (the only kind built so far) or identity_correction.
+	// Kind is cross_profile_current_state, or identity_correction: relationships of another
+	// profile on an entity the caller's evidence showed to combine several identities, corrected by
+	// relationships on the distinct entities (Subject is the combined entity; Predicate and Scope are
+	// empty; each position is one identity).
 	Kind        string           `json:"kind"`
 	Version     int              `json:"version"`
 	Status      string           `json:"status"`
@@ -151,7 +154,9 @@ type RecallConflict struct {
 
 // RecallPosition is one material alternative of a case.
 type RecallPosition struct {
-	PositionID          string            `json:"position_id"`
+	PositionID string `json:"position_id"`
+	// Object is the position's object; in an identity_correction case, the entity its members are
+	// stated about.
 	Object              ObjectView        `json:"object"`
 	Polarity            Polarity          `json:"polarity"`
 	RelationshipIDs     []RelationshipID  `json:"relationship_ids"`

@@ -224,6 +224,7 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}
+	l.MaintainIdentities()
 	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{})
 }
 

@@ -330,7 +330,8 @@ type TraceConflict struct {
 // TraceCasePosition is one position of a case as its latest event records it.
 type TraceCasePosition struct {
 	PositionID string `json:"position_id"`
-	// Object is the position's object with its name, as RecallPosition shows it.
+	// Object is the position's object with its name, as RecallPosition shows it (in an
+	// identity_correction case, the entity its members are stated about).
 	Object   ObjectView        `json:"object"`
 	Polarity Polarity          `json:"polarity"`
 	Members  []TraceCaseMember `json:"members"`

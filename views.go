@@ -71,6 +71,7 @@ func detail(v store.RelationshipView) RelationshipDetail {
 func conflictView(cs store.RecallCase, views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence) RecallConflict {
 	rc := RecallConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
 		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
+	identityCase := cs.Kind == conflict.KindIdentityCorrection
 	groups := countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support {
 		var sups []evidence.Support
 		for _, e := range ev[id] {
@@ -82,6 +83,7 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 	for i, pos := range cs.Positions {
 		rp := RecallPosition{PositionID: string(pos.PositionID), Polarity: pos.Polarity, CountedSourceGroups: groups[i],
 			RelationshipIDs: []RelationshipID{}, OwnerProfileIDs: []ProfileID{}, Evidence: []EvidenceExcerpt{}}
+		var statements []string
 		for _, m := range pos.Members {
 			rp.RelationshipIDs = append(rp.RelationshipIDs, m.RelationshipID)
 			if !slices.Contains(rp.OwnerProfileIDs, m.Owner) {
@@ -89,29 +91,53 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 			}
 			if v, ok := views[m.RelationshipID]; ok {
 				s := summary(v)
-				rp.Object = s.Object
-				if rc.Subject.EntityID == "" {
-					rc.Subject = s.Subject
+				switch {
+				case identityCase: // a position is the identity its members are stated about
+					rp.Object = ObjectView{EntityID: s.Subject.EntityID, Name: s.Subject.Name, Kind: s.Subject.Kind}
+					statements = append(statements, fmt.Sprintf("%s %q", s.Predicate, s.Object.Name))
+					if s.Subject.EntityID == cs.Key.Subject {
+						rc.Subject = s.Subject
+					}
+				default:
+					rp.Object = s.Object
+					if rc.Subject.EntityID == "" {
+						rc.Subject = s.Subject
+					}
 				}
 			}
 			rp.Evidence = append(rp.Evidence, excerpts(ev[m.RelationshipID])...)
 		}
 		name := fmt.Sprintf("%q", rp.Object.Name)
-		if pos.Polarity == relationship.PolarityNegative {
+		switch {
+		case identityCase:
+			name = fmt.Sprintf("%s %s (%s)", rp.Object.EntityID, name, strings.Join(statements, ", "))
+		case pos.Polarity == relationship.PolarityNegative:
 			name = "not " + name
 		}
 		alternatives = append(alternatives, fmt.Sprintf("%s (%d profile(s), %d independent source group(s))",
 			name, len(rp.OwnerProfileIDs), rp.CountedSourceGroups))
 		rc.Positions = append(rc.Positions, rp)
 	}
+	rc.Question = conflictQuestion(rc, alternatives)
+	return rc
+}
+
+// conflictQuestion is the question a live case asks its readers.
+func conflictQuestion(rc RecallConflict, alternatives []string) string {
+	if rc.Kind == string(conflict.KindIdentityCorrection) {
+		return fmt.Sprintf("Team members disagree on who %q (%s) is: one identity, or the distinct ones its corrections "+
+			"name? Positions: %s. Answer by remembering exact evidence about the entity you mean (known_entity_id, or "+
+			"distinct_from_entity_ids); only the owner of a statement on %s can split or forget it. The nightly review "+
+			"never resolves an identity case by itself.", rc.Subject.Name, rc.Subject.EntityID, strings.Join(alternatives, "; "),
+			rc.Subject.EntityID)
+	}
 	scope := ""
 	if rc.Scope != "" {
 		scope = fmt.Sprintf(" in scope %q", rc.Scope)
 	}
-	rc.Question = fmt.Sprintf("Team members disagree on %q %s%s: which is current, %s? Answer by remembering exact "+
+	return fmt.Sprintf("Team members disagree on %q %s%s: which is current, %s? Answer by remembering exact "+
 		"evidence with conflict_response {conflict_id: %q, expected_version: %d}; the nightly review decides.",
 		rc.Subject.Name, rc.Predicate, scope, strings.Join(alternatives, " or "), rc.ConflictID, rc.Version)
-	return rc
 }
 
 // countedGroups returns the independent source groups counted for each position of a case

@@ -13,3 +13,10 @@ type Key struct {
 	PredicateKey string
 	Scope        string
 }
+
+// IdentityKey is the key of the identity_correction case about entity e (DESIGN §6.5): it names no
+// predicate and no scope, so it is never the key of a relationship.
+func IdentityKey(team identity.TeamID, e identity.EntityID) Key { return Key{Team: team, Subject: e} }
+
+// Identity reports whether k is the key of an identity_correction case.
+func (k Key) Identity() bool { return k.PredicateKey == "" }

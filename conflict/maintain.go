@@ -1,6 +1,7 @@
 package conflict
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -73,7 +74,18 @@ func Disagreement(ps []Position) bool {
 // live case left without a disagreement. members are every relationship of the key (any owner, any
 // status) as they stand at the end of the transaction. It never resolves a case.
 func Maintain(pred relationship.Predicate, live *Live, members []Member, now time.Time) Change {
-	ps := Positions(pred, members, now)
+	return maintain(Positions(pred, members, now), live)
+}
+
+// MaintainIdentity is Maintain for the identity_correction case about entity e: members are the
+// relationships a correction named (another owner's on e, and the corrections on the entities
+// created distinct from e), grouped by IdentityPositions.
+func MaintainIdentity(e identity.EntityID, live *Live, members []Member, now time.Time) Change {
+	return maintain(IdentityPositions(e, members, now), live)
+}
+
+// maintain decides a live case's change from the positions the key's state has now.
+func maintain(ps []Position, live *Live) Change {
 	disagree := Disagreement(ps)
 	if live == nil {
 		if !disagree {
@@ -111,5 +123,46 @@ func refs(ps []Position) []MemberRef {
 				Version: m.Relationship.Version, Owner: m.Relationship.Owner})
 		}
 	}
+	return out
+}
+
+// IdentityPositions groups the material members of an identity correction by the entity they are
+// stated about: the position of e (the identity a correction says combines several) and one position
+// per entity created distinct from it. A position's key names that entity as its object, polarity
+// "+". Positions are kept only while e's position and another are both material; groups are tallied
+// across the case as Positions does.
+func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []Position {
+	byEntity := map[identity.EntityID]*Position{}
+	var order []identity.EntityID
+	for _, m := range members {
+		r := m.Relationship
+		if !Material(r, now) {
+			continue
+		}
+		p, ok := byEntity[r.Subject]
+		if !ok {
+			p = &Position{Key: PositionKey{Object: relationship.Object{EntityID: r.Subject}, Polarity: relationship.PolarityPositive}}
+			byEntity[r.Subject] = p
+			order = append(order, r.Subject)
+		}
+		p.Members = append(p.Members, m)
+		if !slices.Contains(p.Owners, r.Owner) {
+			p.Owners = append(p.Owners, r.Owner)
+		}
+	}
+	if byEntity[e] == nil || len(order) < 2 {
+		return nil
+	}
+	out := make([]Position, 0, len(order))
+	for _, id := range order {
+		p := byEntity[id]
+		slices.SortFunc(p.Members, func(a, b Member) int { return cmp.Compare(a.Relationship.ID, b.Relationship.ID) })
+		slices.Sort(p.Owners)
+		out = append(out, *p)
+	}
+	slices.SortFunc(out, func(a, b Position) int {
+		return cmp.Compare(a.Members[0].Relationship.ID, b.Members[0].Relationship.ID)
+	})
+	Tally(out)
 	return out
 }

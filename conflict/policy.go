@@ -41,7 +41,25 @@ const (
 	ReasonNoQualifyingPosition Reason = "no_qualifying_position"
 	ReasonSeveralQualify       Reason = "several_positions_qualify"
 	ReasonEvidenceTimeRequired Reason = "evidence_time_missing_or_conflicting"
+	// ReasonIdentityNeedsOwner: an identity correction is settled only by its owners' own changes (a
+	// split, a forget, adopting the correction), never by the reviewer.
+	ReasonIdentityNeedsOwner Reason = "identity_needs_owner"
 )
+
+// DecideIdentity is the policy of an identity_correction case: the reviewer never resolves one,
+// because the remedy is an identity change only the owner of the corrected relationships may make
+// (DESIGN §9 forbids the reviewer entity resolution writes). Without a disagreement the case is
+// dismissed; otherwise it is kept open before its deadline and overdue at or after it.
+func DecideIdentity(in PolicyInput) Decision {
+	d := Decision{Winner: -1, PolicyVersion: in.PolicyVersion, Outcome: OutcomeKeepOpen}
+	switch {
+	case !Disagreement(in.Positions):
+		d.Outcome, d.Reason = OutcomeDismiss, ReasonNoDisagreement
+	case !in.Now.Before(in.ReviewDueAt):
+		d.Outcome, d.Reason = OutcomeOverdue, ReasonIdentityNeedsOwner
+	}
+	return d
+}
 
 // PolicyInput is the snapshot the resolution policy decides on. Positions must come from Positions
 // (material members only, groups tallied across the case).

@@ -37,6 +37,15 @@ func (k CrossReferenceKind) Valid() bool {
 	return false
 }
 
+// CorrectsIdentity reports whether mine, a caller's active relationship on an entity its evidence
+// shows is not other's subject, corrects other, another owner's active relationship (DESIGN §6.5,
+// the identity-correction path): the same predicate, scope, object and polarity, with overlapping
+// validity — the statement other attributes to the combined identity.
+func CorrectsIdentity(mine, other Relationship) bool {
+	return mine.PredicateKey == other.PredicateKey && mine.Scope == other.Scope && mine.Object == other.Object &&
+		mine.Polarity == other.Polarity && mine.Validity.Overlaps(other.Validity)
+}
+
 // CrossReference decides the link from mine, a caller's relationship that just became active, to
 // other, another owner's active relationship of the same conflict key (DESIGN §6.5): incompatible
 // ones are corrected when mine's valid_from is verifier-confirmed (fromConfirmed) and later than

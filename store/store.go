@@ -286,6 +286,9 @@ type IntakeLockParams struct {
 	Names []NameLookup
 	// KnownEntities are re-read after the locks.
 	KnownEntities []identity.EntityID
+	// DistinctionsOf, when set, asks for the entities mentions resolved to it were stated distinct
+	// from (IntakeLocked.Distinctions): the identity cases a change on it may touch.
+	DistinctionsOf identity.EntityID
 }
 
 // IntakeLocked is what IntakeLock read after its locks.
@@ -295,6 +298,8 @@ type IntakeLocked struct {
 	ProfileScopes []identity.Scope
 	Candidates    []identity.Entity
 	Known         []identity.Entity
+	// Distinctions are the entities IntakeLockParams.DistinctionsOf was stated distinct from, sorted.
+	Distinctions []identity.EntityID
 }
 
 // KeysLockParams names the conflict keys one call touches.
@@ -308,6 +313,10 @@ type KeysLockParams struct {
 	Cases []conflict.ID
 	// Predicates asks for the team's predicate list (as PredicateList) in the same round trip.
 	Predicates bool
+	// Members asks for the current members of the returned cases that are not relationships of the
+	// keys (an identity_correction case's members lie on other keys): locked after the case rows,
+	// returned in KeysLocked.Members with their supports in KeysLocked.Supports.
+	Members bool
 }
 
 // SupportRow is one stored support link as the counting rules need it.
@@ -329,6 +338,8 @@ type KeysLocked struct {
 	// ObjectNames holds each relationship's object name (entity canonical name or literal text).
 	ObjectNames map[relationship.ID]string
 	Cases       []CaseRow
+	// Members are the current members of the cases on other keys, when KeysLockParams.Members asked.
+	Members []relationship.Relationship
 	// Predicates is the team's predicate list when KeysLockParams.Predicates asked for it.
 	Predicates []relationship.Predicate
 }

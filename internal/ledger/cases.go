@@ -50,10 +50,14 @@ func live(c *store.CaseRow) *conflict.Live {
 // and returns the case it leaves (a dismissed one included), or nil when the key has none. Placement
 // and lifecycle changes (forget) call it for every key they touched; it never resolves a case.
 func (l *Ledger) Maintain(ks *KeyState) *CaseRef {
-	ch := conflict.Maintain(ks.Pred, live(ks.Live), ks.Members(), l.Now)
+	return l.maintain(ks, conflict.KindCrossProfileCurrentState, conflict.Maintain(ks.Pred, live(ks.Live), ks.Members(), l.Now))
+}
+
+// maintain writes ch, the maintenance of the case of kind on ks's key.
+func (l *Ledger) maintain(ks *KeyState, kind conflict.Kind, ch conflict.Change) *CaseRef {
 	switch ch.Action {
 	case conflict.ActionOpen:
-		c := &store.CaseRow{Team: l.Team, ID: conflict.ID(l.NewID("cf")), Kind: conflict.KindCrossProfileCurrentState,
+		c := &store.CaseRow{Team: l.Team, ID: conflict.ID(l.NewID("cf")), Kind: kind,
 			Key: ks.Key, Status: conflict.StatusOpen, Version: 1, OpenedAt: l.Now, ReviewDueAt: l.Now.Add(l.Policy.ReviewTTL),
 			NextReviewAt: l.Now, PolicyVersion: l.Policy.Version, OpenedBy: l.Actor.Profile,
 			Positions: map[conflict.PositionKey]conflict.PositionID{}}
@@ -92,6 +96,9 @@ func (l *Ledger) Maintain(ks *KeyState) *CaseRef {
 func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time.Time,
 	decide func(positions []conflict.Position) conflict.Decision) conflict.Outcome {
 	ch := conflict.Maintain(ks.Pred, live(cs), ks.Members(), l.Now)
+	if cs.Kind == conflict.KindIdentityCorrection {
+		ch = conflict.MaintainIdentity(cs.Key.Subject, live(cs), l.identityMembers(ks), l.Now)
+	}
 	prior := cs.Status
 	upd := store.CaseReviewUpdate{Team: l.Team, ID: cs.ID, Token: token, ExpectVersion: cs.Version,
 		NextReviewAt: next, UpdatedAt: l.Now}

@@ -78,7 +78,7 @@ func (l *Ledger) Find(id relationship.ID) *relationship.Relationship {
 			return r
 		}
 	}
-	return nil
+	return l.others[id]
 }
 
 // questionGone closes the open review items about rel when a change takes it out of a status that

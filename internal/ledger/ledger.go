@@ -58,6 +58,11 @@ type Ledger struct {
 	// confirmedFrom are, per relationship, the valid_from dates verifiers confirmed in its stored supports.
 	confirmedFrom map[relationship.ID][]time.Time
 	cases         map[conflict.ID]*store.CaseRow
+	// others are the loaded members of identity cases that lie on keys the transaction did not lock:
+	// read for the case's positions only, never changed.
+	others map[relationship.ID]*relationship.Relationship
+	// corrected are, per entity, the identity corrections the transaction recorded (both sides).
+	corrected map[identity.EntityID][]relationship.ID
 }
 
 // KeyState is everything the transaction knows about one conflict key: every owner's relationships
@@ -115,6 +120,8 @@ func (l *Ledger) init() {
 		l.supports = map[relationship.ID][]evidence.Support{}
 		l.confirmedFrom = map[relationship.ID][]time.Time{}
 		l.cases = map[conflict.ID]*store.CaseRow{}
+		l.others = map[relationship.ID]*relationship.Relationship{}
+		l.corrected = map[identity.EntityID][]relationship.ID{}
 	}
 }
 
@@ -128,6 +135,9 @@ func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
 		r := &kl.Relationships[i]
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		ks.Rels = append(ks.Rels, r)
+	}
+	for i := range kl.Members {
+		l.others[kl.Members[i].ID] = &kl.Members[i]
 	}
 	for _, s := range kl.Supports {
 		l.supports[s.RelationshipID] = append(l.supports[s.RelationshipID], Support(s, l.Policy.AuthoritativeProfiles))
@@ -162,7 +172,8 @@ func (l *Ledger) Case(id conflict.ID) *store.CaseRow {
 	return l.cases[id]
 }
 
-// Touched returns the keys the transaction changed, in key order.
+// Touched returns the keys the transaction changed, in key order (identity keys never: see
+// Corrected).
 func (l *Ledger) Touched() []*KeyState {
 	var out []*KeyState
 	for _, ks := range l.keys {

@@ -274,7 +274,7 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 	var outcome conflict.Outcome
 	err := cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: []conflict.Key{c.Key},
-			Cases: []conflict.ID{c.ID}})
+			Cases: []conflict.ID{c.ID}, Members: c.Key.Identity()})
 		if err != nil {
 			return err
 		}
@@ -291,8 +291,12 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 		}
 		ks := l.Key(c.Key)
 		confirmed := confirmedFrom(ks, kl.Supports)
+		decide := conflict.Decide
+		if cs.Kind == conflict.KindIdentityCorrection {
+			decide = conflict.DecideIdentity
+		}
 		outcome = l.Review(ks, cs, token, next, func(positions []conflict.Position) conflict.Decision {
-			return conflict.Decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
+			return decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
 				ReviewDueAt: cs.ReviewDueAt, ConfirmedFrom: confirmed, PolicyVersion: pol.Version})
 		})
 		return tx.WriteSetApply(ctx, l.WS)

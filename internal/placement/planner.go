@@ -96,15 +96,44 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 
 // Keys returns the conflict keys of every statement that may become a relationship, except those
 // whose subject this call creates: no other transaction can see the new entity before commit, and
-// its name lock already serialises its creators.
+// its name lock already serialises its creators. A statement whose subject the caller's evidence
+// shows is not an entity E (distinct_from_entity_ids) adds the key it would have on E, whose other
+// owners' relationships it may correct, and E's identity key (DESIGN §6.5).
 func (pl *Planner) Keys() []conflict.Key {
 	var out []conflict.Key
+	add := func(k conflict.Key) {
+		if !slices.Contains(out, k) {
+			out = append(out, k)
+		}
+	}
 	for _, r := range pl.req.Proposal.Relationships {
 		k, ok := pl.key(r)
-		if !ok || slices.Contains(out, k) || pl.res[r.SubjectRef].Decision == identity.DecisionCreated {
+		if !ok {
 			continue
 		}
-		out = append(out, k)
+		if pl.res[r.SubjectRef].Decision != identity.DecisionCreated {
+			add(k)
+		}
+		for _, e := range pl.in.mentions[r.SubjectRef].DistinctFrom {
+			add(conflict.Key{Team: pl.Team, Subject: e, PredicateKey: k.PredicateKey, Scope: k.Scope})
+			add(conflict.IdentityKey(pl.Team, e))
+		}
+	}
+	return out
+}
+
+// distinctFrom returns the entities the caller's evidence shows entity id is not: the
+// distinct_from_entity_ids of the mentions that resolved to it.
+func (pl *Planner) distinctFrom(id identity.EntityID) []identity.EntityID {
+	var out []identity.EntityID
+	for _, ref := range pl.in.order {
+		if pl.res[ref].EntityID == id {
+			for _, e := range pl.in.mentions[ref].DistinctFrom {
+				if !slices.Contains(out, e) {
+					out = append(out, e)
+				}
+			}
+		}
 	}
 	return out
 }
@@ -212,6 +241,12 @@ func (pl *Planner) maintainCases(out *api.Placement) {
 			refs[r.ID] = &api.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
 	}
+	// The identity cases after the cross-profile ones: a relationship in both names its key's case.
+	for id, ref := range pl.l.MaintainIdentities() {
+		if _, ok := refs[id]; !ok {
+			refs[id] = &api.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+		}
+	}
 	for i := range out.RelationshipOutcomes {
 		if ref, ok := refs[out.RelationshipOutcomes[i].RelationshipID]; ok && out.RelationshipOutcomes[i].RelationshipID != "" {
 			out.RelationshipOutcomes[i].Conflict = ref
@@ -224,7 +259,11 @@ func (pl *Planner) maintainCases(out *api.Placement) {
 func (pl *Planner) crossReferences(rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
 	verID string) []api.CrossReferenceOutcome {
 	var out []api.CrossReferenceOutcome
-	for _, x := range pl.l.CrossReferences(rel, confirmed, corrects, verID) {
+	xs := pl.l.CrossReferences(rel, confirmed, corrects, verID)
+	for _, e := range pl.distinctFrom(rel.Subject) {
+		xs = append(xs, pl.l.CorrectIdentity(rel, e, verID)...)
+	}
+	for _, x := range xs {
 		out = append(out, api.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
 	}
 	return out

@@ -92,11 +92,25 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 		return err
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
+	if p.DistinctionsOf != "" {
+		b.Queue(distinctionsSQL, p.Team, p.DistinctionsOf).Query(func(rows pgx.Rows) error {
+			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+			out.Distinctions = entityIDs(ids)
+			return err
+		})
+	}
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.IntakeLocked{}, translate(err)
 	}
 	return out, nil
 }
+
+// distinctionsSQL reads the entities the mentions resolved to an entity were stated distinct from
+// (entity_resolution_events_distinct: only such mentions are read).
+const distinctionsSQL = `-- name: EntityDistinctions
+SELECT DISTINCT d FROM {schema}.entity_resolution_events e, unnest(e.distinct_from_ids) d
+WHERE e.team_id = $1 AND e.entity_id = $2 AND e.distinct_from_ids <> '{}'
+ORDER BY d`
 
 // keyFilter selects a team's relationships of a set of conflict keys ($2, $3, $4: parallel arrays of
 // subject, predicate and scope). The ANY conditions let a generic plan use relationships_conflict_key.
@@ -152,6 +166,31 @@ FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.te
 WHERE ` + caseFilter + ` AND m.removed_version IS NULL
 ORDER BY m.conflict_id, m.relationship_id`
 
+// memberFilter selects the relationships that are current members of the cases caseFilter selects
+// and do not lie on the keys ($3, $4, $5): an identity_correction case's members.
+const memberFilter = `r.team_id = $1 AND r.relationship_id IN (
+    SELECT m.relationship_id FROM {schema}.conflict_cases c
+    JOIN {schema}.conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
+    WHERE ` + caseFilter + ` AND m.removed_version IS NULL)
+  AND (r.subject_entity_id, r.predicate_key, r.scope) NOT IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))`
+
+const memberRelationshipsSQL = `-- name: CaseMemberRelationshipsLock
+SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
+FROM {schema}.relationships r
+LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+WHERE ` + memberFilter + `
+ORDER BY r.relationship_id
+FOR UPDATE OF r`
+
+const memberSupportsSQL = `-- name: CaseMemberSupports
+SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
+FROM {schema}.relationships r
+JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+WHERE ` + memberFilter + `
+ORDER BY s.relationship_id, s.support_id`
+
 // KeysLock takes the conflict-key locks, then locks and reads every owner's relationships of the keys
 // and the keys' live cases (and the named ones).
 func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
@@ -190,6 +229,21 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	b.Queue(keyCasesSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readCases)
 	b.Queue(keyCasePositionsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readPositions)
 	b.Queue(keyCaseMembersSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readMembers)
+	// 5. The cases' members on other keys, locked after the case rows, and their supports.
+	if p.Members {
+		var members store.KeysLocked
+		members.ObjectNames = out.ObjectNames
+		b.Queue(memberRelationshipsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+			err := readKeyRelationships(rows, &members)
+			out.Members = members.Relationships
+			return err
+		})
+		b.Queue(memberSupportsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+			sups, err := pgx.CollectRows(rows, scanKeySupport)
+			out.Supports = append(out.Supports, sups...)
+			return err
+		})
+	}
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.KeysLocked{}, translate(err)
 	}

@@ -1,0 +1,207 @@
+package densemem_test
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/densemem/densemem"
+)
+
+// The specification's Cross-Profile Corrections example: A's "Mark" combines two people; B, with
+// distinguishing evidence, gets an identity question instead of A's entity, confirms two new
+// entities, and its relationships correct A's through one identity_correction case. A's rows never
+// change; C sees every position; the nightly reviewer never resolves an identity case itself.
+
+// markWorksOn is "<mark> works_on <project>" as a person and a project.
+func markWorksOn(project, content string) fact {
+	return fact{subject: "Mark", subjectKind: "person", predicate: "works_on", object: project, objectKind: "project",
+		content: content}
+}
+
+// twoMarks is B's Remember: Mark of the dense-mem team works on Dense-Mem, Mark of the billing team
+// on Billing, each mention with the identity context that tells them apart.
+func twoMarks(key string) densemem.RememberRequest {
+	dense, billing := "Mark from the dense-mem team works on Dense-Mem.", "Mark from the billing team works on Billing."
+	return densemem.RememberRequest{IdempotencyKey: key,
+		Evidence: []densemem.EvidenceInput{{Content: dense, SourceType: "manual"}, {Content: billing, SourceType: "manual"}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{
+				{Ref: "mark_dense", Name: "Mark", EntityKind: "person", IdentityContext: map[string]string{"team": "dense-mem"}},
+				{Ref: "mark_billing", Name: "Mark", EntityKind: "person", IdentityContext: map[string]string{"team": "billing"}},
+				{Ref: "dense", Name: "Dense-Mem", EntityKind: "project"},
+				{Ref: "billing", Name: "Billing", EntityKind: "project"},
+			},
+			Relationships: []densemem.ProposedRelationship{
+				{ProposalID: "dense", SubjectRef: "mark_dense", Predicate: "works_on", ObjectRef: "dense",
+					Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(dense)}}},
+				{ProposalID: "billing", SubjectRef: "mark_billing", Predicate: "works_on", ObjectRef: "billing",
+					Evidence: []densemem.Citation{{EvidenceIndex: 1, Start: 0, End: len(billing)}}},
+			},
+		}}
+}
+
+// markStory is the story's state after A's two relationships: A's entity and relationships.
+type markStory struct {
+	e                *env
+	mark             densemem.EntityID
+	aDense, aBilling densemem.RelationshipOutcome
+}
+
+func newMarkStory(t *testing.T) *markStory {
+	e := newEnv(t)
+	s := &markStory{e: e}
+	s.aDense = e.rememberAccepted(e.A, markWorksOn("Dense-Mem", "Mark works on Dense-Mem."))
+	s.aBilling = e.rememberAccepted(e.A, markWorksOn("Billing", "Mark works on Billing."))
+	s.mark = e.trace(e.A, s.aDense.RelationshipID).Relationship.Subject.EntityID
+	if got := e.trace(e.A, s.aBilling.RelationshipID).Relationship.Subject.EntityID; got != s.mark {
+		t.Fatalf("A's second Mark is %s, want A's entity %s reused", got, s.mark)
+	}
+	return s
+}
+
+// confirmNewMark answers B's identity item for mention ref with confirm_new_entity and the evidence
+// that tells the two people apart.
+func (s *markStory) confirmNewMark(ingest string, out densemem.RelationshipOutcome, ref string) *densemem.ResolveResult {
+	s.e.t.Helper()
+	req := resolveRequest(ingest, out, densemem.ActionConfirmNewEntity)
+	req.Decision = &densemem.ResolveDecision{MentionRef: ref, DistinctFromEntityIDs: []densemem.EntityID{s.mark},
+		Reason: "two different people named Mark"}
+	req.Evidence = []densemem.EvidenceInput{{SourceType: "manual",
+		Content: "Mark of the dense-mem team and Mark of the billing team are two different people."}}
+	res, err := s.e.client.Resolve(s.e.ctx, s.e.B, req)
+	if err != nil {
+		s.e.t.Fatalf("confirm_new_entity %s: %v", ref, err)
+	}
+	return res
+}
+
+func TestIdentityCorrectionTheTwoMarks(t *testing.T) {
+	t.Parallel()
+	s := newMarkStory(t)
+	e := s.e
+	rowsOfA := func() map[string]map[string]string {
+		var rows map[string]map[string]string
+		e.snapshot(func(l ledgerView) { rows = l.ProfileRows(e.A.ProfileID) })
+		return rows
+	}
+	before := rowsOfA()
+
+	// 1. B's narrower mentions of A's context-less Mark are identity questions, never a silent reuse.
+	pl := e.rememberReq(e.B, twoMarks(nextKey()))
+	for i, out := range pl.RelationshipOutcomes {
+		if out.Category != densemem.CategoryIdentityReview || out.Review == nil || len(out.Review.Mentions) != 1 {
+			t.Fatalf("B's relationship %d: %s (%s), want an identity review of one mention", i, out.Category, out.Reason)
+		}
+		m := out.Review.Mentions[0]
+		if !m.Broader || !slices.Equal(m.CandidateIDs, []densemem.EntityID{s.mark}) {
+			t.Errorf("B's mention %s: broader %v, candidates %v; want broader with A's entity %s", m.Ref, m.Broader,
+				m.CandidateIDs, s.mark)
+		}
+	}
+
+	// 2. B confirms two new entities; each of B's relationships corrects A's of the same project.
+	dense := s.confirmNewMark(pl.IngestID, pl.RelationshipOutcomes[0], "mark_dense")
+	billing := s.confirmNewMark(pl.IngestID, pl.RelationshipOutcomes[1], "mark_billing")
+	for _, c := range []struct {
+		res      *densemem.ResolveResult
+		corrects densemem.RelationshipOutcome
+		version  int
+	}{{dense, s.aDense, 1}, {billing, s.aBilling, 2}} {
+		o := c.res.Outcome
+		if o == nil || o.Status != "active" {
+			t.Fatalf("decision %s: outcome %+v, want an active relationship", c.res.DecisionID, o)
+		}
+		if len(o.CrossReferences) != 1 || o.CrossReferences[0].Kind != "corrects" ||
+			o.CrossReferences[0].ToRelationshipID != c.corrects.RelationshipID {
+			t.Errorf("B's %s: cross-references %+v, want one corrects to A's %s", o.RelationshipID, o.CrossReferences,
+				c.corrects.RelationshipID)
+		}
+		if o.Conflict == nil || o.Conflict.Status != "open" || o.Conflict.Version != c.version {
+			t.Errorf("B's %s: case %+v, want the identity case open at version %d", o.RelationshipID, o.Conflict, c.version)
+		}
+	}
+	if dense.Outcome.Conflict.ConflictID != billing.Outcome.Conflict.ConflictID {
+		t.Errorf("two identity cases %s and %s, want one about A's Mark", dense.Outcome.Conflict.ConflictID,
+			billing.Outcome.Conflict.ConflictID)
+	}
+	markDense := e.trace(e.B, dense.Outcome.RelationshipID).Relationship.Subject.EntityID
+	markBilling := e.trace(e.B, billing.Outcome.RelationshipID).Relationship.Subject.EntityID
+	if markDense == s.mark || markBilling == s.mark || markDense == markBilling {
+		t.Fatalf("B's entities %s and %s: want two new entities besides A's %s", markDense, markBilling, s.mark)
+	}
+
+	// 3. A's rows are byte-identical: status, tier, supports, validity, resolutions, everything.
+	if d := diff(before, rowsOfA()); d != "" {
+		t.Errorf("A's rows changed (-before +after):\n%s", d)
+	}
+
+	// 4. One identity_correction case, its positions the three identities; C's recall shows it.
+	cases, err := e.client.ListConflicts(e.ctx, e.C, densemem.ListConflictsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cases.Conflicts) != 1 || cases.Conflicts[0].Kind != "identity_correction" {
+		t.Fatalf("cases %+v, want one identity_correction case", cases.Conflicts)
+	}
+	cs := cases.Conflicts[0]
+	wantPositions := map[densemem.EntityID][]densemem.RelationshipID{
+		s.mark:      sortedIDs(s.aDense.RelationshipID, s.aBilling.RelationshipID),
+		markDense:   {dense.Outcome.RelationshipID},
+		markBilling: {billing.Outcome.RelationshipID},
+	}
+	gotPositions := map[densemem.EntityID][]densemem.RelationshipID{}
+	for _, p := range cs.Positions {
+		gotPositions[p.Object.EntityID] = sortedIDs(p.RelationshipIDs...)
+	}
+	if d := diff(wantPositions, gotPositions); d != "" {
+		t.Errorf("identity case positions by entity (-want +got):\n%s", d)
+	}
+	if cs.Subject.EntityID != s.mark || !strings.Contains(cs.Question, "Mark") {
+		t.Errorf("case subject %s, question %q: want A's Mark named", cs.Subject.EntityID, cs.Question)
+	}
+	rec := e.recall(e.C, "Mark works on", nil, nil)
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID,
+		dense.Outcome.RelationshipID, billing.Outcome.RelationshipID} {
+		if r := resultFor(rec, id); r == nil || r.ConflictID != cs.ConflictID {
+			t.Errorf("C's recall: %s is %+v, want a result naming case %s", id, r, cs.ConflictID)
+		}
+	}
+	if len(rec.Conflicts) != 1 || len(rec.Conflicts[0].Positions) != 3 {
+		t.Errorf("C's recall conflicts %+v, want the identity case with its three positions", rec.Conflicts)
+	}
+
+	// 5. The nightly reviewer keeps it open, marks it overdue at its deadline, never resolves it.
+	if rep := e.reviewTeamAs("night-1"); rep.KeptOpen != 1 || rep.Resolved != 0 {
+		t.Errorf("first night: %+v, want the identity case kept open", rep)
+	}
+	e.clock.Advance(defaultReviewTTL + 24*time.Hour)
+	if rep := e.reviewTeamAs("night-2"); rep.Overdue != 1 || rep.Resolved != 0 {
+		t.Errorf("after the deadline: %+v, want the identity case overdue", rep)
+	}
+	if d := diff(before, rowsOfA()); d != "" {
+		t.Errorf("the reviewer changed A's rows (-before +after):\n%s", d)
+	}
+
+	// 6. When A forgets its combined statements the disagreement is gone: the case is dismissed.
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		if _, err := e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: id, Reason: "two people",
+			IdempotencyKey: nextKey()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := e.caseStatus(cs.ConflictID); st != "dismissed" {
+		t.Errorf("after A forgot its statements the identity case is %s, want dismissed", st)
+	}
+}
+
+// caseStatus reads a case's status.
+func (e *env) caseStatus(id string) string {
+	e.t.Helper()
+	var st string
+	if err := e.pool.QueryRow(e.ctx, `SELECT status FROM conflict_cases WHERE conflict_id = $1`, id).Scan(&st); err != nil {
+		e.t.Fatal(err)
+	}
+	return st
+}
