@@ -205,3 +205,62 @@ func (e *env) caseStatus(id string) string {
 	}
 	return st
 }
+
+// TestIdentityCorrectionStatedInRemember: a Remember whose mentions name A's entity in
+// distinct_from_entity_ids takes the same path without a review item, and the correcting owner's
+// lifecycle changes repair the identity case in their own transaction (DESIGN §6.7).
+func TestIdentityCorrectionStatedInRemember(t *testing.T) {
+	t.Parallel()
+	s := newMarkStory(t)
+	e := s.e
+	req := twoMarks(nextKey())
+	for i := range req.Proposal.Entities[:2] {
+		req.Proposal.Entities[i].DistinctFromEntityIDs = []densemem.EntityID{s.mark}
+	}
+	pl := e.rememberReq(e.B, req)
+	var caseID string
+	for i, out := range pl.RelationshipOutcomes {
+		corrected := []densemem.RelationshipOutcome{s.aDense, s.aBilling}[i]
+		if out.Status != "active" || len(out.CrossReferences) != 1 || out.CrossReferences[0].Kind != "corrects" ||
+			out.CrossReferences[0].ToRelationshipID != corrected.RelationshipID {
+			t.Fatalf("B's %s: %s/%s, cross-references %+v; want active, correcting A's %s", out.ProposalID, out.Category,
+				out.Status, out.CrossReferences, corrected.RelationshipID)
+		}
+		if out.Conflict == nil || (caseID != "" && out.Conflict.ConflictID != caseID) {
+			t.Fatalf("B's %s: case %+v, want the one identity case", out.ProposalID, out.Conflict)
+		}
+		caseID = out.Conflict.ConflictID
+	}
+	if v := pl.RelationshipOutcomes[1].Conflict.Version; v != 1 {
+		t.Errorf("one Remember opened the case at version %d, want 1: both corrections in its opening", v)
+	}
+	// The resolution events record the distinction (Trace shows them).
+	tr := e.trace(e.B, pl.RelationshipOutcomes[0].RelationshipID)
+	if !slices.ContainsFunc(tr.IdentityResolutions, func(r densemem.IdentityResolution) bool {
+		return slices.Contains(r.DistinctFromEntityIDs, s.mark) && r.IdentityContext["team"] == "dense-mem"
+	}) {
+		t.Errorf("Trace resolutions %+v: want the mention's context and its distinction from %s", tr.IdentityResolutions, s.mark)
+	}
+
+	// B forgets one correction: the case loses that identity in the Forget's transaction.
+	if _, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: pl.RelationshipOutcomes[0].RelationshipID,
+		Reason: "wrong team", IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	var positions, version int
+	e.snapshot(func(l ledgerView) {
+		version = l.Int(`SELECT version FROM conflict_cases WHERE conflict_id = $1`, caseID)
+		positions = l.Int(`SELECT count(DISTINCT position_id) FROM conflict_position_members WHERE conflict_id = $1
+			AND removed_version IS NULL`, caseID)
+	})
+	if version != 2 || positions != 2 {
+		t.Errorf("after B forgot one correction: version %d with %d live positions, want 2 and 2", version, positions)
+	}
+	if _, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: pl.RelationshipOutcomes[1].RelationshipID,
+		Reason: "wrong team", IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	if st := e.caseStatus(caseID); st != "dismissed" {
+		t.Errorf("after B forgot both corrections the case is %s, want dismissed", st)
+	}
+}

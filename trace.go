@@ -249,8 +249,14 @@ type IdentityResolution struct {
 	EntityID      EntityID          `json:"entity_id,omitempty"`
 	Decision      identity.Decision `json:"decision"`
 	CandidateIDs  []EntityID        `json:"candidate_ids,omitempty"`
-	ProfileID     ProfileID         `json:"profile_id"`
-	CreatedAt     time.Time         `json:"created_at"`
+	// IdentityContext is the identity context the mention was stated with.
+	IdentityContext map[string]string `json:"identity_context,omitempty"`
+	// DistinctFromEntityIDs are the entities the caller's evidence showed the mention is not (its
+	// distinct_from_entity_ids, or the candidates a confirm_new_entity decision set aside): a
+	// relationship on this entity corrects the same statements of other owners on them (DESIGN §6.5).
+	DistinctFromEntityIDs []EntityID `json:"distinct_from_entity_ids,omitempty"`
+	ProfileID             ProfileID  `json:"profile_id"`
+	CreatedAt             time.Time  `json:"created_at"`
 }
 
 // TraceReviewItem is one review item with the prompt (the exact choices) it was stored with: in
@@ -472,7 +478,8 @@ func (out *TraceResult) addLedger(d store.TraceData) {
 	for _, r := range d.Resolutions {
 		out.IdentityResolutions = append(out.IdentityResolutions, IdentityResolution{ResolutionID: r.ID,
 			ObservationID: r.ObservationID, MentionRef: r.MentionRef, MentionName: r.MentionName, EntityKind: r.EntityKind,
-			EntityID: r.EntityID, Decision: r.Decision, CandidateIDs: r.Candidates, ProfileID: r.Profile, CreatedAt: r.CreatedAt})
+			EntityID: r.EntityID, Decision: r.Decision, CandidateIDs: r.Candidates, IdentityContext: r.Context,
+			DistinctFromEntityIDs: r.DistinctFrom, ProfileID: r.Profile, CreatedAt: r.CreatedAt})
 	}
 	out.truncate(TraceListIdentityResolutions, len(out.IdentityResolutions), d.Next.Resolutions)
 	for _, ri := range d.ReviewItems {
