@@ -110,7 +110,7 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 		name := fmt.Sprintf("%q", rp.Object.Name)
 		switch {
 		case identityCase:
-			name = fmt.Sprintf("%s %s (%s)", rp.Object.EntityID, name, strings.Join(statements, ", "))
+			name = fmt.Sprintf("%s (%s)", rp.Object.EntityID, strings.Join(statements, ", "))
 		case pos.Polarity == relationship.PolarityNegative:
 			name = "not " + name
 		}

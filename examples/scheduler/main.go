@@ -88,7 +88,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/url"
 	"os"
 	"os/signal"
 	"slices"
@@ -102,12 +101,6 @@ import (
 )
 
 const (
-	// envDatabaseURL names the environment variable that points the program at a database.
-	envDatabaseURL = "DENSEMEM_DATABASE_URL"
-	// defaultDatabaseURL is used when envDatabaseURL is unset.
-	defaultDatabaseURL = exampledb.DefaultURL
-	// connectTimeout bounds the first connection, so a missing server fails fast.
-	connectTimeout = 10 * time.Second
 	// runHour is the local hour at which the scheduler runs each team's review.
 	runHour = 2
 	// replicas is how many instances of the host call RunNightlyReview at every tick.
@@ -159,20 +152,12 @@ var incidents = []incident{
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	err := run(ctx, os.Stdout, logger, databaseURL())
+	err := run(ctx, os.Stdout, logger, exampledb.URL())
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-}
-
-// databaseURL returns DENSEMEM_DATABASE_URL, or the local default when it is unset.
-func databaseURL() string {
-	if u := strings.TrimSpace(os.Getenv(envDatabaseURL)); u != "" {
-		return u
-	}
-	return defaultDatabaseURL
 }
 
 // simClock is the injected clock every instance reads; only the simulation moves it, and only
@@ -197,15 +182,9 @@ func (c *simClock) Set(t time.Time) {
 // run provisions the teams, seeds the cases and simulates the scheduler against the database at
 // dsn, writing the story to w and the host's error log to logger.
 func run(ctx context.Context, w io.Writer, logger *slog.Logger, dsn string) error {
-	openCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	st, err := exampledb.Open(openCtx, dsn)
-	cancel()
+	st, err := exampledb.Connect(ctx, "scheduler", dsn)
 	if err != nil {
-		return fmt.Errorf("scheduler: cannot connect to PostgreSQL at %s: %v\n"+
-			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
-			"  %s='postgres://USER:PASSWORD@HOST:5432/DB?sslmode=disable' go run ./examples/scheduler\n"+
-			"or run PostgreSQL on 127.0.0.1:5432 accepting user postgres without a password",
-			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
+		return err
 	}
 	defer st.Close()
 
@@ -756,13 +735,4 @@ func optDay(t *time.Time) string {
 		return "-"
 	}
 	return day(*t)
-}
-
-// redactURL hides the password of a database URL.
-func redactURL(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		return "the configured database"
-	}
-	return u.Redacted()
 }

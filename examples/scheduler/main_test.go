@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/densemem/densemem/internal/exampledb"
 	"github.com/densemem/densemem/internal/golden"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/store/postgres"
@@ -98,5 +99,5 @@ func TestSchedulerNoDatabase(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	err := run(context.Background(), &out, slog.New(slog.DiscardHandler), golden.UnreachableURL)
-	golden.CheckNoDatabase(t, err, out.Bytes(), envDatabaseURL)
+	golden.CheckNoDatabase(t, err, out.Bytes(), exampledb.EnvURL)
 }

@@ -32,7 +32,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -43,12 +42,6 @@ import (
 )
 
 const (
-	// envDatabaseURL names the environment variable that points the story at a database.
-	envDatabaseURL = "DENSEMEM_DATABASE_URL"
-	// defaultDatabaseURL is used when envDatabaseURL is unset.
-	defaultDatabaseURL = exampledb.DefaultURL
-	// connectTimeout bounds the first connection, so a missing server fails fast.
-	connectTimeout = 10 * time.Second
 	// query is what carol asks.
 	query = "production deploys from"
 )
@@ -70,7 +63,7 @@ var (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	err := run(ctx, os.Stdout, databaseURL())
+	err := run(ctx, os.Stdout, exampledb.URL())
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -78,25 +71,11 @@ func main() {
 	}
 }
 
-// databaseURL returns DENSEMEM_DATABASE_URL, or the local default when it is unset.
-func databaseURL() string {
-	if u := strings.TrimSpace(os.Getenv(envDatabaseURL)); u != "" {
-		return u
-	}
-	return defaultDatabaseURL
-}
-
 // run tells the story against the database at dsn and writes it to w.
 func run(ctx context.Context, w io.Writer, dsn string) error {
-	openCtx, cancel := context.WithTimeout(ctx, connectTimeout)
-	st, err := exampledb.Open(openCtx, dsn)
-	cancel()
+	st, err := exampledb.Connect(ctx, "teamconflict", dsn)
 	if err != nil {
-		return fmt.Errorf("teamconflict: cannot connect to PostgreSQL at %s: %v\n"+
-			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
-			"  %s='postgres://USER:PASSWORD@HOST:5432/DB?sslmode=disable' go run ./examples/teamconflict\n"+
-			"or run PostgreSQL on 127.0.0.1:5432 accepting user postgres without a password",
-			redactURL(dsn), err, envDatabaseURL, envDatabaseURL)
+		return err
 	}
 	defer st.Close()
 
@@ -731,13 +710,4 @@ func optStamp(t *time.Time) string {
 		return "-"
 	}
 	return stamp(*t)
-}
-
-// redactURL hides the password of a database URL.
-func redactURL(dsn string) string {
-	u, err := url.Parse(dsn)
-	if err != nil || u.Scheme == "" {
-		return "the configured database"
-	}
-	return u.Redacted()
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/densemem/densemem/internal/exampledb"
 	"github.com/densemem/densemem/internal/golden"
 	"github.com/densemem/densemem/internal/testdb"
 )
@@ -30,5 +31,5 @@ func TestTeamConflictNoDatabase(t *testing.T) {
 	t.Parallel()
 	var out bytes.Buffer
 	err := run(context.Background(), &out, golden.UnreachableURL)
-	golden.CheckNoDatabase(t, err, out.Bytes(), envDatabaseURL)
+	golden.CheckNoDatabase(t, err, out.Bytes(), exampledb.EnvURL)
 }

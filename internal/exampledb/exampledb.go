@@ -7,6 +7,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
+	"os"
+	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -19,6 +23,45 @@ import (
 // DefaultURL is the examples' database when DENSEMEM_DATABASE_URL is unset: a database of their own
 // on the local server, created on first use.
 const DefaultURL = "postgres://postgres@127.0.0.1:5432/densemem_examples?sslmode=disable"
+
+// EnvURL names the environment variable that points an example at a database.
+const EnvURL = "DENSEMEM_DATABASE_URL"
+
+// connectTimeout bounds an example's first connection, so a missing server fails fast.
+const connectTimeout = 10 * time.Second
+
+// URL returns the database URL of an example: $DENSEMEM_DATABASE_URL, or DefaultURL when it is unset.
+func URL() string {
+	if u := strings.TrimSpace(os.Getenv(EnvURL)); u != "" {
+		return u
+	}
+	return DefaultURL
+}
+
+// Connect opens dsn as Open does, within a bounded time, for the example program named program; a
+// failure says how to provide a database, without the URL's password.
+func Connect(ctx context.Context, program, dsn string) (*postgres.Store, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	st, err := Open(ctx, dsn)
+	if err != nil {
+		return nil, fmt.Errorf("%s: cannot connect to PostgreSQL at %s: %v\n"+
+			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
+			"  %s='postgres://USER:PASSWORD@HOST:5432/DB?sslmode=disable' go run ./examples/%s\n"+
+			"or run PostgreSQL on 127.0.0.1:5432 accepting user postgres without a password",
+			program, redactURL(dsn), err, EnvURL, EnvURL, program)
+	}
+	return st, nil
+}
+
+// redactURL hides the password of a database URL.
+func redactURL(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil || u.Scheme == "" {
+		return "the configured database"
+	}
+	return u.Redacted()
+}
 
 // Open connects to dsn, creating its database first when the server says it does not exist,
 // applies the migrations and returns the Store (Close releases its pool).
