@@ -264,3 +264,69 @@ func TestIdentityCorrectionStatedInRemember(t *testing.T) {
 		t.Errorf("after B forgot both corrections the case is %s, want dismissed", st)
 	}
 }
+
+// TestConcurrentIdentityCorrections: B's and C's corrections of A's Mark and A's forgets, all at
+// once, leave one identity case whose live membership is exactly the corrections still standing
+// with the statements they correct, read in one snapshot.
+func TestConcurrentIdentityCorrections(t *testing.T) {
+	t.Parallel()
+	s := newMarkStory(t)
+	e := s.e
+	correct := func(p densemem.Principal, who string, m int) error {
+		full := twoMarks(nextKey())
+		mark := full.Proposal.Entities[m]
+		mark.IdentityContext = map[string]string{"team": mark.IdentityContext["team"] + "-" + who} // each profile its own Mark
+		mark.DistinctFromEntityIDs = []densemem.EntityID{s.mark}
+		rel := full.Proposal.Relationships[m]
+		rel.Evidence[0].EvidenceIndex = 0
+		req := densemem.RememberRequest{IdempotencyKey: full.IdempotencyKey, Evidence: full.Evidence[m : m+1],
+			Proposal: densemem.Proposal{Entities: []densemem.ProposedEntity{mark, full.Proposal.Entities[2+m]},
+				Relationships: []densemem.ProposedRelationship{rel}}}
+		_, err := e.client.Remember(e.ctx, p, req)
+		return err
+	}
+	errs := make([]error, 4)
+	runTogether(4, func(i int) {
+		switch i {
+		case 0:
+			errs[i] = correct(e.B, "b", 0)
+		case 1:
+			errs[i] = correct(e.C, "c", 1)
+		case 2:
+			errs[i] = correct(e.C, "c", 0)
+		case 3:
+			_, errs[i] = e.client.Forget(e.ctx, e.A, densemem.ForgetRequest{RelationshipID: s.aBilling.RelationshipID,
+				Reason: "two people", IdempotencyKey: nextKey()})
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	var live, cases int
+	var members, want []string
+	e.snapshot(func(l ledgerView) {
+		cases = l.Int(`SELECT count(*) FROM conflict_cases WHERE kind = 'identity_correction'`)
+		live = l.Int(`SELECT count(*) FROM conflict_cases WHERE kind = 'identity_correction' AND status IN ('open', 'overdue')`)
+		members = l.Strings(`SELECT m.relationship_id FROM conflict_position_members m JOIN conflict_cases c USING (team_id, conflict_id)
+			WHERE c.kind = 'identity_correction' AND c.status IN ('open', 'overdue') AND m.removed_version IS NULL ORDER BY 1`)
+		// What the membership must be: every active correction, and the active statements it corrects.
+		want = l.Strings(`SELECT id FROM (
+			SELECT x.from_relationship_id AS id FROM relationship_cross_references x
+			JOIN relationships f ON f.relationship_id = x.from_relationship_id AND f.status = 'active'
+			JOIN relationships o ON o.relationship_id = x.to_relationship_id AND o.status = 'active'
+			WHERE x.kind = 'corrects' AND o.subject_entity_id = $1
+			UNION
+			SELECT x.to_relationship_id FROM relationship_cross_references x
+			JOIN relationships f ON f.relationship_id = x.from_relationship_id AND f.status = 'active'
+			JOIN relationships o ON o.relationship_id = x.to_relationship_id AND o.status = 'active'
+			WHERE x.kind = 'corrects' AND o.subject_entity_id = $1) y ORDER BY 1`, s.mark)
+	})
+	if live != 1 || cases < 1 {
+		t.Fatalf("%d identity cases, %d live; want exactly one live", cases, live)
+	}
+	if d := diff(want, members); d != "" {
+		t.Errorf("live membership (-standing corrections +members):\n%s", d)
+	}
+}

@@ -44,6 +44,8 @@ func TestIdentityPositions(t *testing.T) {
 		{"only the combined identity: none", []conflict.Member{annDense, annBilling}, nil},
 		{"a member that is no longer material is left out", []conflict.Member{retracted, bobDense},
 			nil},
+		{"a correction whose statement on the identity is gone corrects nothing", []conflict.Member{retracted, annBilling, bobDense, bobBilling},
+			[]want{{"ent_mark", []relationship.ID{"r_02"}, 1}, {"ent_mark_billing", []relationship.ID{"r_04"}, 1}}},
 		{"one correction left", []conflict.Member{annBilling, bobBilling},
 			[]want{{"ent_mark", []relationship.ID{"r_02"}, 1}, {"ent_mark_billing", []relationship.ID{"r_04"}, 1}}},
 	}

@@ -128,15 +128,34 @@ func refs(ps []Position) []MemberRef {
 
 // IdentityPositions groups the material members of an identity correction by the entity they are
 // stated about: the position of e (the identity a correction says combines several) and one position
-// per entity created distinct from it. A position's key names that entity as its object, polarity
-// "+". Positions are kept only while e's position and another are both material; groups are tallied
-// across the case as Positions does.
+// per entity stated distinct from it. A member counts only while it pairs with a material member
+// across e (relationship.CorrectsIdentity, another owner): a correction whose statement on e is gone
+// corrects nothing, whatever order the changes came in. A position's key names its entity as its
+// object, polarity "+". Positions are kept only while e's position and another are both material;
+// groups are tallied across the case as Positions does.
 func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []Position {
+	var onE, others []relationship.Relationship
+	for _, m := range members {
+		if r := m.Relationship; Material(r, now) && r.Subject == e {
+			onE = append(onE, r)
+		} else if Material(r, now) {
+			others = append(others, r)
+		}
+	}
+	paired := func(r relationship.Relationship) bool {
+		across := onE
+		if r.Subject == e {
+			across = others
+		}
+		return slices.ContainsFunc(across, func(o relationship.Relationship) bool {
+			return o.Owner != r.Owner && relationship.CorrectsIdentity(r, o)
+		})
+	}
 	byEntity := map[identity.EntityID]*Position{}
 	var order []identity.EntityID
 	for _, m := range members {
 		r := m.Relationship
-		if !Material(r, now) {
+		if !Material(r, now) || !paired(r) {
 			continue
 		}
 		p, ok := byEntity[r.Subject]
