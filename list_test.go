@@ -368,6 +368,13 @@ func TestListProfilesPredicatesReviewItemsPaged(t *testing.T) {
 	if got := pages(e.C, densemem.ListReviewItemsRequest{}); len(got) != 0 {
 		t.Errorf("C lists %v", ids(got))
 	}
+	if _, err := e.client.ListReviewItems(e.ctx, e.A, densemem.ListReviewItemsRequest{AllProfiles: true}); !errors.Is(err, densemem.ErrForbidden) {
+		t.Errorf("A lists every profile's items: err = %v, want ErrForbidden", err)
+	}
+	if _, err := e.client.ListReviewItems(e.ctx, e.admin, densemem.ListReviewItemsRequest{AllProfiles: true,
+		ProfileID: e.A.ProfileID}); !isFieldProblem(err, "all_profiles") {
+		t.Errorf("all_profiles with profile_id: err = %v, want a validation error on all_profiles", err)
+	}
 	if got := pages(e.A, densemem.ListReviewItemsRequest{Status: "resolved"}); len(got) != 0 {
 		t.Errorf("A's resolved items: %v", ids(got))
 	}
@@ -381,6 +388,13 @@ func TestListProfilesPredicatesReviewItemsPaged(t *testing.T) {
 	}
 	if diff := cmp.Diff(byProfile[e.B.ProfileID], ids(pages(host, densemem.ListReviewItemsRequest{ProfileID: e.B.ProfileID, Limit: 1}))); diff != "" {
 		t.Errorf("host, B's items (-want +got):\n%s", diff)
+	}
+	// A profile with the vocabulary scope sees every profile's (the proposals on predicate items).
+	if diff := cmp.Diff(wantAll, ids(pages(e.admin, densemem.ListReviewItemsRequest{AllProfiles: true, Limit: 2}))); diff != "" {
+		t.Errorf("the vocabulary profile, all profiles (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(byProfile[e.B.ProfileID], ids(pages(e.admin, densemem.ListReviewItemsRequest{ProfileID: e.B.ProfileID}))); diff != "" {
+		t.Errorf("the vocabulary profile, B's items (-want +got):\n%s", diff)
 	}
 
 	// Another team lists nothing of this one.

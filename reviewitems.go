@@ -3,6 +3,7 @@ package densemem
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -18,13 +19,19 @@ const (
 )
 
 // ListReviewItemsRequest asks for a page of review items: a profile's own, or, for a host
-// principal, every profile's of the team (or ProfileID's). The list is ordered by profile ID, then
-// creation time, then review ID.
+// principal, every profile's of the team (or ProfileID's). A profile with the vocabulary scope may
+// list every profile's too (AllProfiles, or another ProfileID): the vocabulary proposals that
+// propose_vocabulary_change records wait on other profiles' predicate items. The list is ordered by
+// profile ID, then creation time, then review ID.
 type ListReviewItemsRequest struct {
 	// Status is open (the default), resolved or superseded.
 	Status string `json:"status,omitempty"`
-	// ProfileID restricts a host principal's list to one profile. A profile may name only itself.
+	// ProfileID restricts the list to one profile. A profile without the vocabulary scope may name
+	// only itself.
 	ProfileID ProfileID `json:"profile_id,omitempty"`
+	// AllProfiles asks a profile with the vocabulary scope for every profile's items (a host
+	// principal's default).
+	AllProfiles bool `json:"all_profiles,omitempty"`
 	// Limit is the most items returned: 0 means DefaultPageItems; 1..Limits.MaxPageItems.
 	Limit int `json:"limit,omitempty"`
 	// After is a previous response's NextAfter ("" for the first page).
@@ -42,10 +49,12 @@ type ListReviewItemsResponse struct {
 }
 
 // ListReviewItems returns a page of review items of one status (open by default): the calling
-// profile's own, or, for a host principal, every profile's of the team (or req.ProfileID's), in
-// (profile ID, created_at, review ID) order, each with the prompt it was stored with.
+// profile's own, or, for a host principal or a profile with the vocabulary scope, every profile's of
+// the team (or req.ProfileID's), in (profile ID, created_at, review ID) order, each with the prompt
+// it was stored with.
 //
-// Errors: *ValidationError, ErrForbidden (read scope, or a profile naming another profile),
+// Errors: *ValidationError, ErrForbidden (read scope, or a profile without the vocabulary scope
+// naming another profile or all of them),
 // ErrNotFound (a host principal's team does not exist).
 func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListReviewItemsRequest) (*ListReviewItemsResponse, error) {
 	ctx, err := c.begin(ctx)
@@ -70,15 +79,22 @@ func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListRevie
 	if err := ps.Err(); err != nil {
 		return nil, err
 	}
-	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+	if req.AllProfiles && req.ProfileID != "" {
+		ps.Add("all_profiles", "cannot go with profile_id")
+		return nil, ps.Err()
+	}
+	pr, err := c.authorize(ctx, p, identity.ScopeRead)
+	if err != nil {
 		return nil, err
 	}
 	profile := req.ProfileID
-	if !p.Host {
-		if profile != "" && profile != p.ProfileID {
-			return nil, fmt.Errorf("%w: profile %s lists only its own review items, not those of %s", ErrForbidden,
-				p.ProfileID, profile)
-		}
+	others := req.AllProfiles || (profile != "" && profile != p.ProfileID)
+	switch {
+	case p.Host:
+	case others && !slices.Contains(pr.Profile.Scopes, identity.ScopeVocabulary):
+		return nil, fmt.Errorf("%w: profile %s lists only its own review items without the vocabulary scope", ErrForbidden,
+			p.ProfileID)
+	case profile == "" && !req.AllProfiles:
 		profile = p.ProfileID
 	}
 	page, err := c.store.ReviewItemList(ctx, store.ReviewItemListParams{Team: p.TeamID, Status: status, Profile: profile,
