@@ -565,6 +565,7 @@ func (w writeBatch) queueCases(ws *store.WriteSet) {
 func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	b := w.b
 	w.queueDecisions(ws)
+	w.queueIdentityDecisions(ws)
 	w.queueItemCloses(ws)
 	for _, r := range ws.ReviewItems {
 		related := r.Related
