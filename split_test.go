@@ -193,7 +193,7 @@ func TestInvariant3_SplitAndMergeRecordTheirDecision(t *testing.T) {
 	res := e.split(e.A, split)
 	merge := densemem.MergeRequest{FromEntityID: res.ToEntityID, IntoEntityID: m.mark, ObservationIDs: []string{m.aBilling.obs},
 		Evidence: []densemem.EvidenceInput{{Content: "It was Mark Huang on Billing after all.", SourceType: "manual"}},
-		Reason: "one Mark after all", IdempotencyKey: nextKey()}
+		Reason:   "one Mark after all", IdempotencyKey: nextKey()}
 	e.clock.Advance(1e9)
 	merged, err := e.client.Merge(e.ctx, e.A, merge)
 	if err != nil {
