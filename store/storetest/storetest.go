@@ -100,6 +100,7 @@ func Run(t *testing.T, h Harness) {
 		{"Lists", listContracts},
 		{"ReviewItems", reviewItemContracts},
 		{"Observations", observationContracts},
+		{"Identity", identityContracts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
