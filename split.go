@@ -206,14 +206,8 @@ func (c *Client) preview(ctx context.Context, p Principal, r reassign) (*Reassig
 		return nil, err
 	}
 	// 3. Read the entity, the caller's observations on it and the selected ones; check them.
-	read, err := c.store.IdentityRead(ctx, c.identityParams(p, r))
+	read, _, err := c.readSelection(ctx, p, r)
 	if err != nil {
-		return nil, err
-	}
-	if _, err := c.checkEntities(ctx, p, r, read.Entity); err != nil {
-		return nil, err
-	}
-	if err := checkSelected(p, r, read); err != nil {
 		return nil, err
 	}
 	// 4. Shape the caller's rows the selection would move.
@@ -224,6 +218,21 @@ func (c *Client) preview(ctx context.Context, p Principal, r reassign) (*Reassig
 func (c *Client) identityParams(p Principal, r reassign) store.IdentityReadParams {
 	return store.IdentityReadParams{Team: p.TeamID, Profile: p.ProfileID, Entity: r.from, Selected: r.observations,
 		Limit: c.cfg.Limits.MaxReassignItems}
+}
+
+// readSelection reads the entity to move from, the caller's observations on it and the selected
+// ones (IdentityRead), and checks the entities (checkEntities) and the selection (checkSelected); it
+// returns the read and, for a merge, the entity to move into.
+func (c *Client) readSelection(ctx context.Context, p Principal, r reassign) (store.IdentityRead, *identity.Entity, error) {
+	read, err := c.store.IdentityRead(ctx, c.identityParams(p, r))
+	if err != nil {
+		return read, nil, err
+	}
+	into, err := c.checkEntities(ctx, p, r, read.Entity)
+	if err != nil {
+		return read, nil, err
+	}
+	return read, into, checkSelected(p, r, read)
 }
 
 // checkEntities checks that the entity to move from exists and, for a merge, that the one to move
@@ -351,15 +360,8 @@ func (c *Client) confirm(ctx context.Context, p Principal, r reassign) (*Reassig
 		return replayReassign(rec, r)
 	}
 	// 3. Check the entities and the selection before any lock (they are checked again under it).
-	read, err := c.store.IdentityRead(ctx, c.identityParams(p, r))
+	read, into, err := c.readSelection(ctx, p, r)
 	if err != nil {
-		return nil, err
-	}
-	into, err := c.checkEntities(ctx, p, r, read.Entity)
-	if err != nil {
-		return nil, err
-	}
-	if err := checkSelected(p, r, read); err != nil {
 		return nil, err
 	}
 	// 4. Move the mentions and re-derive the caller's relationships in one transaction.

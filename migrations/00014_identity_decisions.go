@@ -3,7 +3,6 @@ package migrations
 import (
 	"context"
 	"database/sql"
-	"fmt"
 
 	"github.com/pressly/goose/v3"
 )
@@ -59,24 +58,15 @@ var identityDecisionsSchemaSQL = []string{
 
 // identityDecisionsUp runs migration 14 in tx for roles r (with their defaults).
 func identityDecisionsUp(ctx context.Context, tx *sql.Tx, r Roles) error {
-	r, err := r.withDefaults()
-	if err != nil {
-		return err
-	}
-	m, err := newRolesRun(ctx, tx, r)
-	if err != nil {
-		return err
-	}
-	if err := m.joinOwner(); err != nil {
-		return err
-	}
-	if err := m.execAll(identityDecisionsSchemaSQL...); err != nil {
-		return err
-	}
-	if err := m.execAll(fmt.Sprintf("ALTER TABLE identity_decisions OWNER TO %s", m.owner)); err != nil {
-		return err
-	}
-	return m.grantTable("identity_decisions", "SELECT, INSERT", "SELECT")
+	return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
+		if err := m.execAll(identityDecisionsSchemaSQL...); err != nil {
+			return err
+		}
+		if err := m.exec("ALTER TABLE identity_decisions OWNER TO %s", m.owner); err != nil {
+			return err
+		}
+		return m.grantTable("identity_decisions", "SELECT, INSERT", "SELECT")
+	})
 }
 
 // identityDecisionsDownSQL undoes identityDecisionsSchemaSQL. Resolution events a split or merge
@@ -91,13 +81,5 @@ var identityDecisionsDownSQL = []string{
 
 // identityDecisionsDown undoes migration 14: the identity decision ledger and its rows are dropped.
 func identityDecisionsDown(ctx context.Context, tx *sql.Tx, r Roles) error {
-	r, err := r.withDefaults()
-	if err != nil {
-		return err
-	}
-	m, err := newRolesRun(ctx, tx, r)
-	if err != nil {
-		return err
-	}
-	return m.execAll(identityDecisionsDownSQL...)
+	return withRoles(ctx, tx, r, false, func(m *rolesRun) error { return m.execAll(identityDecisionsDownSQL...) })
 }

@@ -37,7 +37,6 @@ func TestIdentityDecisionsMigrationUpDown(t *testing.T) {
 // checkIdentityDecisionsSchema checks what migration 14 creates: present (up) or absent (down).
 func checkIdentityDecisionsSchema(t *testing.T, ctx context.Context, pool *pgxpool.Pool, up bool) {
 	t.Helper()
-	rt, rv, owner := migrations.DefaultRuntimeRole, migrations.DefaultReviewerRole, migrations.DefaultOwnerRole
 	var def string
 	var valid bool
 	if err := pool.QueryRow(ctx, `SELECT pg_get_constraintdef(oid), convalidated FROM pg_constraint
@@ -52,10 +51,18 @@ func checkIdentityDecisionsSchema(t *testing.T, ctx context.Context, pool *pgxpo
 	if !up {
 		return
 	}
+	checkLedgerTable(t, ctx, pool, "identity_decisions")
+}
+
+// checkLedgerTable checks a decision ledger table: owned by the owner, row-level security enabled
+// and forced, the runtime role may read and append (never change or empty it), the reviewer only read.
+func checkLedgerTable(t *testing.T, ctx context.Context, pool *pgxpool.Pool, table string) {
+	t.Helper()
+	rt, rv, owner := migrations.DefaultRuntimeRole, migrations.DefaultReviewerRole, migrations.DefaultOwnerRole
 	var got string
 	if err := pool.QueryRow(ctx, `SELECT pg_get_userbyid(relowner)::text || ' ' || relrowsecurity::text || ' ' || relforcerowsecurity::text
-		FROM pg_class WHERE oid = 'identity_decisions'::regclass`).Scan(&got); err != nil || got != owner+" true true" {
-		t.Errorf("identity_decisions owner and row-level security: %q (%v), want %q", got, err, owner+" true true")
+		FROM pg_class WHERE oid = $1::regclass`, table).Scan(&got); err != nil || got != owner+" true true" {
+		t.Errorf("%s owner and row-level security: %q (%v), want %q", table, got, err, owner+" true true")
 	}
 	for _, c := range []struct {
 		role, priv string
@@ -65,8 +72,8 @@ func checkIdentityDecisionsSchema(t *testing.T, ctx context.Context, pool *pgxpo
 		{rv, "SELECT", true}, {rv, "INSERT", false}, {rv, "UPDATE", false},
 	} {
 		var has bool
-		if err := pool.QueryRow(ctx, `SELECT has_table_privilege($1, 'identity_decisions', $2)`, c.role, c.priv).Scan(&has); err != nil || has != c.want {
-			t.Errorf("%s %s on identity_decisions: %v (%v), want %v", c.role, c.priv, has, err, c.want)
+		if err := pool.QueryRow(ctx, `SELECT has_table_privilege($1, $2, $3)`, c.role, table, c.priv).Scan(&has); err != nil || has != c.want {
+			t.Errorf("%s %s on %s: %v (%v), want %v", c.role, c.priv, table, has, err, c.want)
 		}
 	}
 }

@@ -163,20 +163,11 @@ func (r *identityReader) readObservations(rows pgx.Rows) error {
 // readRelationships reads the rows of identityRelationshipsSQL.
 func (r *identityReader) readRelationships(rows pgx.Rows) error {
 	for rows.Next() {
-		var rel relationship.Relationship
-		var objEntity, objValue *string
-		var pol, status, tier, obs string
-		if err := rows.Scan(&rel.ID, &rel.Owner, &rel.Subject, &rel.PredicateKey, &rel.PredicateVersion, &objEntity,
-			&objValue, &pol, &rel.Scope, &rel.Validity.From, &rel.Validity.To, &status, &tier, &rel.Version, &obs); err != nil {
+		var obs string
+		rel, err := scanRelationship(rows, &obs)
+		if err != nil {
 			return err
 		}
-		if objEntity != nil {
-			rel.Object.EntityID = identity.EntityID(*objEntity)
-		}
-		if objValue != nil {
-			rel.Object.ValueID = *objValue
-		}
-		rel.Polarity, rel.Status, rel.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
 		r.rels = append(r.rels, store.IdentityRelationship{Relationship: rel, ObservationID: obs})
 	}
 	return rows.Err()
