@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/densemem/densemem"
 )
@@ -190,16 +191,25 @@ func TestInvariant3_SplitAndMergeRecordTheirDecision(t *testing.T) {
 	e := newEnv(t)
 	m := e.twoMarks()
 	split := splitOff(m.mark, m.aBilling.obs)
+	splitAt := e.clock.Now()
 	res := e.split(e.A, split)
 	merge := densemem.MergeRequest{FromEntityID: res.ToEntityID, IntoEntityID: m.mark, ObservationIDs: []string{m.aBilling.obs},
 		Evidence: []densemem.EvidenceInput{{Content: "It was Mark Huang on Billing after all.", SourceType: "manual"}},
 		Reason:   "one Mark after all", IdempotencyKey: nextKey()}
-	e.clock.Advance(1e9)
+	e.clock.Advance(time.Second)
+	mergeAt := e.clock.Now()
 	merged, err := e.client.Merge(e.ctx, e.A, merge)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l := e.ledger()
+	for id, want := range map[string]time.Time{res.DecisionID: splitAt, merged.DecisionID: mergeAt} {
+		var at time.Time
+		if err := e.pool.QueryRow(e.ctx, `SELECT created_at FROM identity_decisions WHERE decision_id = $1`, id).Scan(&at); err != nil ||
+			!at.Equal(want) {
+			t.Errorf("decision %s recorded at %v (%v), want the clock's %v", id, at, err, want)
+		}
+	}
 	for _, c := range []struct {
 		res    *densemem.ReassignResult
 		action string
