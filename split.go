@@ -12,6 +12,7 @@ import (
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
@@ -486,11 +487,35 @@ func (c *Client) lockReassignKeys(ctx context.Context, tx store.Tx, p Principal,
 	if err != nil {
 		return nil, err
 	}
+	if err := unchangedSince(read, kl, moved); err != nil {
+		return nil, err
+	}
 	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
 		IdempotencyKey: r.key, Now: now, Policy: policy,
 		NewID: func(prefix string) string { return c.newID(prefix, now) }}
 	l.Load(kl, kl.Predicates)
 	return l, nil
+}
+
+// unchangedSince checks that every moving relationship the selection read is, under its key's lock,
+// at the version and with the supports read (a writer that reached it between the read and the lock
+// makes the confirmation stale).
+func unchangedSince(read store.IdentityRead, kl store.KeysLocked, moved map[string]bool) error {
+	supports := map[RelationshipID]int{}
+	for _, s := range kl.Supports {
+		supports[s.RelationshipID]++
+	}
+	for _, ir := range read.Relationships {
+		if _, _, ok := ledger.Moves(ir, moved); !ok {
+			continue
+		}
+		id := ir.Relationship.ID
+		i := slices.IndexFunc(kl.Relationships, func(r relationship.Relationship) bool { return r.ID == id })
+		if i < 0 || kl.Relationships[i].Version != ir.Relationship.Version || supports[id] != len(ir.Supports) {
+			return fmt.Errorf("%w: relationship %s changed while the selection was read", ErrStaleDecision, id)
+		}
+	}
+	return nil
 }
 
 // recordReassign carries the split or merge out through the ledger (ledger.Reassign), appends the
