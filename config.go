@@ -68,6 +68,10 @@ type Limits struct {
 	// ListReviewItems may ask for with its Limit (500); a request that says nothing gets
 	// DefaultPageItems (50), or MaxPageItems when smaller.
 	MaxPageItems int
+	// MaxReassignItems bounds a split or merge (200): the observations it lists or moves, and the
+	// caller's relationships on the entity it re-derives. A preview past it is truncated and says so; a
+	// confirmation past it is refused with a *ValidationError.
+	MaxReassignItems int
 }
 
 // Defaults.
@@ -100,6 +104,8 @@ const (
 	// when that is smaller).
 	DefaultPageItems    = 50
 	DefaultMaxPageItems = 500
+	// DefaultMaxReassignItems is Limits.MaxReassignItems' default.
+	DefaultMaxReassignItems = 200
 )
 
 func (c *Config) withDefaults() Config {
@@ -132,7 +138,7 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
 		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
 		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems},
-		{&l.MaxPageItems, DefaultMaxPageItems}} {
+		{&l.MaxPageItems, DefaultMaxPageItems}, {&l.MaxReassignItems, DefaultMaxReassignItems}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}

@@ -20,9 +20,9 @@ func markWorksOn(project, content string) fact {
 		content: content}
 }
 
-// twoMarks is B's Remember: Mark of the dense-mem team works on Dense-Mem, Mark of the billing team
+// bobsTwoMarks is B's Remember: Mark of the dense-mem team works on Dense-Mem, Mark of the billing team
 // on Billing, each mention with the identity context that tells them apart.
-func twoMarks(key string) densemem.RememberRequest {
+func bobsTwoMarks(key string) densemem.RememberRequest {
 	dense, billing := "Mark from the dense-mem team works on Dense-Mem.", "Mark from the billing team works on Billing."
 	return densemem.RememberRequest{IdempotencyKey: key,
 		Evidence: []densemem.EvidenceInput{{Content: dense, SourceType: "manual"}, {Content: billing, SourceType: "manual"}},
@@ -89,7 +89,7 @@ func TestIdentityCorrectionTheTwoMarks(t *testing.T) {
 	before := rowsOfA()
 
 	// 1. B's narrower mentions of A's context-less Mark are identity questions, never a silent reuse.
-	pl := e.rememberReq(e.B, twoMarks(nextKey()))
+	pl := e.rememberReq(e.B, bobsTwoMarks(nextKey()))
 	for i, out := range pl.RelationshipOutcomes {
 		if out.Category != densemem.CategoryIdentityReview || out.Review == nil || len(out.Review.Mentions) != 1 {
 			t.Fatalf("B's relationship %d: %s (%s), want an identity review of one mention", i, out.Category, out.Reason)
@@ -213,7 +213,7 @@ func TestIdentityCorrectionStatedInRemember(t *testing.T) {
 	t.Parallel()
 	s := newMarkStory(t)
 	e := s.e
-	req := twoMarks(nextKey())
+	req := bobsTwoMarks(nextKey())
 	for i := range req.Proposal.Entities[:2] {
 		req.Proposal.Entities[i].DistinctFromEntityIDs = []densemem.EntityID{s.mark}
 	}
@@ -273,7 +273,7 @@ func TestConcurrentIdentityCorrections(t *testing.T) {
 	s := newMarkStory(t)
 	e := s.e
 	correct := func(p densemem.Principal, who string, m int) error {
-		full := twoMarks(nextKey())
+		full := bobsTwoMarks(nextKey())
 		mark := full.Proposal.Entities[m]
 		mark.IdentityContext = map[string]string{"team": mark.IdentityContext["team"] + "-" + who} // each profile its own Mark
 		mark.DistinctFromEntityIDs = []densemem.EntityID{s.mark}
@@ -328,5 +328,46 @@ func TestConcurrentIdentityCorrections(t *testing.T) {
 	}
 	if d := diff(want, members); d != "" {
 		t.Errorf("live membership (-standing corrections +members):\n%s", d)
+	}
+}
+
+// TestIdentityCorrectionSettledByTheOwnersSplit: A settles the two Marks by late splits of its own
+// observations; each split repairs the identity case in its transaction, and the second, leaving
+// nothing of A's on the combined entity, dismisses it.
+func TestIdentityCorrectionSettledByTheOwnersSplit(t *testing.T) {
+	t.Parallel()
+	s := newMarkStory(t)
+	e := s.e
+	req := bobsTwoMarks(nextKey())
+	for i := range req.Proposal.Entities[:2] {
+		req.Proposal.Entities[i].DistinctFromEntityIDs = []densemem.EntityID{s.mark}
+	}
+	caseID := e.rememberReq(e.B, req).RelationshipOutcomes[0].Conflict.ConflictID
+	split := func(out densemem.RelationshipOutcome, team string) *densemem.ReassignResult {
+		res, err := e.client.Split(e.ctx, e.A, densemem.SplitRequest{EntityID: s.mark, ObservationIDs: []string{out.ObservationID},
+			IdentityContext: map[string]string{"team": team}, IdempotencyKey: nextKey(),
+			Evidence: []densemem.EvidenceInput{{Content: "B is right: there are two Marks.", SourceType: "manual"}}})
+		if err != nil {
+			t.Fatalf("A splits %s off: %v", out.RelationshipID, err)
+		}
+		return res
+	}
+	caseIn := func(res *densemem.ReassignResult) *densemem.ConflictRef {
+		for i := range res.Conflicts {
+			if res.Conflicts[i].ConflictID == caseID {
+				return &res.Conflicts[i]
+			}
+		}
+		return nil
+	}
+	if c := caseIn(split(s.aBilling, "billing")); c == nil || c.Status != "open" || c.Version != 2 {
+		t.Errorf("after A split Billing off: case %+v, want the identity case open at version 2", c)
+	}
+	if n := e.ledger().Int(`SELECT count(*) FROM conflict_position_members WHERE conflict_id = $1 AND removed_version IS NULL`,
+		caseID); n != 2 {
+		t.Errorf("after A split Billing off: %d live members, want 2 (A's Dense-Mem and B's correction of it)", n)
+	}
+	if c := caseIn(split(s.aDense, "dense-mem")); c == nil || c.Status != "dismissed" {
+		t.Errorf("after A split Dense-Mem off: case %+v, want the identity case dismissed", c)
 	}
 }

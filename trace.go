@@ -232,8 +232,11 @@ type TraceTransition struct {
 	RelatedRelationshipID RelationshipID `json:"related_relationship_id,omitempty"`
 	IngestID              string         `json:"ingest_id"`
 	IdempotencyKey        string         `json:"idempotency_key"`
-	// DecisionID names the client decision (Resolve) that made the transition, if one did; the
-	// review item it resolved shows it in full.
+	// DecisionID names the client decision that made the transition, if one did: a Resolve (the
+	// review item it resolved shows it in full), or a Split or Merge (the transition's reason is
+	// "split:<decision_id>" or "merged:<decision_id>", and RelatedRelationshipID names the relationship
+	// the statement was re-derived as, or, on a re-derived relationship's first transition, the one
+	// it was re-derived from).
 	DecisionID string    `json:"decision_id,omitempty"`
 	CreatedAt  time.Time `json:"created_at"`
 }

@@ -129,6 +129,21 @@ func checkEvidence(ps *problems, items []EvidenceInput, l Limits) {
 	}
 }
 
+// checkContext checks an identity context at path p: each key non-empty and distinct from the
+// others after case and space folding, keys and values within the text limit.
+func checkContext(ps *problems, p string, ctx map[string]string, l Limits) {
+	folded := map[string]bool{}
+	for _, k := range sortedKeys(ctx) {
+		checkText(ps, p, k, true, l.MaxTextBytes)
+		if fk := identity.NormalizeName(k); folded[fk] {
+			ps.Add(fmt.Sprintf("%s.%s", p, k), "duplicates another key after case and space folding")
+		} else {
+			folded[fk] = true
+		}
+		checkText(ps, fmt.Sprintf("%s.%s", p, k), ctx[k], false, l.MaxTextBytes)
+	}
+}
+
 // checkEntities checks the proposal's entity mentions and returns their refs.
 func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string]bool {
 	refs := map[string]bool{}
@@ -146,17 +161,7 @@ func checkEntities(ps *problems, entities []ProposedEntity, l Limits) map[string
 		for j, a := range e.Aliases {
 			checkName(ps, fmt.Sprintf("%s.aliases[%d]", p, j), a, l.MaxTextBytes)
 		}
-		folded := map[string]bool{}
-		for _, k := range sortedKeys(e.IdentityContext) {
-			v := e.IdentityContext[k]
-			checkText(ps, p+".identity_context", k, true, l.MaxTextBytes)
-			if fk := identity.NormalizeName(k); folded[fk] {
-				ps.Add(fmt.Sprintf("%s.identity_context.%s", p, k), "duplicates another key after case and space folding")
-			} else {
-				folded[fk] = true
-			}
-			checkText(ps, fmt.Sprintf("%s.identity_context.%s", p, k), v, false, l.MaxTextBytes)
-		}
+		checkContext(ps, p+".identity_context", e.IdentityContext, l)
 		checkText(ps, p+".known_entity_id", string(e.KnownEntityID), false, l.MaxTextBytes)
 		if checkCount(ps, p+".distinct_from_entity_ids", len(e.DistinctFromEntityIDs), MaxListItems) {
 			for j, id := range e.DistinctFromEntityIDs {

@@ -174,6 +174,26 @@ func newRolesRun(ctx context.Context, tx *sql.Tx, r Roles) (*rolesRun, error) {
 		reviewer: ident(r.Reviewer)}, nil
 }
 
+// withRoles runs fn with a rolesRun of roles r (with their defaults) in tx: the shape of a Go
+// migration that grants to the configurable roles. With join, the migrating role first joins the
+// owner (joinOwner), so fn may hand the owner what it creates.
+func withRoles(ctx context.Context, tx *sql.Tx, r Roles, join bool, fn func(m *rolesRun) error) error {
+	r, err := r.withDefaults()
+	if err != nil {
+		return err
+	}
+	m, err := newRolesRun(ctx, tx, r)
+	if err != nil {
+		return err
+	}
+	if join {
+		if err := m.joinOwner(); err != nil {
+			return err
+		}
+	}
+	return fn(m)
+}
+
 // exec runs the statement fmt.Sprintf(format, args...); an error names the statement's first line.
 func (m *rolesRun) exec(format string, args ...any) error {
 	q := fmt.Sprintf(format, args...)

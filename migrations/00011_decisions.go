@@ -95,31 +95,22 @@ $$`,
 
 // decisionsUp runs migration 11 in tx for roles r (with their defaults).
 func decisionsUp(ctx context.Context, tx *sql.Tx, r Roles) error {
-	r, err := r.withDefaults()
-	if err != nil {
-		return err
-	}
-	m, err := newRolesRun(ctx, tx, r)
-	if err != nil {
-		return err
-	}
-	if err := m.joinOwner(); err != nil {
-		return err
-	}
-	if err := m.execAll(decisionsSchemaSQL...); err != nil {
-		return err
-	}
-	// The owner owns the new objects; PUBLIC may not call the new function (triggers need no EXECUTE).
-	if err := m.execAll(
-		fmt.Sprintf("ALTER TABLE placement_decisions OWNER TO %s", m.owner),
-		fmt.Sprintf("ALTER FUNCTION densemem_guard_review_item() OWNER TO %s", m.owner),
-		"REVOKE ALL ON FUNCTION densemem_guard_review_item() FROM PUBLIC"); err != nil {
-		return err
-	}
-	if err := m.grantTable("placement_decisions", "SELECT, INSERT", "SELECT"); err != nil {
-		return err
-	}
-	return m.grantTable("review_items", "SELECT, INSERT, UPDATE (status, resolved_at, decision_id)", "SELECT")
+	return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
+		if err := m.execAll(decisionsSchemaSQL...); err != nil {
+			return err
+		}
+		// The owner owns the new objects; PUBLIC may not call the new function (triggers need no EXECUTE).
+		if err := m.execAll(
+			fmt.Sprintf("ALTER TABLE placement_decisions OWNER TO %s", m.owner),
+			fmt.Sprintf("ALTER FUNCTION densemem_guard_review_item() OWNER TO %s", m.owner),
+			"REVOKE ALL ON FUNCTION densemem_guard_review_item() FROM PUBLIC"); err != nil {
+			return err
+		}
+		if err := m.grantTable("placement_decisions", "SELECT, INSERT", "SELECT"); err != nil {
+			return err
+		}
+		return m.grantTable("review_items", "SELECT, INSERT, UPDATE (status, resolved_at, decision_id)", "SELECT")
+	})
 }
 
 // decisionsDownSQL undoes decisionsSchemaSQL. Items closed as superseded or expired become resolved,
@@ -137,16 +128,10 @@ var decisionsDownSQL = []string{
 // decisionsDown undoes migration 11: the decision ledger and its rows are dropped, review items lose
 // their versions and decisions, and the runtime role's privileges on them are migration 9's again.
 func decisionsDown(ctx context.Context, tx *sql.Tx, r Roles) error {
-	r, err := r.withDefaults()
-	if err != nil {
-		return err
-	}
-	m, err := newRolesRun(ctx, tx, r)
-	if err != nil {
-		return err
-	}
-	if err := m.execAll(decisionsDownSQL...); err != nil {
-		return err
-	}
-	return m.grantTable("review_items", "SELECT, INSERT, UPDATE (status, resolved_at)", "SELECT")
+	return withRoles(ctx, tx, r, false, func(m *rolesRun) error {
+		if err := m.execAll(decisionsDownSQL...); err != nil {
+			return err
+		}
+		return m.grantTable("review_items", "SELECT, INSERT, UPDATE (status, resolved_at)", "SELECT")
+	})
 }

@@ -61,7 +61,7 @@ func TestDecisionsMigrationUpDown(t *testing.T) {
 // checkDecisionsSchema checks what migration 11 creates: present (up) or absent (down).
 func checkDecisionsSchema(t *testing.T, ctx context.Context, pool *pgxpool.Pool, up bool) {
 	t.Helper()
-	rt, rv, owner := migrations.DefaultRuntimeRole, migrations.DefaultReviewerRole, migrations.DefaultOwnerRole
+	rt, owner := migrations.DefaultRuntimeRole, migrations.DefaultOwnerRole
 	var table bool
 	if err := pool.QueryRow(ctx, `SELECT to_regclass('placement_decisions') IS NOT NULL`).Scan(&table); err != nil || table != up {
 		t.Errorf("placement_decisions exists: %v (%v), want %v", table, err, up)
@@ -82,23 +82,7 @@ func checkDecisionsSchema(t *testing.T, ctx context.Context, pool *pgxpool.Pool,
 	if !up {
 		return
 	}
-	var got string
-	if err := pool.QueryRow(ctx, `SELECT pg_get_userbyid(relowner)::text || ' ' || relrowsecurity::text || ' ' || relforcerowsecurity::text
-		FROM pg_class WHERE oid = 'placement_decisions'::regclass`).Scan(&got); err != nil || got != owner+" true true" {
-		t.Errorf("placement_decisions owner and row-level security: %q (%v), want %q", got, err, owner+" true true")
-	}
-	for _, c := range []struct {
-		role, priv string
-		want       bool
-	}{
-		{rt, "SELECT", true}, {rt, "INSERT", true}, {rt, "UPDATE", false}, {rt, "DELETE", false}, {rt, "TRUNCATE", false},
-		{rv, "SELECT", true}, {rv, "INSERT", false}, {rv, "UPDATE", false},
-	} {
-		var has bool
-		if err := pool.QueryRow(ctx, `SELECT has_table_privilege($1, 'placement_decisions', $2)`, c.role, c.priv).Scan(&has); err != nil || has != c.want {
-			t.Errorf("%s %s on placement_decisions: %v (%v), want %v", c.role, c.priv, has, err, c.want)
-		}
-	}
+	checkLedgerTable(t, ctx, pool, "placement_decisions")
 	var fnOwner string
 	if err := pool.QueryRow(ctx, `SELECT string_agg(pg_get_userbyid(proowner)::text, ',') FROM pg_proc WHERE proname = 'densemem_guard_review_item' AND pronamespace::regnamespace::text = current_schema()`).
 		Scan(&fnOwner); err != nil || fnOwner != owner {

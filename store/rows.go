@@ -36,8 +36,10 @@ type WriteSet struct {
 	// ItemClosesFor closes every open review item about a relationship (its question is gone).
 	ItemClosesFor []ReviewItemCloseFor
 	Decisions     []DecisionRow
-	Refreshes     []RefreshRow
-	Idempotency   *IdempotencyRow
+	// IdentityDecisions are splits and merges (Client.Split, Client.Merge).
+	IdentityDecisions []IdentityDecisionRow
+	Refreshes         []RefreshRow
+	Idempotency       *IdempotencyRow
 }
 
 // EntityRow is a new entity.

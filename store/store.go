@@ -113,6 +113,11 @@ type Store interface {
 	// team has none.
 	ObservationGet(ctx context.Context, team identity.TeamID, id string) (StoredObservation, error)
 
+	// IdentityRead reads, in one read-only round trip, what a split or merge of one entity shows
+	// and moves (IdentityRead). A missing entity is a nil Entity, not an error. Errors: only the
+	// store's transport sentinels.
+	IdentityRead(ctx context.Context, p IdentityReadParams) (IdentityRead, error)
+
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
 	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable,
@@ -137,6 +142,10 @@ type Tx interface {
 	// ReviewItemLock reads the review item of placement item itemID of ingest ingestID and holds
 	// its row FOR UPDATE until the transaction ends; ErrNotFound when the team has none.
 	ReviewItemLock(ctx context.Context, team identity.TeamID, ingestID, itemID string) (ReviewItem, error)
+	// IdentityRead is Store.IdentityRead inside the transaction, after its locks: it reads the
+	// entity, the observations and the relationships fresh (the relationships are not locked; lock
+	// their keys with KeysLock). Like ReviewItemLock it may be the transaction's first call.
+	IdentityRead(ctx context.Context, p IdentityReadParams) (IdentityRead, error)
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
 	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the

@@ -103,7 +103,7 @@ type TraceData struct {
 	Observations  []ObservationRow
 	Verifications []VerificationRow // empty unless IncludeVerifications
 	Transitions   []TransitionRow   // empty unless IncludeTransitions
-	// TransitionDecisions names, by transition ID, the client decision (Resolve) that made a
+	// TransitionDecisions names, by transition ID, the client decision (Resolve, Split, Merge) that made a
 	// transition of the page.
 	TransitionDecisions map[string]string
 	Resolutions         []ResolutionRow

@@ -40,9 +40,15 @@ func (r Reason) refresh() string {
 // Create records a new relationship with its first transition (none → its status and tier) and
 // adds it to its key's state. observation is the observation that created it.
 func (l *Ledger) Create(rel *relationship.Relationship, observation string, reason Reason) {
+	l.create(rel, observation, reason, "")
+}
+
+// create is Create with the relationship the new one was derived from (a split's or merge's
+// re-derivation names the relationship it restates), recorded on its first transition.
+func (l *Ledger) create(rel *relationship.Relationship, observation string, reason Reason, from relationship.ID) {
 	l.WS.Relationships = append(l.WS.Relationships, store.RelationshipRow{Team: l.Team, Relationship: *rel,
 		ObservationID: observation, IngestID: l.IngestID, CreatedAt: l.Now})
-	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, "")
+	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, from)
 	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
 	ks.Rels = append(ks.Rels, rel)
 	ks.Touched = true

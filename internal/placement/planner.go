@@ -270,20 +270,32 @@ func (pl *Planner) crossReferences(rel *relationship.Relationship, confirmed boo
 }
 
 func (pl *Planner) writeFragments(out *api.Placement) {
-	for i, ev := range pl.req.Evidence {
+	pl.fragments = Fragments(pl.Team, pl.Profile, pl.ingestID, pl.req.Evidence, pl.Now, pl.newID)
+	for i, f := range pl.fragments {
+		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
+		out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
+	}
+}
+
+// Fragments returns the fragment rows of a call's evidence items, authored by profile, in request
+// order: the verbatim content, its hash, its source group label (evidence.GroupLabel) and the
+// authority (standard when none is given). Remember stores a request's evidence with it, and a split
+// or merge its distinguishing evidence.
+func Fragments(team identity.TeamID, profile identity.ProfileID, ingestID string, items []api.EvidenceInput, now time.Time,
+	newID func(prefix string) string) []store.FragmentRow {
+	out := make([]store.FragmentRow, 0, len(items))
+	for i, ev := range items {
 		auth := ev.Authority
 		if auth == "" {
 			auth = evidence.AuthorityStandard
 		}
 		hash := evidence.ContentHash(ev.Content)
-		f := store.FragmentRow{Team: pl.Team, ID: evidence.FragmentID(pl.newID("frg")), IngestID: pl.ingestID,
-			EvidenceIndex: i, Author: pl.Profile, SourceType: ev.SourceType, Authority: auth,
+		out = append(out, store.FragmentRow{Team: team, ID: evidence.FragmentID(newID("frg")), IngestID: ingestID,
+			EvidenceIndex: i, Author: profile, SourceType: ev.SourceType, Authority: auth,
 			SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
-			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: pl.Now}
-		pl.fragments = append(pl.fragments, f)
-		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
-		out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
+			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: now})
 	}
+	return out
 }
 
 func (pl *Planner) writeEntities(out *api.Placement) {

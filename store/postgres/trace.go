@@ -163,6 +163,8 @@ SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COA
        from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
        COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at,
        COALESCE((SELECT d.decision_id FROM {schema}.placement_decisions d
+                 WHERE d.team_id = t.team_id AND d.ingest_id = t.ingest_id LIMIT 1),
+                (SELECT d.decision_id FROM {schema}.identity_decisions d
                  WHERE d.team_id = t.team_id AND d.ingest_id = t.ingest_id LIMIT 1), '')
 FROM {schema}.relationship_transitions t WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
 ORDER BY to_version LIMIT $4`

@@ -273,24 +273,35 @@ func newKeyArrays(p store.KeysLockParams) keyArrays {
 // object names.
 func readKeyRelationships(rows pgx.Rows, out *store.KeysLocked) error {
 	for rows.Next() {
-		var r relationship.Relationship
-		var objEntity, objValue *string
-		var pol, status, tier, objName string
-		if err := rows.Scan(&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
-			&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version, &objName); err != nil {
+		var objName string
+		r, err := scanRelationship(rows, &objName)
+		if err != nil {
 			return err
 		}
-		if objEntity != nil {
-			r.Object.EntityID = identity.EntityID(*objEntity)
-		}
-		if objValue != nil {
-			r.Object.ValueID = *objValue
-		}
-		r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
 		out.Relationships = append(out.Relationships, r)
 		out.ObjectNames[r.ID] = objName
 	}
 	return rows.Err()
+}
+
+// scanRelationship scans relationshipColumns, then the row's further columns into extra.
+func scanRelationship(row pgx.Row, extra ...any) (relationship.Relationship, error) {
+	var r relationship.Relationship
+	var objEntity, objValue *string
+	var pol, status, tier string
+	dst := append([]any{&r.ID, &r.Owner, &r.Subject, &r.PredicateKey, &r.PredicateVersion, &objEntity, &objValue,
+		&pol, &r.Scope, &r.Validity.From, &r.Validity.To, &status, &tier, &r.Version}, extra...)
+	if err := row.Scan(dst...); err != nil {
+		return r, err
+	}
+	if objEntity != nil {
+		r.Object.EntityID = identity.EntityID(*objEntity)
+	}
+	if objValue != nil {
+		r.Object.ValueID = *objValue
+	}
+	r.Polarity, r.Status, r.Tier = relationship.Polarity(pol), relationship.Status(status), relationship.Tier(tier)
+	return r, nil
 }
 
 // scanKeySupport scans a row of keySupportsSQL.
@@ -620,6 +631,7 @@ func (w writeBatch) queueCases(ws *store.WriteSet) {
 func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	b := w.b
 	w.queueDecisions(ws)
+	w.queueIdentityDecisions(ws)
 	w.queueItemCloses(ws)
 	for _, r := range ws.ReviewItems {
 		related := r.Related

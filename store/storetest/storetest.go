@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReviewItems", reviewItemContracts},
 		{"Observations", observationContracts},
 		{"IdentityCases", identityContracts},
+		{"Identity", reassignContracts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
