@@ -24,7 +24,7 @@ const (
 	ActionSelectPredicate         = "select_predicate"
 	ActionRejectMapping           = "reject_mapping"
 	ActionProposeVocabularyChange = "propose_vocabulary_change"
-	ActionAccept                  = "accept"
+	ActionAccept                  = ledger.ActionAccept
 	ActionReject                  = ledger.ActionReject
 	ActionCorrect                 = ledger.ActionCorrect
 	ActionForget                  = ledger.ActionForget
@@ -33,12 +33,6 @@ const (
 	ActionBothValid               = ledger.ActionBothValid
 	ActionAddEvidence             = "add_evidence"
 )
-
-// resolveActions are the actions Resolve carries out today; the others an item may offer are
-// refused as not yet supported.
-var resolveActions = []string{ActionSupersedePrior, ActionKeepPriorRejectNew, ActionReject, ActionForget, ActionAddEvidence,
-	ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange,
-	ActionCorrect, ActionBothValid}
 
 // ResolveRequest is a client's decision on one review item, named by the placement that issued it
 // (IngestID and PlacementItemID, as Remember returned them). It uses the specification's field names.
@@ -136,14 +130,14 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 	}
 	// 4. Evidence goes through Remember's pipeline; the other actions decide on the key of the item's
 	// relationship in one transaction.
-	switch req.Action {
-	case ActionAddEvidence:
+	switch {
+	case req.Action == ActionAddEvidence, req.Action == ActionAccept && len(req.Evidence) > 0:
 		return c.resolveWithEvidence(ctx, p, req, hash, item)
-	case ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionBothValid:
+	case slices.Contains([]string{ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionBothValid}, req.Action):
 		return c.resolveObservation(ctx, p, req, hash, item)
-	case ActionCorrect:
+	case req.Action == ActionCorrect:
 		return c.placeDecision(ctx, p, req, hash, item, correction(req, item), "")
-	case ActionRejectMapping, ActionProposeVocabularyChange:
+	case req.Action == ActionRejectMapping, req.Action == ActionProposeVocabularyChange:
 		return c.resolveWithoutChange(ctx, p, req, hash, item)
 	}
 	rel, err := c.store.RelationshipGet(ctx, p.TeamID, item.RelationshipID)
@@ -166,7 +160,7 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 }
 
 // decidable checks that p may decide item with action: its own item, still open, offering the action
-// (forget: any item about a relationship), which Resolve supports.
+// (forget: any item about a relationship). Resolve carries out every action an item offers.
 func decidable(item store.ReviewItem, p Principal, action string) error {
 	if item.Profile != p.ProfileID {
 		return fmt.Errorf("%w: review item %s belongs to profile %s", ErrNotOwner, item.ID, item.Profile)
@@ -186,11 +180,8 @@ func decidable(item store.ReviewItem, p Principal, action string) error {
 		offered = append(offered, ActionForget)
 	}
 	var ps problems
-	switch {
-	case !slices.Contains(offered, action):
+	if !slices.Contains(offered, action) {
 		ps.Add("action", "review item %s offers %v, not%s", item.ID, offered, quoted(action, 64))
-	case !slices.Contains(resolveActions, action):
-		ps.Add("action", "action%s is not supported by Resolve yet (supported: %v)", quoted(action, 64), resolveActions)
 	}
 	return ps.Err()
 }
@@ -225,7 +216,8 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}
 	l.MaintainIdentities()
-	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{})
+	// A bare accept grants nothing: the decision is recorded and the question stays open.
+	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{keepOpen: req.Action == ActionAccept})
 }
 
 // stillAsked checks that item is still open and that the relationships it asks about are the

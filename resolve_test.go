@@ -594,6 +594,52 @@ func TestResolveAddEvidence(t *testing.T) {
 		}
 	})
 
+	t.Run("accept goes through the verifier like add_evidence", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := pendingItem(e)
+		req := resolveRequest(ingest, out, densemem.ActionAccept)
+		req.Evidence = evidenceFor("The user confirmed: the production environment deploys from the main branch.")
+		res, err := e.client.Resolve(e.ctx, e.A, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome == nil || res.Outcome.RelationshipID != out.RelationshipID || res.Outcome.Status != "active" {
+			t.Fatalf("outcome %+v, want %s active", res.Outcome, out.RelationshipID)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			t.Errorf("review item is %s, want resolved", got)
+		}
+		checkDecisionRow(t, e, res, out.Review.ReviewID, densemem.ActionAccept)
+		e.checkLedger()
+	})
+
+	t.Run("a bare accept grants nothing and leaves the question open", func(t *testing.T) {
+		t.Parallel()
+		e := newEnv(t)
+		out, ingest := pendingItem(e)
+		before := e.allCounts()
+		res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(ingest, out, densemem.ActionAccept))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Outcome != nil || len(res.Changes) != 0 {
+			t.Errorf("outcome %+v, changes %+v; want nothing changed", res.Outcome, res.Changes)
+		}
+		if status, tier, _, _ := e.relationshipState(out.RelationshipID); status != "pending_evidence" || tier != "candidate" {
+			t.Errorf("after a bare accept %s is %s/%s, want pending_evidence/candidate", out.RelationshipID, status, tier)
+		}
+		if got := e.reviewItemStatus(e.A, out.Review.ReviewID); got != densemem.ReviewItemStatusOpen {
+			t.Errorf("review item is %s, want still open", got)
+		}
+		delta := countDelta(before, e.allCounts())
+		for table, n := range delta {
+			if want := map[string]int{"placement_decisions": 1, "idempotency_records": 1}[table]; n != want {
+				t.Errorf("%s grew by %d, want %d: a bare accept records the decision and nothing else", table, n, want)
+			}
+		}
+	})
+
 	t.Run("add_evidence without evidence is refused before anything", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
@@ -1055,7 +1101,7 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 		densemem.ActionBothValid:
 		h := e.holdAgainstPrior()
 		out, ingest = h.held, h.ingestID
-	case densemem.ActionAddEvidence, densemem.ActionReject:
+	case densemem.ActionAddEvidence, densemem.ActionReject, densemem.ActionAccept:
 		out, ingest = item(e.rememberOne(e.A, insufficientDeploy("production", "main").request(nextKey())))
 	case densemem.ActionSelectEntity, densemem.ActionConfirmNewEntity:
 		repo := func(env, r string) densemem.RememberRequest {
@@ -1088,7 +1134,7 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 		proposal := deploy("production", "release").request("").Proposal
 		proposal.Relationships[0].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}
 		req.Proposal = &proposal
-	case densemem.ActionAddEvidence:
+	case densemem.ActionAddEvidence, densemem.ActionAccept:
 		req.Evidence = evidence("The production environment deploys from the main branch.")
 	case densemem.ActionSelectEntity:
 		req.Decision = &densemem.ResolveDecision{MentionRef: "o", EntityID: out.Review.Mentions[0].CandidateIDs[0]}
@@ -1109,7 +1155,7 @@ func (e *env) decisionFor(action string) densemem.ResolveRequest {
 var everyResolveAction = []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew, densemem.ActionCorrect,
 	densemem.ActionForget, densemem.ActionAddEvidence, densemem.ActionReject, densemem.ActionSelectEntity,
 	densemem.ActionConfirmNewEntity, densemem.ActionSelectPredicate, densemem.ActionRejectMapping,
-	densemem.ActionProposeVocabularyChange, densemem.ActionBothValid}
+	densemem.ActionProposeVocabularyChange, densemem.ActionBothValid, densemem.ActionAccept}
 
 // TestPendingItemGivesWayToAHold: a pending statement that gains support but conflicts with the
 // owner's prior is held: its pending item closes as superseded and the new hold item, about the same

@@ -312,7 +312,7 @@ func TestSupersessionTable(t *testing.T) {
 				return insufficientDeploy("production", "release").request(nextKey())
 			},
 			want: expectedOutcome{category: densemem.CategoryPendingEvidence, status: "pending_evidence", tier: "candidate",
-				transitions: pendingTransitions, review: []string{"add_evidence", "reject", "correct"}, newRows: 1, supports: 0, prior: priorUntouched},
+				transitions: pendingTransitions, review: []string{"add_evidence", "accept", "reject", "correct"}, newRows: 1, supports: 0, prior: priorUntouched},
 		},
 		{
 			name:  "13 a hypothetical is an observation only",

@@ -103,6 +103,9 @@ const (
 	// ActionBothValid rejects the relationship in question; the statement restated in its other
 	// scope or time is placed like a Remember.
 	ActionBothValid = "both_valid"
+	// ActionAccept accepts a pending relationship with the decision's evidence, placed like a
+	// Remember through the verifier; an accept without evidence changes nothing (Carry).
+	ActionAccept = "accept"
 )
 
 // Carry carries out a decision without new evidence on rel, the relationship a review item asks
@@ -110,8 +113,9 @@ const (
 // keep_prior_reject_new, correct and both_valid reject it; supersede_prior closes the active related
 // priors at rel's valid_from (now when it has none) and makes rel current, returning the
 // cross-references it then writes to other owners' relationships of the key (corrects when a
-// verifier confirmed rel's later valid_from in a stored support, as at placement). It is the one
-// code that applies such a decision, and, on a copy, previews it.
+// verifier confirmed rel's later valid_from in a stored support, as at placement); accept without
+// evidence changes nothing: it never bypasses verification. It is the one code that applies such a
+// decision, and, on a copy, previews it.
 func (l *Ledger) Carry(ks *KeyState, rel *relationship.Relationship, related []relationship.ID, action, reason string) []store.CrossReferenceRow {
 	why := Decided(action)
 	switch action {

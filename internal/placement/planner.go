@@ -465,6 +465,8 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
 	prompt := api.ReviewPrompt{Question: "Which evidence states this relationship? Submit exact evidence, or reject the claim.",
 		Choices: pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+			{Action: ledger.ActionAccept, Description: "accept the relationship with exact evidence, verified like any; an accept " +
+				"without evidence grants nothing"},
 			{Action: ledger.ActionReject, Description: "reject the pending relationship"},
 			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence instead"}})}
 	if it.verified {
