@@ -245,6 +245,12 @@ func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.
 			return stale("relationship %s is not on the item's key", id)
 		case r.Owner != p.ProfileID:
 			return fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, r.ID, r.Owner)
+		case i > 0 && r.Status != relationship.StatusActive && r.Status != relationship.StatusNeedsReview &&
+			r.Status != relationship.StatusPendingEvidence:
+			// A prior that left current state by another writer's change (the nightly reviewer's
+			// resolution of a team case: the owner's own changes re-plan the held statement and
+			// close the item) leaves the question about the held statement standing: every choice
+			// still says what becomes of it (decision 90).
 		case i < len(versions) && versions[i] != 0 && versions[i] != r.Version:
 			return stale("relationship %s moved from version %d to %d since the item was issued", id, versions[i], r.Version)
 		}

@@ -1176,3 +1176,44 @@ func TestPendingItemGivesWayToAHold(t *testing.T) {
 		t.Errorf("hold item is %s, want open", got)
 	}
 }
+
+// TestResolveAfterTheReviewerClosedThePrior: A's statement held against A1 stays answerable after the
+// nightly reviewer superseded A1 by the team's case: the reviewer may not touch A's held statement or
+// its item, so A decides, and the choice says what becomes of the held statement (decision 90).
+func TestResolveAfterTheReviewerClosedThePrior(t *testing.T) {
+	t.Parallel()
+	for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew} {
+		t.Run(action, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			s := e.openStaleDeployCase(false, true)
+			pl := e.rememberOne(e.A, deploy("production", "hotfix").request(nextKey()))
+			held := only(t, pl)
+			if held.Status != "needs_review" || held.Review == nil {
+				t.Fatalf("A's hotfix: %s/%s, want held against A1", held.Category, held.Status)
+			}
+			e.clock.Advance(defaultReviewTTL + 24*time.Hour)
+			if rep := e.reviewTeamAs("night"); rep.Resolved != 1 {
+				t.Fatalf("nightly: %+v, want the case resolved", rep)
+			}
+			if status, _, _, _ := e.relationshipState(s.A1); status != "superseded" {
+				t.Fatalf("A1 is %s after the resolution, want superseded", status)
+			}
+			res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(pl.IngestID, held, action))
+			if err != nil {
+				t.Fatalf("%s after the reviewer closed the prior: %v", action, err)
+			}
+			want := map[string]string{densemem.ActionSupersedePrior: "active", densemem.ActionKeepPriorRejectNew: "rejected"}[action]
+			if status, _, _, _ := e.relationshipState(held.RelationshipID); status != want {
+				t.Errorf("held statement is %s, want %s", status, want)
+			}
+			if len(res.Changes) != 1 || res.Changes[0].RelationshipID != held.RelationshipID {
+				t.Errorf("changes %+v, want only the held statement's (A1 is already closed)", res.Changes)
+			}
+			if got := e.reviewItemStatus(e.A, held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+				t.Errorf("item is %s, want resolved", got)
+			}
+			e.checkLedger()
+		})
+	}
+}
