@@ -171,7 +171,7 @@ func TestRememberRoundTrips(t *testing.T) {
 	}
 	want := map[string]int{"entities": 2, "entity_names": 2, "evidence_fragments": 1, "fragment_contents": 1,
 		"observations": 1, "verification_events": 1, "entity_resolution_events": 2, "relationships": 1,
-		"support_links": 1, "relationship_transitions": 1, "search_refresh_queue": 1, "idempotency_records": 1}
+		"support_links": 1, "relationship_transitions": 1, "idempotency_records": 1}
 	if !maps.Equal(want, got) {
 		t.Errorf("rows written by one Remember: want %v, got %v", want, got)
 	}
@@ -247,7 +247,6 @@ VALUES (@team, @support, @relationship, @fragment, @observation, @verification, 
     related_relationship_id, ingest_id, idempotency_key, created_at)
 VALUES (@team, @transition, @relationship, NULL, 'active', NULL, 'validated_claim', NULL, NULL, NULL, 1, 'accepted',
     'profile', @profile, NULL, @ingest, @key, @now)`,
-	`INSERT INTO search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES (@team, @relationship, 'accepted', @now)`,
 	`INSERT INTO idempotency_records (team_id, profile_id, idempotency_key, operation, request_hash, ingest_id, result, created_at)
 VALUES (@team, @profile, @key, 'remember', @request_hash, @ingest, @result, @now)`,
 }

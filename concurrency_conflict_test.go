@@ -179,7 +179,7 @@ func TestConcurrentConflictResponsesOneWins(t *testing.T) {
 	// member of an existing position, one case event; no entity, name, value, position or case row.
 	computed := map[string]int{"evidence_fragments": 1, "fragment_contents": 1, "observations": 1, "verification_events": 1,
 		"entity_resolution_events": 2, "relationships": 1, "support_links": 1, "relationship_transitions": 1,
-		"search_refresh_queue": 1, "idempotency_records": 1, "relationship_cross_references": 2,
+		"idempotency_records": 1, "relationship_cross_references": 2,
 		"conflict_position_members": 1, "conflict_events": 1}
 	for side := range single {
 		for table, got := range single[side] {

@@ -586,9 +586,6 @@ func TestInvariant5_WritesGoThroughPostgresPolicyNotAGraphSideChannel(t *testing
 		want["relationship_transitions"]++
 		want["idempotency_records"]++
 		for _, table := range dataTables {
-			if table == "search_refresh_queue" {
-				continue // a rebuildable work queue, drained asynchronously
-			}
 			if after[table] != want[table] {
 				t.Errorf("%s: %d -> %d, want %d", table, before[table], after[table], want[table])
 			}

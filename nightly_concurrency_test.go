@@ -571,7 +571,7 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 	// Exactly one event per case, one reviewer transition and one search refresh per loser, one
 	// reservation per team; nothing else.
 	checkCountDeltas(t, e.allCounts(), before, map[string]int{"conflict_events": len(cases),
-		"relationship_transitions": wantResolved, "search_refresh_queue": wantResolved, "nightly_runs": teams})
+		"relationship_transitions": wantResolved, "nightly_runs": teams})
 	e.checkLedger()
 	e.ledger().checkSupersededOnce()
 

@@ -38,12 +38,13 @@ var files embed.FS
 // goSources are the Go migrations' source files, part of Hash so a change to one builds new test
 // templates.
 //
-//go:embed 00006_name_keys.go 00009_roles.go 00011_decisions.go
+//go:embed 0*.go
 var goSources embed.FS
 
 // goMigrations returns the migrations written in Go, for one set of roles.
 func goMigrations(r Roles) []*goose.Migration {
-	return []*goose.Migration{nameKeys, rolesMigration(r), decisionsMigration(r), identityDecisionsMigration(r)}
+	return []*goose.Migration{nameKeys, rolesMigration(r), decisionsMigration(r), identityDecisionsMigration(r),
+		dropSearchRefreshMigration(r)}
 }
 
 // DefaultSchema is the schema that holds every object unless Options.Schema names another.

@@ -38,7 +38,6 @@ type WriteSet struct {
 	Decisions     []DecisionRow
 	// IdentityDecisions are splits and merges (Client.Split, Client.Merge).
 	IdentityDecisions []IdentityDecisionRow
-	Refreshes         []RefreshRow
 	Idempotency       *IdempotencyRow
 }
 
@@ -301,14 +300,6 @@ type DecisionRow struct {
 	IngestID        string
 	IdempotencyKey  string
 	CreatedAt       time.Time
-}
-
-// RefreshRow queues rebuildable search work for one relationship.
-type RefreshRow struct {
-	Team           identity.TeamID
-	RelationshipID relationship.ID
-	Reason         string
-	CreatedAt      time.Time
 }
 
 // IdempotencyRow stores a call's result under its idempotency key.

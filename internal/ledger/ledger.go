@@ -1,7 +1,7 @@
 // Package ledger is the one owner of how decisions become rows. Placement, Forget and the nightly
 // reviewer decide with the pure domain packages (relationship, conflict, evidence) and tell a Ledger
 // what they decided; the Ledger writes the rows of one transaction into a store.WriteSet — a
-// relationship change always with its transition and its search refresh, a case change always with
+// relationship change always with its transition, a case change always with
 // its membership and its event — and keeps the transaction's view of every conflict key it touched
 // up to date, so later decisions of the same transaction see earlier ones.
 //

@@ -91,12 +91,8 @@ func update(id relationship.ID, status relationship.Status, validTo *time.Time) 
 		Tier: relationship.TierValidatedClaim, ValidTo: validTo, UpdatedAt: now}}
 }
 
-func refresh(id relationship.ID, reason string) []store.RefreshRow {
-	return []store.RefreshRow{{Team: team, RelationshipID: id, Reason: reason, CreatedAt: now}}
-}
-
-// TestRelationshipVerbs checks that every relationship verb writes its change, its transition and
-// its search refresh together, and moves the transaction's copy of the relationship along.
+// TestRelationshipVerbs checks that every relationship verb writes its change and its transition
+// together, and moves the transaction's copy of the relationship along.
 func TestRelationshipVerbs(t *testing.T) {
 	newRel := rel("rel_9", alice, objA, feb, nil)
 	reviewed := transition("rel_1", relationship.StatusActive, relationship.StatusSuperseded, nil, feb, 1, "conflict_resolved:cf_7")
@@ -119,7 +115,6 @@ func TestRelationshipVerbs(t *testing.T) {
 		want: store.WriteSet{
 			Relationships: []store.RelationshipRow{{Team: team, Relationship: newRel, ObservationID: "obs_1", IngestID: "ing_1", CreatedAt: now}},
 			Transitions:   []store.TransitionRow{transition("rel_9", "", relationship.StatusActive, nil, nil, 0, "accepted")},
-			Refreshes:     refresh("rel_9", "accepted"),
 		},
 		wantRel: newRel,
 	}, {
@@ -133,7 +128,6 @@ func TestRelationshipVerbs(t *testing.T) {
 			Updates: update("rel_1", relationship.StatusNeedsReview, nil),
 			Transitions: []store.TransitionRow{transition("rel_1", relationship.StatusActive, relationship.StatusNeedsReview,
 				nil, nil, 1, "evidence_accepted_held")},
-			Refreshes: refresh("rel_1", "evidence_accepted_held"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, nil)
@@ -152,7 +146,6 @@ func TestRelationshipVerbs(t *testing.T) {
 				t.Related = "rel_2"
 				return t
 			}()},
-			Refreshes: refresh("rel_1", "superseded"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, feb)
@@ -171,7 +164,6 @@ func TestRelationshipVerbs(t *testing.T) {
 				t.Related = "rel_2"
 				return t
 			}()},
-			Refreshes: refresh("rel_1", "superseded"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, mar, mar)
@@ -187,7 +179,6 @@ func TestRelationshipVerbs(t *testing.T) {
 			Updates: update("rel_1", relationship.StatusSuperseded, feb),
 			Transitions: []store.TransitionRow{transition("rel_1", relationship.StatusActive, relationship.StatusSuperseded,
 				feb, feb, 1, "superseded")},
-			Refreshes: refresh("rel_1", "superseded"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, feb)
@@ -202,7 +193,6 @@ func TestRelationshipVerbs(t *testing.T) {
 		want: store.WriteSet{
 			Updates:     update("rel_1", relationship.StatusSuperseded, feb),
 			Transitions: []store.TransitionRow{reviewed},
-			Refreshes:   refresh("rel_1", "conflict_resolved"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, feb)
@@ -218,7 +208,6 @@ func TestRelationshipVerbs(t *testing.T) {
 			Updates: update("rel_1", relationship.StatusRetracted, nil),
 			Transitions: []store.TransitionRow{transition("rel_1", relationship.StatusActive, relationship.StatusRetracted,
 				nil, nil, 1, "forget: moved: to the Berlin office")},
-			Refreshes: refresh("rel_1", "retracted"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, nil)
@@ -234,7 +223,6 @@ func TestRelationshipVerbs(t *testing.T) {
 			Updates: update("rel_1", relationship.StatusRetracted, nil),
 			Transitions: []store.TransitionRow{transition("rel_1", relationship.StatusActive, relationship.StatusRetracted,
 				nil, nil, 1, "forget")},
-			Refreshes: refresh("rel_1", "retracted"),
 		},
 		wantRel: func() relationship.Relationship {
 			r := rel("rel_1", alice, objA, jan, nil)
@@ -637,9 +625,6 @@ func TestDecide(t *testing.T) {
 	if n := len(l.WS.Decisions); n != 1 || l.WS.Decisions[0].Profile != alice || l.WS.Decisions[0].ReviewID != "rev_1" ||
 		l.WS.Decisions[0].IdempotencyKey != "idem-1" || l.WS.Decisions[0].IngestID != "ing_1" {
 		t.Errorf("decision rows %+v, want one by alice on rev_1 under idem-1", l.WS.Decisions)
-	}
-	if got := l.WS.Refreshes[0].Reason; got != string(ReasonDecided) {
-		t.Errorf("refresh reason %q, want %q", got, ReasonDecided)
 	}
 }
 

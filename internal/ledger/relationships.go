@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"strings"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
@@ -26,16 +25,6 @@ const (
 	ReasonForget               Reason = "forget"
 	ReasonConflictResolved     Reason = "conflict_resolved"
 )
-
-// refresh is the search refresh reason of a transition reason: the change, without the case or the
-// caller's words ("conflict_resolved:cf_…" refreshes as conflict_resolved, a Forget as retracted).
-func (r Reason) refresh() string {
-	if r == ReasonForget || strings.HasPrefix(string(r), string(ReasonForget)+": ") {
-		return "retracted"
-	}
-	kind, _, _ := strings.Cut(string(r), ":")
-	return kind
-}
 
 // Create records a new relationship with its first transition (none → its status and tier) and
 // adds it to its key's state. observation is the observation that created it.
@@ -100,8 +89,8 @@ func (l *Ledger) Touch(rel *relationship.Relationship) {
 	l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}).Touched = true
 }
 
-// update changes a relationship's current state, fenced on its version, with its transition and
-// refresh, and moves the transaction's copy along.
+// update changes a relationship's current state, fenced on its version, with its transition, and
+// moves the transaction's copy along.
 func (l *Ledger) update(rel *relationship.Relationship, status relationship.Status, tier relationship.Tier,
 	validTo *time.Time, reason Reason, related relationship.ID) {
 	l.questionGone(rel, status)
@@ -123,7 +112,6 @@ func (l *Ledger) transition(id relationship.ID, fromStatus, toStatus relationshi
 		t.IdempotencyKey = l.IdempotencyKey
 	}
 	l.WS.Transitions = append(l.WS.Transitions, t)
-	l.WS.Refreshes = append(l.WS.Refreshes, store.RefreshRow{Team: l.Team, RelationshipID: id, Reason: reason.refresh(), CreatedAt: l.Now})
 }
 
 // LastTransitionID is the ID of the transition the last verb recorded.

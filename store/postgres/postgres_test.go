@@ -40,13 +40,12 @@ func TestFoldedCommitFailureLeavesNothing(t *testing.T) {
 			Entities: []store.EntityRow{{Team: team, ID: "ent_x", Kind: "thing", CreatedBy: "pf_a", IngestID: "ing_1", CreatedAt: now}},
 			Updates: []store.RelationshipUpdate{{Team: team, ID: "rel_missing", ExpectVersion: 1,
 				Status: relationship.StatusRetracted, Tier: relationship.TierCandidate, UpdatedAt: now}},
-			Refreshes: []store.RefreshRow{{Team: team, RelationshipID: "rel_missing", Reason: "x", CreatedAt: now}},
 		})
 	})
 	if !errors.Is(err, store.ErrStaleVersion) {
 		t.Fatalf("err = %v, want ErrStaleVersion", err)
 	}
-	for _, table := range []string{"entities", "search_refresh_queue"} {
+	for _, table := range []string{"entities"} {
 		var n int
 		if err := pool.QueryRow(ctx, "SELECT count(*) FROM "+table).Scan(&n); err != nil {
 			t.Fatal(err)

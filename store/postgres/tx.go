@@ -460,8 +460,6 @@ VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, $7, NULLIF($8, ''), $9, $10, NULLIF(
 INSERT INTO {schema}.review_items (team_id, review_id, ingest_id, placement_item_id, kind, status, profile_id, observation_id,
     relationship_id, related_ids, choices, relationship_version, related_versions, created_at)
 VALUES ($1, $2, $3, $4, $5, 'open', $6, $7, NULLIF($8, ''), $9, $10, $11, $12, $13)`
-	refreshInsertSQL = `-- name: RefreshInsert
-INSERT INTO {schema}.search_refresh_queue (team_id, relationship_id, reason, created_at) VALUES ($1, $2, $3, $4)`
 	idempotencyInsertSQL = `-- name: IdempotencyInsert
 INSERT INTO {schema}.idempotency_records (team_id, profile_id, idempotency_key, operation, request_hash, ingest_id, result, created_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`
@@ -484,7 +482,7 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	w.queueRelationships(&ws)
 	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
 	w.queueCases(&ws)
-	// 5. Review items, the decisions on them and their closes, search refreshes and the idempotency
+	// 5. Review items, the decisions on them and their closes, and the idempotency
 	// record.
 	w.queueRecords(&ws)
 	// 6. COMMIT, when it travels with the write batch, and the round trip.
@@ -622,7 +620,7 @@ func (w writeBatch) queueCases(ws *store.WriteSet) {
 }
 
 // queueRecords queues the decisions (each naming an existing review item), the closes of review
-// items (each naming its decision), the new review items, the search refreshes and the idempotency
+// items (each naming its decision), the new review items and the idempotency
 // record.
 //
 // Decisions and the closes of existing review items come before the new items: a close of every
@@ -642,9 +640,6 @@ func (w writeBatch) queueRecords(ws *store.WriteSet) {
 			r.RelationshipID, related, []byte(r.Choices), r.RelationshipVersion, r.RelatedVersions, r.CreatedAt)
 	}
 	w.step("review_items", len(ws.ReviewItems))
-	for _, r := range ws.Refreshes {
-		b.Queue(refreshInsertSQL, r.Team, r.RelationshipID, r.Reason, r.CreatedAt)
-	}
 	if ir := ws.Idempotency; ir != nil {
 		b.Queue(idempotencyInsertSQL, ir.Team, ir.Profile, ir.Key, ir.Operation, ir.RequestHash, ir.IngestID,
 			[]byte(ir.Result), ir.CreatedAt)

@@ -36,7 +36,7 @@ type allRows struct {
 // everyRow builds, over w's existing relationship prior, a write set with a row of every kind: an
 // entity and its name, a literal value, two relationships of a new key with their evidence, an entity
 // resolution event, transitions, a cross-reference, a case with positions, members and its event, a
-// review item, refresh rows, an idempotency record and an update of prior.
+// review item, an idempotency record and an update of prior.
 func (w *world) everyRow(prior relationship.Relationship, when time.Time) allRows {
 	var a allRows
 	ws := &a.ws

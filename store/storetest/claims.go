@@ -236,7 +236,6 @@ func testReviewFenced(e *env) {
 		ToStatus: relationship.StatusSuperseded, FromTier: loser.Tier, ToTier: loser.Tier, ToValidTo: &cutoff, FromVersion: 1,
 		ToVersion: 2, Reason: "conflict_resolved:" + string(sc.cs.ID), ActorKind: store.ActorSystemConflictReviewer,
 		IngestID: "tok_2", CreatedAt: now2}}
-	ws.Refreshes = []store.RefreshRow{{Team: w.team, RelationshipID: loser.ID, Reason: "conflict_resolved", CreatedAt: now2}}
 	resolved := sc.cs
 	resolved.Version, resolved.Status = 2, conflict.StatusResolved
 	ev := w.eventRow(resolved, conflict.StatusOpen, store.ActorSystemConflictReviewer, "", "resolved", now2)

@@ -191,7 +191,6 @@ func (w *world) relRows(ws *store.WriteSet, sp relSpec) relationship.Relationshi
 	ws.Transitions = append(ws.Transitions, store.TransitionRow{Team: w.team, ID: w.id("trn"), RelationshipID: r.ID,
 		ToStatus: r.Status, ToTier: r.Tier, ToVersion: 1, Reason: "created", ActorKind: store.ActorProfile,
 		ActorProfile: r.Owner, IngestID: ingest, CreatedAt: sp.when})
-	ws.Refreshes = append(ws.Refreshes, store.RefreshRow{Team: w.team, RelationshipID: r.ID, Reason: "created", CreatedAt: sp.when})
 	return r
 }
 
