@@ -111,8 +111,52 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 	if err != nil {
 		return nil, err
 	}
+	cases, err := c.conflictCases(ctx, p, page.Items)
+	if err != nil {
+		return nil, err
+	}
+	out := &ListConflictsResponse{Conflicts: cases}
+	if page.More {
+		last := page.Items[len(page.Items)-1].Case
+		out.NextAfter = listCursor{List: listConflicts, At: last.ReviewDueAt, Keys: []string{string(last.Status), string(last.ID)}}.encode()
+	}
+	return out, nil
+}
+
+// Conflict returns one of the principal's team's conflict cases, of any status, as ListConflicts
+// shows it (how an operator inspects a case by its ID; Trace of a member relationship pages its
+// events).
+//
+// Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (no such case in the team).
+func (c *Client) Conflict(ctx context.Context, p Principal, conflictID string) (*ConflictCase, error) {
+	ctx, err := c.begin(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var ps problems
+	checkText(&ps, "conflict_id", conflictID, true, c.cfg.Limits.MaxTextBytes)
+	if err := ps.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
+		return nil, err
+	}
+	it, err := c.store.CaseGet(ctx, p.TeamID, conflict.ID(conflictID))
+	if err != nil {
+		return nil, err
+	}
+	cases, err := c.conflictCases(ctx, p, []store.CaseListItem{it})
+	if err != nil {
+		return nil, err
+	}
+	return &cases[0], nil
+}
+
+// conflictCases shapes listed cases: their positions with the members' names and evidence, read in
+// one round trip.
+func (c *Client) conflictCases(ctx context.Context, p Principal, items []store.CaseListItem) ([]ConflictCase, error) {
 	var members []relationship.ID
-	for _, it := range page.Items {
+	for _, it := range items {
 		for _, pos := range it.Case.Positions {
 			for _, m := range pos.Members {
 				members = append(members, m.RelationshipID)
@@ -124,8 +168,8 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 	if _, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Compact(members)}, &rel); err != nil {
 		return nil, err
 	}
-	out := &ListConflictsResponse{Conflicts: make([]ConflictCase, 0, len(page.Items))}
-	for _, it := range page.Items {
+	out := make([]ConflictCase, 0, len(items))
+	for _, it := range items {
 		cs := it.Case
 		cc := ConflictCase{RecallConflict: conflictView(cs, rel.views, rel.ev), OpenedAt: cs.OpenedAt, NextReviewAt: it.NextReviewAt,
 			ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
@@ -134,11 +178,7 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 		if !cs.Status.Live() {
 			cc.Question = ""
 		}
-		out.Conflicts = append(out.Conflicts, cc)
-	}
-	if page.More {
-		last := page.Items[len(page.Items)-1].Case
-		out.NextAfter = listCursor{List: listConflicts, At: last.ReviewDueAt, Keys: []string{string(last.Status), string(last.ID)}}.encode()
+		out = append(out, cc)
 	}
 	return out, nil
 }

@@ -1239,3 +1239,33 @@ func TestCorrectsRelationshipID(t *testing.T) {
 		t.Errorf("QA1 = %s, want active", st)
 	}
 }
+
+// TestConflictByID: Conflict reads one case of any status as ListConflicts shows it; a missing ID, or
+// one of another team, is ErrNotFound; a blank ID is a validation error.
+func TestConflictByID(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	s := e.openStaleDeployCase(false, false)
+	host := densemem.HostPrincipal(e.team)
+	list, err := e.client.ListConflicts(e.ctx, host, densemem.ListConflictsRequest{})
+	if err != nil || len(list.Conflicts) != 1 {
+		t.Fatalf("ListConflicts: %v, %+v", err, list)
+	}
+	got, err := e.client.Conflict(e.ctx, e.C, s.ConflictID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := diff(list.Conflicts[0], *got); d != "" {
+		t.Errorf("Conflict differs from its ListConflicts item (-list +get):\n%s", d)
+	}
+	if _, err := e.client.Conflict(e.ctx, e.C, "cf_missing"); !errors.Is(err, densemem.ErrNotFound) {
+		t.Errorf("missing case: %v, want ErrNotFound", err)
+	}
+	other := e.profileIn(e.mustTeam("globex"), "X", "read")
+	if _, err := e.client.Conflict(e.ctx, other, s.ConflictID); !errors.Is(err, densemem.ErrNotFound) {
+		t.Errorf("another team's case: %v, want ErrNotFound", err)
+	}
+	if _, err := e.client.Conflict(e.ctx, e.C, ""); !isFieldProblem(err, "conflict_id") {
+		t.Errorf("blank ID: %v, want a validation error on conflict_id", err)
+	}
+}

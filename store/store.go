@@ -67,6 +67,9 @@ type Store interface {
 	// the order given, each status by review_due_at then conflict ID, with each case's current
 	// membership.
 	CaseList(ctx context.Context, p CaseListParams) (Page[CaseListItem], error)
+	// CaseGet returns one of a team's conflict cases, of any status, as CaseList shows it (ErrNotFound
+	// when the team has none of that ID).
+	CaseGet(ctx context.Context, team identity.TeamID, id conflict.ID) (CaseListItem, error)
 	// ReviewItemList returns a page of a team's review items of one status (of one profile, or of
 	// all), in (profile ID, created_at, review ID) order.
 	ReviewItemList(ctx context.Context, p ReviewItemListParams) (Page[ReviewItemView], error)

@@ -9,6 +9,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
@@ -84,6 +85,20 @@ func (s *Store) PredicateListPage(ctx context.Context, p store.PredicateListPage
 	return cut(out, p.Limit), nil
 }
 
+// caseRowsSQL shapes the cases of a page (its conflict_id column) as CaseList returns them: each with
+// the membership of its latest event and its subject's name and kind.
+const caseRowsSQL = `SELECT c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
+       c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
+       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind,
+       c.next_review_at, COALESCE(sn.name, ''), COALESCE(se.entity_kind, '')
+FROM page p
+JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
+CROSS JOIN LATERAL (SELECT positions FROM {schema}.conflict_events e
+                    WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
+LEFT JOIN {schema}.entities se ON se.team_id = c.team_id AND se.entity_id = c.subject_entity_id
+LEFT JOIN {schema}.entity_names sn ON sn.team_id = c.team_id AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
+`
+
 // caseListSQL takes the listed statuses in order ($2, with ordinality), and for each reads its
 // cases after the status's lower bound ($3/$4: the cursor's key for the cursor's status, NULL for
 // the statuses after it) along conflict_cases_status, LIMIT $5 each; the page is the first $5 of
@@ -102,17 +117,35 @@ WITH page AS (
     ORDER BY st.ord, c.review_due_at, c.conflict_id
     LIMIT $5
 )
-SELECT c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
-       c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
-       COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind,
-       c.next_review_at, COALESCE(sn.name, ''), COALESCE(se.entity_kind, '')
-FROM page p
-JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
-CROSS JOIN LATERAL (SELECT positions FROM {schema}.conflict_events e
-                    WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
-LEFT JOIN {schema}.entities se ON se.team_id = c.team_id AND se.entity_id = c.subject_entity_id
-LEFT JOIN {schema}.entity_names sn ON sn.team_id = c.team_id AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
-ORDER BY p.ord, p.review_due_at, p.conflict_id`
+` + caseRowsSQL + `ORDER BY p.ord, p.review_due_at, p.conflict_id`
+
+// caseGetSQL reads one case by its primary key, shaped as CaseList shapes its rows.
+const caseGetSQL = `-- name: CaseGet
+WITH page AS (SELECT conflict_id FROM {schema}.conflict_cases WHERE team_id = $1 AND conflict_id = $2)
+` + caseRowsSQL
+
+// CaseGet returns one of a team's cases, of any status, as CaseList shows it. Errors: ErrNotFound,
+// ErrTimeout, ErrUnavailable, ErrInternal.
+func (s *Store) CaseGet(ctx context.Context, team identity.TeamID, id conflict.ID) (store.CaseListItem, error) {
+	var items []store.CaseListItem
+	b := &pgx.Batch{}
+	b.Queue(caseGetSQL, team, id).Query(func(rows pgx.Rows) (err error) {
+		items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseListItem, error) {
+			var it store.CaseListItem
+			c, err := scanRecallCase(row, team, &it.NextReviewAt, &it.SubjectName, &it.SubjectKind)
+			it.Case = c
+			return it, err
+		})
+		return err
+	})
+	if err := s.send(ctx, team, b, false); err != nil {
+		return store.CaseListItem{}, err
+	}
+	if len(items) == 0 {
+		return store.CaseListItem{}, fmt.Errorf("%w: conflict case %s", store.ErrNotFound, id)
+	}
+	return items[0], nil
+}
 
 // CaseList returns a page of a team's conflict cases of the given statuses, status by status in
 // the order given, each status by review_due_at then conflict ID, with each case's current

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -181,6 +183,21 @@ func (w *world) checkCasePages(cases []store.CaseRow) {
 			t.Errorf("second page of cases = %v (more %v), want [%s] and no more", got, cp.More, cases[2].ID)
 		}
 	}
+	// CaseGet reads one case of any status as CaseList shows it; another team's or a missing ID is
+	// ErrNotFound.
+	all, err := s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, Limit: 10})
+	w.e.must(err, "CaseList")
+	for _, want := range all.Items {
+		got, err := s.CaseGet(ctx, w.team, want.Case.ID)
+		w.e.must(err, "CaseGet")
+		if d := cmp.Diff(want, got); d != "" {
+			t.Errorf("CaseGet(%s) differs from its CaseList item (-list +get):\n%s", want.Case.ID, d)
+		}
+	}
+	_, err = s.CaseGet(ctx, w.team, "cf_missing")
+	w.e.checkErr(err, store.ErrNotFound, "CaseGet of a missing case")
+	_, err = s.CaseGet(ctx, "tm_other", cases[0].ID)
+	w.e.checkErr(err, store.ErrNotFound, "CaseGet of the case from another team")
 }
 
 // checkReviewItemPages pages the open review items of listRows two at a time, by profile, then lists
