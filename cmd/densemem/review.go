@@ -1,0 +1,169 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/densemem/densemem"
+)
+
+// errCasesFailed makes review run exit non-zero when cases failed: they stay due for the next run.
+var errCasesFailed = errors.New("cases failed")
+
+func (c *cli) reviewRun(ctx context.Context, args []string) error {
+	fs, url := c.flags("review run", "")
+	reviewerURL := fs.String("reviewer-database-url", c.getenv(envReviewerDatabaseURL),
+		"PostgreSQL URL as the reviewer role (default $"+envReviewerDatabaseURL+", else --database-url)")
+	var teams multi
+	fs.Var(&teams, "team", "review only this team (repeatable; default: every team with due cases)")
+	worker := fs.String("worker", "densemem-cli", "the worker name recorded in run reservations")
+	maxCases := fs.Int("max-cases", 0, "the most cases claimed per team (0: no bound)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	client, done, err := c.client(ctx, *url, *reviewerURL)
+	if err != nil {
+		return err
+	}
+	defer done()
+	req := densemem.NightlyReviewRequest{WorkerID: *worker, MaxCases: *maxCases}
+	for _, t := range teams {
+		req.TeamIDs = append(req.TeamIDs, densemem.TeamID(t))
+	}
+	rep, err := client.RunNightlyReview(ctx, req)
+	if rep != nil {
+		if *asJSON {
+			if jerr := c.printJSON(rep); jerr != nil {
+				return jerr
+			}
+		} else {
+			c.printReport(rep)
+		}
+	}
+	if err != nil {
+		return err
+	}
+	if rep.Failed > 0 || rep.Unknown > 0 {
+		return fmt.Errorf("%w: %d failed, %d of unknown outcome; they stay due for the next run", errCasesFailed, rep.Failed, rep.Unknown)
+	}
+	return nil
+}
+
+// printReport prints a nightly run's report.
+func (c *cli) printReport(rep *densemem.NightlyReviewReport) {
+	fmt.Fprintf(c.stdout, "nightly review: %d team(s), %d run date(s) reserved, %d case(s) claimed\n", rep.Teams, rep.Reserved, rep.Claimed)
+	for _, row := range []struct {
+		what string
+		n    int
+	}{{"resolved", rep.Resolved}, {"overdue", rep.Overdue}, {"dismissed", rep.Dismissed}, {"kept open", rep.KeptOpen},
+		{"failed", rep.Failed}, {"unknown outcome", rep.Unknown}, {"lost to another worker", rep.Lost},
+		{"escalated (attempts exhausted)", rep.Escalated}} {
+		fmt.Fprintf(c.stdout, "  %-31s %d\n", row.what, row.n)
+	}
+	for _, id := range rep.UnknownCaseIDs {
+		fmt.Fprintf(c.stdout, "  unknown outcome: %s\n", id)
+	}
+}
+
+func (c *cli) reviewList(ctx context.Context, args []string) error {
+	fs, url := c.flags("review list", "")
+	team := fs.String("team", "", "the team (required)")
+	limit := fs.Int("limit", 100, "the most cases listed")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if _, err := parse(fs, args, 0); err != nil {
+		return err
+	}
+	if err := required(map[string]string{"team": *team}); err != nil {
+		return err
+	}
+	client, done, err := c.client(ctx, *url, "")
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := client.ListConflicts(ctx, host(*team), densemem.ListConflictsRequest{Limit: *limit})
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return c.printJSON(page)
+	}
+	if len(page.Conflicts) == 0 {
+		fmt.Fprintln(c.stdout, "no open or overdue conflict cases")
+		return nil
+	}
+	for _, cs := range page.Conflicts {
+		c.printCaseLine(cs)
+	}
+	if page.NextAfter != "" {
+		fmt.Fprintf(c.stdout, "(more cases: raise --limit)\n")
+	}
+	return nil
+}
+
+// printCaseLine prints one case of a list: status, ID, subject and key, deadline, positions.
+func (c *cli) printCaseLine(cs densemem.ConflictCase) {
+	fmt.Fprintf(c.stdout, "%-8s %s  %s  due %s  v%d\n", cs.Status, cs.ConflictID, caseKey(cs), stamp(cs.ReviewDueAt), cs.Version)
+	for _, p := range cs.Positions {
+		fmt.Fprintf(c.stdout, "         %s  owners %s, %d counted source group(s)\n", positionName(cs, p),
+			profiles(p.OwnerProfileIDs), p.CountedSourceGroups)
+	}
+}
+
+// caseKey names what a case is about: the subject, predicate and scope, or the identity.
+func caseKey(cs densemem.ConflictCase) string {
+	if cs.Kind == "identity_correction" {
+		return fmt.Sprintf("identity of %q (%s)", cs.Subject.Name, cs.Subject.EntityID)
+	}
+	key := fmt.Sprintf("%q %s", cs.Subject.Name, cs.Predicate)
+	if cs.Scope != "" {
+		key += fmt.Sprintf(" (scope %q)", cs.Scope)
+	}
+	return key
+}
+
+// positionName names a position: its object (or identity), negated when its polarity is "-".
+func positionName(cs densemem.ConflictCase, p densemem.RecallPosition) string {
+	if cs.Kind == "identity_correction" {
+		return fmt.Sprintf("identity %q (%s)", p.Object.Name, p.Object.EntityID)
+	}
+	name := fmt.Sprintf("%q", p.Object.Name)
+	if p.Polarity == "-" {
+		name = "not " + name
+	}
+	return name
+}
+
+// profiles joins profile IDs.
+func profiles(ids []densemem.ProfileID) string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return strings.Join(out, ", ")
+}
+
+// stamp formats an instant for a person: UTC to the minute.
+func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04 MST") }
+
+// printJSON prints v as indented JSON.
+func (c *cli) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// multi is a repeatable string flag.
+type multi []string
+
+func (m *multi) String() string { return strings.Join(*m, ",") }
+
+func (m *multi) Set(v string) error {
+	*m = append(*m, v)
+	return nil
+}
