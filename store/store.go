@@ -343,11 +343,11 @@ type SupportRow struct {
 	RelationshipID relationship.ID
 	// FragmentID is the supporting fragment (an adoption links the adopter's relationship to the other
 	// owners' relationships the fragment supports).
-	FragmentID evidence.FragmentID
-	Group          string
-	ContentHash    string
-	Authority      evidence.Authority
-	Author         identity.ProfileID
+	FragmentID  evidence.FragmentID
+	Group       string
+	ContentHash string
+	Authority   evidence.Authority
+	Author      identity.ProfileID
 	// ConfirmedFrom is the valid_from the support's verification event confirmed, if any.
 	ConfirmedFrom *time.Time
 }
