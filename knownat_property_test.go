@@ -184,6 +184,7 @@ func (w *knownAtWorld) step(n int) {
 	case r < 15 && w.forget(n):
 	case r >= 15 && r < 23 && w.supportPending(n):
 	case r >= 23 && r < 29 && w.nightly(n):
+	case r >= 29 && r < 35 && w.adopt(n):
 	case r >= 70 && w.respond(n):
 	default:
 		w.remember(n)
@@ -306,6 +307,44 @@ func (w *knownAtWorld) supportPending(n int) bool {
 		w.fatalf("step %d: %s: %v", n, desc, err)
 	}
 	w.count("support pending: " + w.category(pl))
+	w.record(desc+" -> "+w.outcome(pl), nil)
+	return true
+}
+
+// adopt has a profile adopt a fragment supporting another profile's active relationship, stating the
+// same relationship with it (DESIGN §13): a support that keeps the fragment's author and group, and
+// adopts_evidence_from. It reports false when no profile has an active supported relationship.
+func (w *knownAtWorld) adopt(n int) bool {
+	w.t.Helper()
+	var supported []storedRelationship
+	for _, r := range inCreationOrder(w.last().snap.rels) {
+		if r.Status == "active" && len(w.last().snap.supports[r.ID]) > 0 {
+			supported = append(supported, r)
+		}
+	}
+	if len(supported) == 0 {
+		return false
+	}
+	target := supported[w.rng.IntN(len(supported))]
+	var others []stepWriter
+	for _, p := range w.profiles {
+		if p.p.ProfileID != target.Owner {
+			others = append(others, p)
+		}
+	}
+	who := others[w.rng.IntN(len(others))]
+	frags := w.last().snap.supports[target.ID]
+	frag := frags[w.rng.IntN(len(frags))]
+	content := w.e.ledger().Strings(`SELECT content FROM fragment_contents WHERE team_id = $1 AND fragment_id = $2`, w.e.team, frag)[0]
+	f := fact{subject: target.Subject, subjectKind: "environment", predicate: "deploys_from", object: target.Object,
+		objectKind: "git_branch", validFrom: target.ValidFrom, polarity: target.Polarity}
+	desc := fmt.Sprintf("%s adopt %s of %s: %s deploys_from %s (%s)", who.name, w.name(string(frag), ""),
+		w.name(string(target.ID), ""), target.Subject, target.Object, target.Polarity)
+	pl, err := w.e.client.Remember(w.e.ctx, who.p, adopting(f, frag, content))
+	if err != nil {
+		w.fatalf("step %d: %s: %v", n, desc, err)
+	}
+	w.count("adopt: " + w.category(pl))
 	w.record(desc+" -> "+w.outcome(pl), nil)
 	return true
 }

@@ -44,7 +44,7 @@ func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[strin
 // known entities (checked to be the team's) and a result stored under key.
 func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, in *placement.Intake) (store.RememberPrepared, error) {
 	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: key, Names: in.Names, KnownEntities: in.Known})
+		IdempotencyKey: key, Names: in.Names, KnownEntities: in.Known, AdoptFragments: in.Adopt})
 	if err != nil {
 		return prep, err
 	}
@@ -63,7 +63,7 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	var kl store.KeysLocked
 	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
 		IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
-		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
+		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, AdoptFragments: in.Adopt})
 	if err != nil || locked.Idempotency != nil {
 		return nil, kl, locked.Idempotency, err
 	}
@@ -72,6 +72,7 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	}
 	pl := placement.New(params)
 	pl.Resolve(locked.Candidates, locked.Known)
+	pl.Adoptable(locked.Adoptable)
 	keys, cases := pl.Keys(), in.Responses()
 	for _, k := range params.AlsoLock {
 		if !slices.Contains(keys, k) {

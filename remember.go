@@ -45,6 +45,9 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	if err := in.CheckKnown(prep.Known); err != nil {
 		return nil, err
 	}
+	if err := in.CheckAdopted(prep.Adoptable); err != nil {
+		return nil, err
+	}
 
 	// 4-5. Resolve identities and predicates as far as possible before the transaction.
 	claims := in.Claims(prep.Predicates, prep.Candidates, prep.Known)

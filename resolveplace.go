@@ -11,6 +11,7 @@ import (
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/relationship"
@@ -90,6 +91,9 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 		return nil, err
 	}
 	if err := in.CheckKnown(prep.Known); err != nil {
+		return nil, err
+	}
+	if err := in.CheckAdopted(prep.Adoptable); err != nil {
 		return nil, err
 	}
 	verdicts, err := c.verify(ctx, in.Claims(prep.Predicates, prep.Candidates, prep.Known))
@@ -362,30 +366,44 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 	return predicate, distinct, nil
 }
 
-// citedAgain adds to rr the fragments o cites, in their source groups, and returns o's citations
-// pointing at them.
+// citedAgain adds to rr the fragments o cites, in their source groups (a fragment the observation
+// adopted is adopted again), and returns o's citations pointing at them.
 func citedAgain(rr *RememberRequest, o store.ObservationRow, fragments []store.FragmentRow) ([]Citation, error) {
-	var cites []Citation
-	if err := json.Unmarshal(o.Citations, &cites); err != nil {
+	var stored []api.StoredCitation
+	if err := json.Unmarshal(o.Citations, &stored); err != nil {
 		return nil, fmt.Errorf("%w: observation %s: citations: %v", ErrInternal, o.ID, err)
 	}
+	cites := make([]Citation, len(stored))
 	index := map[int]int{} // the ingest's evidence index -> rr's
-	for i, c := range cites {
+	for i, c := range stored {
+		cites[i] = c.Citation
 		j, ok := index[c.EvidenceIndex]
 		if !ok {
-			k := slices.IndexFunc(fragments, func(f store.FragmentRow) bool { return f.EvidenceIndex == c.EvidenceIndex })
-			if k < 0 {
-				return nil, fmt.Errorf("%w: observation %s cites evidence %d its ingest does not hold", ErrInternal, o.ID, c.EvidenceIndex)
+			ev, err := citedItem(o, c, fragments)
+			if err != nil {
+				return nil, err
 			}
-			f := fragments[k]
 			j = len(rr.Evidence)
 			index[c.EvidenceIndex] = j
-			rr.Evidence = append(rr.Evidence, EvidenceInput{Content: f.Content, SourceType: f.SourceType,
-				Authority: f.Authority, SourceGroup: f.SourceGroup})
+			rr.Evidence = append(rr.Evidence, ev)
 		}
 		cites[i].EvidenceIndex = j
 	}
 	return cites, nil
+}
+
+// citedItem is the evidence item of o's citation c placed again: the fragment it adopted, adopted
+// again, or its ingest's fragment stored again in its source group.
+func citedItem(o store.ObservationRow, c api.StoredCitation, fragments []store.FragmentRow) (EvidenceInput, error) {
+	if c.AdoptFragmentID != "" {
+		return EvidenceInput{AdoptFragmentID: c.AdoptFragmentID}, nil
+	}
+	k := slices.IndexFunc(fragments, func(f store.FragmentRow) bool { return f.EvidenceIndex == c.EvidenceIndex })
+	if k < 0 {
+		return EvidenceInput{}, fmt.Errorf("%w: observation %s cites evidence %d its ingest does not hold", ErrInternal, o.ID, c.EvidenceIndex)
+	}
+	f := fragments[k]
+	return EvidenceInput{Content: f.Content, SourceType: f.SourceType, Authority: f.Authority, SourceGroup: f.SourceGroup}, nil
 }
 
 // resolveWithoutChange carries out the decisions that change no relationship: reject_mapping (the

@@ -611,7 +611,7 @@ func validateReassign(r reassign, l Limits, confirm bool) error {
 	case confirm && len(r.evidence) == 0:
 		ps.Add("evidence", "a %s needs evidence that distinguishes the identities", r.op)
 	case len(r.evidence) > 0 && checkCount(&ps, "evidence", len(r.evidence), l.MaxEvidence):
-		checkEvidence(&ps, r.evidence, l)
+		checkEvidence(&ps, r.evidence, l, false)
 	}
 	checkText(&ps, "reason", r.reason, false, 4096)
 	checkText(&ps, "idempotency_key", r.key, confirm, l.MaxTextBytes)

@@ -172,6 +172,11 @@ type TraceEvidence struct {
 	Authority       evidence.Authority  `json:"authority"`
 	SourceGroup     string              `json:"source_group"`
 	AuthorProfileID ProfileID           `json:"author_profile_id"`
+	// ProfileID is the profile whose claim the support backs (the relationship's owner); Adopted is
+	// true when that profile adopted another author's fragment (adopt_fragment_id): the fragment keeps
+	// its author, provenance and source group.
+	ProfileID ProfileID `json:"profile_id"`
+	Adopted   bool      `json:"adopted,omitempty"`
 	// Excerpt is the cited span and Content the whole fragment; both only with IncludeEvidenceContent,
 	// and only while the response's content budget (Limits.MaxTraceContentBytes) lasts.
 	Excerpt string `json:"excerpt,omitempty"`
@@ -427,7 +432,8 @@ func (out *TraceResult) addEvidence(d store.TraceData, content bool, budget int)
 	for i, s := range d.Supports {
 		te := TraceEvidence{SupportID: s.ID, FragmentID: s.FragmentID, ObservationID: s.ObservationID,
 			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: s.SourceType, Authority: s.Authority,
-			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, CreatedAt: s.CreatedAt}
+			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, ProfileID: s.Profile, Adopted: s.Profile != s.Author,
+			CreatedAt: s.CreatedAt}
 		if content {
 			fits := omitFrom < 0 && !s.ContentOmitted && s.End <= len(s.Content) && len(s.Content)+s.End-s.Start <= budget
 			switch {

@@ -66,7 +66,7 @@ func validateRemember(req *RememberRequest, l Limits) error {
 	}
 	var ps problems
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
-	checkEvidence(&ps, req.Evidence, l)
+	checkEvidence(&ps, req.Evidence, l, true)
 	refs := checkEntities(&ps, req.Proposal.Entities, l)
 	cited := make([]bool, len(req.Evidence))
 	ids := map[string]bool{}
@@ -99,13 +99,19 @@ func validateRemember(req *RememberRequest, l Limits) error {
 }
 
 // checkEvidence checks the evidence items: content within its byte limit and valid text, known
-// source type and authority, and the source labels.
-func checkEvidence(ps *problems, items []EvidenceInput, l Limits) {
+// source type and authority, and the source labels; or, for an item that adopts an existing
+// fragment, the fragment's ID and nothing else (the fragment brings its own). adopt says whether
+// the call takes adopted items (Remember does; Resolve and the identity calls store their evidence).
+func checkEvidence(ps *problems, items []EvidenceInput, l Limits, adopt bool) {
 	if len(items) == 0 {
 		ps.Add("evidence", "at least one evidence item is required")
 	}
 	for i, ev := range items {
 		p := fmt.Sprintf("evidence[%d]", i)
+		if ev.Adopts() {
+			checkAdoption(ps, p, ev, l, adopt)
+			continue
+		}
 		switch {
 		case len(ev.Content) == 0:
 			ps.Add(p+".content", "is required")
@@ -125,6 +131,24 @@ func checkEvidence(ps *problems, items []EvidenceInput, l Limits) {
 		checkText(ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
 		if ev.SourceRevision != "" && ev.SourceKey == "" {
 			ps.Add(p+".source_revision", "requires source_key")
+		}
+	}
+}
+
+// checkAdoption checks an item at path p that adopts an existing fragment (DESIGN §13): a
+// fragment ID, and none of the fields the adopted fragment brings itself. Whether the fragment is
+// the team's is checked once it is read (placement.Intake.CheckAdopted).
+func checkAdoption(ps *problems, p string, ev EvidenceInput, l Limits, adopt bool) {
+	if !adopt {
+		ps.Add(p+".adopt_fragment_id", "adoption goes through Remember: this call stores its own evidence")
+		return
+	}
+	checkText(ps, p+".adopt_fragment_id", string(ev.AdoptFragmentID), true, l.MaxTextBytes)
+	for _, f := range []struct{ name, value string }{{"content", ev.Content}, {"source_type", string(ev.SourceType)},
+		{"authority", string(ev.Authority)}, {"source_group", ev.SourceGroup}, {"source_key", ev.SourceKey},
+		{"source_revision", ev.SourceRevision}} {
+		if f.value != "" {
+			ps.Add(p+"."+f.name, "must be empty with adopt_fragment_id: the adopted fragment keeps its own")
 		}
 	}
 }
@@ -217,33 +241,24 @@ func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[
 }
 
 // checkCitation checks one citation at path cp: an evidence index, and a non-empty byte span of that
-// item on UTF-8 character boundaries. It reports whether the citation names an evidence item.
+// item on UTF-8 character boundaries. The span of an adopted item is checked against the fragment's
+// content once it is read (placement.Intake.CheckAdopted); here only that it is non-empty. It
+// reports whether the citation names an evidence item.
 func checkCitation(ps *problems, cp string, c Citation, items []EvidenceInput) bool {
 	if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(items) {
 		ps.Add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
 		return false
 	}
-	content := items[c.EvidenceIndex].Content
-	bad := false
-	if c.Start < 0 {
-		ps.Add(cp+".start", "must not be negative")
-		bad = true
+	if items[c.EvidenceIndex].Adopts() {
+		switch {
+		case c.Start < 0:
+			ps.Add(cp+".start", "must not be negative")
+		case c.Start >= c.End:
+			ps.Add(cp+".end", "must be greater than start")
+		}
+		return true
 	}
-	if c.End > len(content) {
-		ps.Add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", c.End, c.EvidenceIndex, len(content))
-		bad = true
-	}
-	switch {
-	case bad:
-	case c.Start >= c.End:
-		ps.Add(cp+".end", "must be greater than start")
-	case !utf8.RuneStart(content[c.Start]):
-		ps.Add(cp+".start", "must be on a UTF-8 character boundary")
-	case c.End < len(content) && !utf8.RuneStart(content[c.End]):
-		ps.Add(cp+".end", "must be on a UTF-8 character boundary")
-	case !utf8.ValidString(content[c.Start:c.End]):
-		ps.Add(cp, "cited text is not valid UTF-8")
-	}
+	api.CheckSpan(ps, cp, items[c.EvidenceIndex].Content, c.EvidenceIndex, c.Start, c.End)
 	return true
 }
 
@@ -502,7 +517,7 @@ func validateResolve(req ResolveRequest, l Limits) error {
 	case len(req.Evidence) > 0 && !takesEvidence:
 		ps.Add("evidence", "action%s takes no evidence", quoted(req.Action, 64))
 	case checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0:
-		checkEvidence(&ps, req.Evidence, l)
+		checkEvidence(&ps, req.Evidence, l, false)
 	}
 	if len(req.Evidence) == 0 && (req.Action == ActionAddEvidence || req.Action == ActionCorrect) {
 		ps.Add("evidence", "action %s needs at least one evidence item", req.Action)

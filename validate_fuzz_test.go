@@ -51,6 +51,15 @@ var fuzzSeeds = []string{
 	  {"proposal_id":"b","subject_ref":"s","predicate":"p","object_value":{"type":"date","value":"2026-02-30"},"evidence":[{"evidence_index":0,"start":0,"end":1}]},
 	  {"proposal_id":"c","subject_ref":"s","predicate":"p","object_value":{"type":"date_time","value":"yesterday"},"evidence":[{"evidence_index":0,"start":0,"end":1}]},
 	  {"proposal_id":"d","subject_ref":"s","predicate":"p","object_value":{"type":"boolean","value":"yes"},"evidence":[{"evidence_index":0,"start":0,"end":1}]}]}}`,
+	// Valid: an adopted fragment beside new content; its span is checked against the fragment's
+	// content after the read (fuzzAdopted), here only that it is non-empty.
+	`{"idempotency_key":"k6","evidence":[{"adopt_fragment_id":"frg_b"},{"content":"The production environment deploys from release.","source_type":"manual"}],
+	  "proposal":{"entities":[{"ref":"s","name":"production","entity_kind":"environment"},{"ref":"o","name":"release","entity_kind":"git_branch"}],
+	  "relationships":[{"proposal_id":"p1","subject_ref":"s","predicate":"deploys_from","object_ref":"o","evidence":[{"evidence_index":0,"start":0,"end":9},{"evidence_index":0,"start":4,"end":20},{"evidence_index":1,"start":0,"end":4}]}]}}`,
+	// Invalid: an adoption with the fields the fragment brings itself, a blank ID, an empty span.
+	`{"idempotency_key":"k7","evidence":[{"adopt_fragment_id":"frg_b","content":"x","source_type":"manual","authority":"standard","source_group":"g","source_key":"k","source_revision":"1"},{"adopt_fragment_id":" "}],
+	  "proposal":{"entities":[{"ref":"s","name":"s","entity_kind":"k"}],
+	  "relationships":[{"proposal_id":"p1","subject_ref":"s","predicate":"p","object_ref":"s","evidence":[{"evidence_index":0,"start":3,"end":3},{"evidence_index":1,"start":-1,"end":2}]}]}}`,
 	// Invalid: empty.
 	`{}`,
 	`{"evidence":null,"proposal":{"entities":null,"relationships":null}}`,
@@ -75,6 +84,9 @@ func FuzzRememberRequestValidate(f *testing.F) {
 		checkValidation(t, &raw, limits)
 	})
 }
+
+// fuzzAdopted is the content of every fragment a fuzzed request adopts.
+const fuzzAdopted = "Since 2026-05-01 production ☃ deploys from the release branch."
 
 // rawRequest builds a request whose content, name and predicate are data[2:] byte for byte and whose one
 // citation spans [data[0]-8, data[1]).
@@ -128,6 +140,18 @@ func checkValidation(t *testing.T, req *RememberRequest, l Limits) {
 	// The pure steps after validation, in Remember's order, must cope with any accepted request.
 	normalizeTimes(req)
 	in := placement.NewIntake(req, "prof_fuzz")
+	// Every adopted fragment exists, with content of its own (multi-byte, so spans can split it).
+	var adoptable []store.FragmentRow
+	for _, id := range in.Adopt {
+		adoptable = append(adoptable, store.FragmentRow{ID: id, Content: fuzzAdopted})
+	}
+	if err := in.CheckAdopted(adoptable); err != nil {
+		var ve *ValidationError
+		if !errors.As(err, &ve) || len(ve.Problems) == 0 {
+			t.Fatalf("CheckAdopted: %v is not a *ValidationError with problems", err)
+		}
+		return
+	}
 	// Every phrase names a registered predicate, so every statement becomes a claim.
 	var preds []relationship.Predicate
 	for _, r := range req.Proposal.Relationships {
@@ -160,6 +184,14 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 		bad("evidence: %d items", n)
 	}
 	for i, ev := range req.Evidence {
+		if ev.AdoptFragmentID != "" {
+			text("adopt_fragment_id", string(ev.AdoptFragmentID), true)
+			if ev.Content != "" || ev.SourceType != "" || ev.Authority != "" || ev.SourceGroup != "" || ev.SourceKey != "" ||
+				ev.SourceRevision != "" {
+				bad("evidence[%d]: adopts %q and brings fields of its own", i, ev.AdoptFragmentID)
+			}
+			continue
+		}
 		if n := len(ev.Content); n < 1 || n > l.MaxContentBytes || !utf8.ValidString(ev.Content) || strings.ContainsRune(ev.Content, 0) {
 			bad("evidence[%d].content: %q", i, ev.Content)
 		}
@@ -274,6 +306,12 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 				continue
 			}
 			cited[c.EvidenceIndex] = true
+			if req.Evidence[c.EvidenceIndex].AdoptFragmentID != "" {
+				if !(0 <= c.Start && c.Start < c.End) {
+					bad("%s.evidence[%d]: span [%d,%d) of an adopted fragment", p, j, c.Start, c.End)
+				}
+				continue
+			}
 			content := req.Evidence[c.EvidenceIndex].Content
 			if !(0 <= c.Start && c.Start < c.End && c.End <= len(content)) {
 				bad("%s.evidence[%d]: span [%d,%d) of %d bytes", p, j, c.Start, c.End, len(content))

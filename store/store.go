@@ -264,6 +264,8 @@ type RememberPrepareParams struct {
 	IdempotencyKey string
 	Names          []NameLookup
 	KnownEntities  []identity.EntityID
+	// AdoptFragments are the fragments the request adopts (evidence[i].adopt_fragment_id).
+	AdoptFragments []evidence.FragmentID
 }
 
 // RememberPrepared is what RememberPrepare read.
@@ -274,6 +276,9 @@ type RememberPrepared struct {
 	Candidates  []identity.Entity
 	Known       []identity.Entity
 	Idempotency *IdempotencyRecord
+	// Adoptable are the fragments among AdoptFragments that the team holds and that may be adopted,
+	// with their content, in fragment ID order; a missing one is left out.
+	Adoptable []FragmentRow
 }
 
 // IdempotencyRecord is a stored call result.
@@ -301,6 +306,8 @@ type IntakeLockParams struct {
 	// DistinctionsOf, when set, asks for the entities mentions resolved to it were stated distinct
 	// from (IntakeLocked.Distinctions): the identity cases a change on it may touch.
 	DistinctionsOf identity.EntityID
+	// AdoptFragments are re-read after the locks, as RememberPrepare reads them (without content).
+	AdoptFragments []evidence.FragmentID
 }
 
 // IntakeLocked is what IntakeLock read after its locks.
@@ -312,6 +319,9 @@ type IntakeLocked struct {
 	Known         []identity.Entity
 	// Distinctions are the entities IntakeLockParams.DistinctionsOf was stated distinct from, sorted.
 	Distinctions []identity.EntityID
+	// Adoptable are the fragments among IntakeLockParams.AdoptFragments that may still be adopted,
+	// as RememberPrepared.Adoptable but without their content.
+	Adoptable []FragmentRow
 }
 
 // KeysLockParams names the conflict keys one call touches.
@@ -334,10 +344,13 @@ type KeysLockParams struct {
 // SupportRow is one stored support link as the counting rules need it.
 type SupportRow struct {
 	RelationshipID relationship.ID
-	Group          string
-	ContentHash    string
-	Authority      evidence.Authority
-	Author         identity.ProfileID
+	// FragmentID is the supporting fragment (an adoption links the adopter's relationship to the other
+	// owners' relationships the fragment supports).
+	FragmentID  evidence.FragmentID
+	Group       string
+	ContentHash string
+	Authority   evidence.Authority
+	Author      identity.ProfileID
 	// ConfirmedFrom is the valid_from the support's verification event confirmed, if any.
 	ConfirmedFrom *time.Time
 }

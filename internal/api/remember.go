@@ -20,7 +20,8 @@ type RememberRequest struct {
 	IdempotencyKey string `json:"idempotency_key"`
 }
 
-// EvidenceInput is one verbatim evidence item.
+// EvidenceInput is one verbatim evidence item: new content, or an existing fragment of the team
+// adopted by AdoptFragmentID.
 type EvidenceInput struct {
 	// Content is stored byte for byte; it must be valid UTF-8 without NUL bytes.
 	Content    string              `json:"content"`
@@ -33,7 +34,17 @@ type EvidenceInput struct {
 	// SourceKey and SourceRevision identify a versioned source; every revision of one key is one group.
 	SourceKey      string `json:"source_key,omitempty"`
 	SourceRevision string `json:"source_revision,omitempty"`
+	// AdoptFragmentID cites an existing fragment of the caller's team (another profile's evidence)
+	// instead of new content: nothing is stored again, and the fragment keeps its author,
+	// provenance and source group, so it never counts as a second group (DESIGN §13). Content,
+	// source_type, authority, source_group, source_key and source_revision must then be empty (the
+	// fragment brings its own), and citations index the fragment's stored content. The claim is
+	// verified against that content like any evidence.
+	AdoptFragmentID evidence.FragmentID `json:"adopt_fragment_id,omitempty"`
 }
+
+// Adopts reports whether the item adopts an existing fragment instead of bringing content.
+func (e EvidenceInput) Adopts() bool { return e.AdoptFragmentID != "" }
 
 // Proposal holds the entities and relationships the host extracted.
 type Proposal struct {
@@ -145,11 +156,16 @@ type Placement struct {
 	RelationshipOutcomes []RelationshipOutcome `json:"relationship_outcomes"`
 }
 
-// FragmentOutcome names the fragment stored for one request evidence item.
+// FragmentOutcome names the fragment stored for one request evidence item, or the existing fragment
+// it adopted.
 type FragmentOutcome struct {
 	EvidenceIndex int                 `json:"evidence_index"`
 	FragmentID    evidence.FragmentID `json:"fragment_id"`
 	SourceGroup   string              `json:"source_group"`
+	// Adopted is true when the item adopted an existing fragment (adopt_fragment_id): no fragment
+	// was stored, and AuthorProfileID is the fragment's original author.
+	Adopted         bool               `json:"adopted,omitempty"`
+	AuthorProfileID identity.ProfileID `json:"author_profile_id,omitempty"`
 }
 
 // EntityOutcome is how one proposal entity was resolved.
@@ -276,4 +292,12 @@ type ConflictRef struct {
 	ConflictID string `json:"conflict_id"`
 	Version    int    `json:"version"`
 	Status     string `json:"status"`
+}
+
+// StoredCitation is a citation as an observation records it: the request's citation and, when the
+// cited item adopted an existing fragment, that fragment's ID (the ingest stores no fragment for an
+// adopted item, so its evidence index alone would name nothing).
+type StoredCitation struct {
+	Citation
+	AdoptFragmentID evidence.FragmentID `json:"adopt_fragment_id,omitempty"`
 }

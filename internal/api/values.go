@@ -74,3 +74,30 @@ func Normalize(r ProposedRelationship) (relationship.Polarity, relationship.Moda
 	}
 	return pol, mod, relationship.NormalizeScope(r.Scope)
 }
+
+// CheckSpan adds to ps the problems of citation cp's byte span [start, end) of content, an evidence
+// item's text (evidence[index]): within the content, non-empty, on UTF-8 character boundaries and
+// valid text. Remember checks a new item's citations with it before anything is read, and an adopted
+// fragment's once its stored content is read.
+func CheckSpan(ps *Problems, cp string, content string, index, start, end int) {
+	bad := false
+	if start < 0 {
+		ps.Add(cp+".start", "must not be negative")
+		bad = true
+	}
+	if end > len(content) {
+		ps.Add(cp+".end", "%d is past the end of evidence[%d] (%d bytes)", end, index, len(content))
+		bad = true
+	}
+	switch {
+	case bad:
+	case start >= end:
+		ps.Add(cp+".end", "must be greater than start")
+	case !utf8.RuneStart(content[start]):
+		ps.Add(cp+".start", "must be on a UTF-8 character boundary")
+	case end < len(content) && !utf8.RuneStart(content[end]):
+		ps.Add(cp+".end", "must be on a UTF-8 character boundary")
+	case !utf8.ValidString(content[start:end]):
+		ps.Add(cp, "cited text is not valid UTF-8")
+	}
+}

@@ -55,6 +55,8 @@ type Ledger struct {
 	preds []relationship.Predicate
 	// supports are the counted supports of every relationship the transaction knows, shared by keys.
 	supports map[relationship.ID][]evidence.Support
+	// fragments are, per relationship, the fragments of its supports (an adoption's cross-references).
+	fragments map[relationship.ID][]evidence.FragmentID
 	// confirmedFrom are, per relationship, the valid_from dates verifiers confirmed in its stored supports.
 	confirmedFrom map[relationship.ID][]time.Time
 	cases         map[conflict.ID]*store.CaseRow
@@ -118,6 +120,7 @@ func (l *Ledger) init() {
 	if l.keys == nil {
 		l.keys = map[conflict.Key]*KeyState{}
 		l.supports = map[relationship.ID][]evidence.Support{}
+		l.fragments = map[relationship.ID][]evidence.FragmentID{}
 		l.confirmedFrom = map[relationship.ID][]time.Time{}
 		l.cases = map[conflict.ID]*store.CaseRow{}
 		l.others = map[relationship.ID]*relationship.Relationship{}
@@ -141,6 +144,7 @@ func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
 	}
 	for _, s := range kl.Supports {
 		l.supports[s.RelationshipID] = append(l.supports[s.RelationshipID], Support(s, l.Policy.AuthoritativeProfiles))
+		l.fragments[s.RelationshipID] = append(l.fragments[s.RelationshipID], s.FragmentID)
 		if s.ConfirmedFrom != nil {
 			l.confirmedFrom[s.RelationshipID] = append(l.confirmedFrom[s.RelationshipID], *s.ConfirmedFrom)
 		}

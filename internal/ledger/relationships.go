@@ -1,9 +1,11 @@
 package ledger
 
 import (
+	"slices"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -80,6 +82,7 @@ func (l *Ledger) Support(id relationship.ID, links []store.SupportLinkRow) {
 		s := links[i]
 		l.supports[id] = append(l.supports[id], Support(store.SupportRow{Group: s.SourceGroup, ContentHash: s.ContentHash,
 			Authority: s.Authority, Author: s.Author}, l.Policy.AuthoritativeProfiles))
+		l.fragments[id] = append(l.fragments[id], s.FragmentID)
 	}
 	l.WS.Supports = append(l.WS.Supports, links...)
 }
@@ -140,6 +143,28 @@ func (l *Ledger) CrossReferences(rel *relationship.Relationship, fromConfirmed b
 		x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(kind), From: rel.ID,
 			FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: rel.Owner, VerificationID: verification,
 			IngestID: l.IngestID, CreatedAt: l.Now}
+		l.WS.CrossRefs = append(l.WS.CrossRefs, x)
+		out = append(out, x)
+	}
+	return out
+}
+
+// Adopts records the adopts_evidence_from cross-references of an adoption (DESIGN §13): from rel, a
+// relationship of the ledger's actor that just gained support from fragment, another profile's
+// evidence it adopted, to every other owner's relationship of rel's key that the fragment supports,
+// whatever its status (the link records where the evidence came from). Relationships the fragment
+// supports on other keys are not linked: the adoption is about rel's statement. It returns the links
+// in the key's order.
+func (l *Ledger) Adopts(rel *relationship.Relationship, fragment evidence.FragmentID, verification string) []store.CrossReferenceRow {
+	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	var out []store.CrossReferenceRow
+	for _, o := range ks.Rels {
+		if o.Owner == rel.Owner || !slices.Contains(l.fragments[o.ID], fragment) {
+			continue
+		}
+		x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(relationship.CrossReferenceAdoptsEvidenceFrom),
+			From: rel.ID, FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: rel.Owner,
+			VerificationID: verification, IngestID: l.IngestID, CreatedAt: l.Now}
 		l.WS.CrossRefs = append(l.WS.CrossRefs, x)
 		out = append(out, x)
 	}

@@ -23,11 +23,20 @@ type Intake struct {
 	Names []store.NameLookup
 	// Known are the entities the request names by known_entity_id.
 	Known []identity.EntityID
+	// Adopt are the fragments the request adopts (evidence[i].adopt_fragment_id), each once.
+	Adopt []evidence.FragmentID
+	// adopted are the adopted fragments with their content, by evidence index (CheckAdopted).
+	adopted map[int]store.FragmentRow
 }
 
 // NewIntake reshapes a validated request stated by profile by.
 func NewIntake(req *api.RememberRequest, by identity.ProfileID) *Intake {
-	in := &Intake{req: req, mentions: map[string]identity.Mention{}}
+	in := &Intake{req: req, mentions: map[string]identity.Mention{}, adopted: map[int]store.FragmentRow{}}
+	for _, ev := range req.Evidence {
+		if ev.Adopts() && !slices.Contains(in.Adopt, ev.AdoptFragmentID) {
+			in.Adopt = append(in.Adopt, ev.AdoptFragmentID)
+		}
+	}
 	seen := map[store.NameLookup]bool{}
 	for _, e := range req.Proposal.Entities {
 		m := identity.Mention{Ref: e.Ref, Name: strings.TrimSpace(e.Name), Kind: e.EntityKind, Aliases: e.Aliases,
@@ -94,6 +103,48 @@ func (in *Intake) CheckKnown(known []identity.Entity) error {
 		}
 	}
 	return ps.Err()
+}
+
+// CheckAdopted fails the call when an adopted fragment is not one the caller's team may adopt
+// (missing, another team's: the same problem, so nothing says whether it exists elsewhere), or when
+// a citation of an adopted item does not fit the fragment's stored content. adoptable are the
+// fragments read for the request (store.RememberPrepared.Adoptable), with their content, which the
+// verifier's claims then cite.
+func (in *Intake) CheckAdopted(adoptable []store.FragmentRow) error {
+	var ps api.Problems
+	byID := map[evidence.FragmentID]store.FragmentRow{}
+	for _, f := range adoptable {
+		byID[f.ID] = f
+	}
+	for i, ev := range in.req.Evidence {
+		if !ev.Adopts() {
+			continue
+		}
+		f, ok := byID[ev.AdoptFragmentID]
+		if !ok {
+			ps.Add(fmt.Sprintf("evidence[%d].adopt_fragment_id", i), "%s is not a fragment of the caller's team that may be adopted",
+				ev.AdoptFragmentID)
+			continue
+		}
+		in.adopted[i] = f
+	}
+	for i, r := range in.req.Proposal.Relationships {
+		for j, c := range r.Evidence {
+			if f, ok := in.adopted[c.EvidenceIndex]; ok {
+				api.CheckSpan(&ps, fmt.Sprintf("proposal.relationships[%d].evidence[%d]", i, j), f.Content, c.EvidenceIndex,
+					c.Start, c.End)
+			}
+		}
+	}
+	return ps.Err()
+}
+
+// content returns the text of request evidence item i: its content, or the adopted fragment's.
+func (in *Intake) content(i int) string {
+	if f, ok := in.adopted[i]; ok {
+		return f.Content
+	}
+	return in.req.Evidence[i].Content
 }
 
 // resolution is one mention's resolution within a call.
@@ -183,7 +234,10 @@ func (in *Intake) claim(r api.ProposedRelationship) evidence.Claim {
 		cl.ObjectNames = mentionNames(in.mentions[r.ObjectRef])
 	}
 	for _, cit := range r.Evidence {
-		content := in.req.Evidence[cit.EvidenceIndex].Content
+		content := in.content(cit.EvidenceIndex)
+		if cit.Start < 0 || cit.End > len(content) || cit.Start >= cit.End {
+			continue // an adopted item's citations are checked by CheckAdopted, which runs first
+		}
 		cl.Cited = append(cl.Cited, evidence.CitedText{EvidenceIndex: cit.EvidenceIndex, Start: cit.Start, End: cit.End,
 			Text: content[cit.Start:cit.End]})
 	}

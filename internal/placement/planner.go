@@ -66,6 +66,8 @@ type Planner struct {
 	// their supports, and the live and named cases.
 	l         *ledger.Ledger
 	fragments []store.FragmentRow
+	// adoptable are the fragments the request adopts that the transaction read under its locks.
+	adoptable map[evidence.FragmentID]store.FragmentRow
 	values    map[string]bool
 	// objectNames names the object of every relationship the planner knows, for review questions.
 	objectNames map[relationship.ID]string
@@ -91,6 +93,15 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 			r.entity.ID, r.EntityID = id, id
 			pl.res[ref] = r
 		}
+	}
+}
+
+// Adoptable takes in the fragments the request adopts as the transaction read them under its
+// locks (store.IntakeLocked.Adoptable): the stored metadata its support links copy.
+func (pl *Planner) Adoptable(fragments []store.FragmentRow) {
+	pl.adoptable = map[evidence.FragmentID]store.FragmentRow{}
+	for _, f := range fragments {
+		pl.adoptable[f.ID] = f
 	}
 }
 
@@ -180,6 +191,9 @@ func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, er
 	if err := pl.checkReferences(); err != nil {
 		return nil, nil, err
 	}
+	if err := pl.checkAdoptable(); err != nil {
+		return nil, nil, err
+	}
 	out := &api.Placement{IngestID: pl.ingestID, Fragments: []api.FragmentOutcome{}, Entities: []api.EntityOutcome{},
 		RelationshipOutcomes: []api.RelationshipOutcome{}}
 	pl.writeFragments(out)
@@ -228,6 +242,19 @@ func (pl *Planner) checkReferences() error {
 	return ps.Err()
 }
 
+// checkAdoptable fails the call, before anything is planned, when a fragment the request adopts
+// can no longer be adopted under the transaction's locks (it was checked before the transaction).
+func (pl *Planner) checkAdoptable() error {
+	var ps api.Problems
+	for i, ev := range pl.req.Evidence {
+		if _, ok := pl.adoptable[ev.AdoptFragmentID]; ev.Adopts() && !ok {
+			ps.Add(fmt.Sprintf("evidence[%d].adopt_fragment_id", i), "%s is not a fragment of the caller's team that may be adopted",
+				ev.AdoptFragmentID)
+		}
+	}
+	return ps.Err()
+}
+
 // maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
 // resulting case on the outcomes of the key's relationships.
 func (pl *Planner) maintainCases(out *api.Placement) {
@@ -269,9 +296,20 @@ func (pl *Planner) crossReferences(rel *relationship.Relationship, confirmed boo
 	return out
 }
 
+// writeFragments stores the request's new evidence items and lists every item's fragment: a new
+// one, or the existing one an item adopts (stored nothing, its author and group kept).
 func (pl *Planner) writeFragments(out *api.Placement) {
-	pl.fragments = Fragments(pl.Team, pl.Profile, pl.ingestID, pl.req.Evidence, pl.Now, pl.newID)
-	for i, f := range pl.fragments {
+	pl.fragments = make([]store.FragmentRow, len(pl.req.Evidence))
+	for i, ev := range pl.req.Evidence {
+		if ev.Adopts() {
+			f := pl.adoptable[ev.AdoptFragmentID]
+			pl.fragments[i] = f
+			out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup,
+				Adopted: true, AuthorProfileID: f.Author})
+			continue
+		}
+		f := fragment(pl.Team, pl.Profile, pl.ingestID, i, ev, pl.Now, pl.newID)
+		pl.fragments[i] = f
 		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
 		out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
 	}
@@ -285,17 +323,23 @@ func Fragments(team identity.TeamID, profile identity.ProfileID, ingestID string
 	newID func(prefix string) string) []store.FragmentRow {
 	out := make([]store.FragmentRow, 0, len(items))
 	for i, ev := range items {
-		auth := ev.Authority
-		if auth == "" {
-			auth = evidence.AuthorityStandard
-		}
-		hash := evidence.ContentHash(ev.Content)
-		out = append(out, store.FragmentRow{Team: team, ID: evidence.FragmentID(newID("frg")), IngestID: ingestID,
-			EvidenceIndex: i, Author: profile, SourceType: ev.SourceType, Authority: auth,
-			SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
-			Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: now})
+		out = append(out, fragment(team, profile, ingestID, i, ev, now, newID))
 	}
 	return out
+}
+
+// fragment is the fragment row of request evidence item i, authored by profile.
+func fragment(team identity.TeamID, profile identity.ProfileID, ingestID string, i int, ev api.EvidenceInput, now time.Time,
+	newID func(prefix string) string) store.FragmentRow {
+	auth := ev.Authority
+	if auth == "" {
+		auth = evidence.AuthorityStandard
+	}
+	hash := evidence.ContentHash(ev.Content)
+	return store.FragmentRow{Team: team, ID: evidence.FragmentID(newID("frg")), IngestID: ingestID,
+		EvidenceIndex: i, Author: profile, SourceType: ev.SourceType, Authority: auth,
+		SourceGroup: evidence.GroupLabel(ev.SourceKey, ev.SourceGroup, hash), SourceKey: ev.SourceKey,
+		Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: now}
 }
 
 func (pl *Planner) writeEntities(out *api.Placement) {
@@ -393,7 +437,7 @@ func (pl *Planner) observe(r api.ProposedRelationship) item {
 		it.obj = pl.res[r.ObjectRef]
 		it.objName, it.objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
 	}
-	cites, _ := json.Marshal(r.Evidence)
+	cites, _ := json.Marshal(pl.storedCitations(r.Evidence))
 	o := store.ObservationRow{Team: pl.Team, ID: it.obsID, IngestID: pl.ingestID, Profile: pl.Profile,
 		ProposalID: r.ProposalID, SubjectRef: r.SubjectRef, SubjectName: pl.in.mentions[r.SubjectRef].Name,
 		PredicatePhrase: r.Predicate, ObjectRef: r.ObjectRef, ObjectName: it.objName, ObjectValue: valueJSON,
@@ -417,6 +461,16 @@ func (pl *Planner) observe(r api.ProposedRelationship) item {
 			CreatedAt: pl.Now})
 	}
 	return it
+}
+
+// storedCitations are cs as the observation records them: each citation of an adopted item names
+// the fragment it adopted.
+func (pl *Planner) storedCitations(cs []api.Citation) []api.StoredCitation {
+	out := make([]api.StoredCitation, len(cs))
+	for i, c := range cs {
+		out[i] = api.StoredCitation{Citation: c, AdoptFragmentID: pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID}
+	}
+	return out
 }
 
 // gate decides the outcome of an item that becomes no relationship (ok true): a modality other than a
@@ -489,7 +543,10 @@ func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationshi
 	d := relationship.Decide(it.pred, prop, ks.Owned(pl.Profile))
 	newSupports := pl.supportLinks(r, it.obsID, it.verID)
 	if d.Action == relationship.ActionSupport {
-		return pl.supportExisting(out, it.obsID, ks.Find(d.Target), d, prop, newSupports, r.CorrectsRelationshipID, it.verID)
+		target := ks.Find(d.Target)
+		out = pl.supportExisting(out, it.obsID, target, d, prop, newSupports, r.CorrectsRelationshipID, it.verID)
+		out.CrossReferences = append(out.CrossReferences, pl.adoptions(target, r, it.verID)...)
+		return out
 	}
 	pl.l.Support(rel.ID, newSupports)
 	rel.Tier = relationship.TierFor(pl.l.Supports(rel.ID))
@@ -515,7 +572,26 @@ func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationshi
 		pl.l.Create(rel, it.obsID, ledger.ReasonHeldForReview)
 		pl.hold(&out, it.obsID, rel, d.Priors)
 	}
+	out.CrossReferences = append(out.CrossReferences, pl.adoptions(rel, r, it.verID)...)
 	out.Status, out.Tier = rel.Status, rel.Tier
+	return out
+}
+
+// adoptions records the adopts_evidence_from cross-references of the fragments r's citations adopt
+// (ledger.Adopts), from rel, which just gained their support, and returns them as outcomes.
+func (pl *Planner) adoptions(rel *relationship.Relationship, r api.ProposedRelationship, verID string) []api.CrossReferenceOutcome {
+	var seen []evidence.FragmentID
+	var out []api.CrossReferenceOutcome
+	for _, c := range r.Evidence {
+		id := pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID
+		if id == "" || slices.Contains(seen, id) {
+			continue
+		}
+		seen = append(seen, id)
+		for _, x := range pl.l.Adopts(rel, id, verID) {
+			out = append(out, api.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
+		}
+	}
 	return out
 }
 

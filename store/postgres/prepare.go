@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
 )
@@ -45,6 +46,42 @@ ORDER BY e.entity_id`
 const idempotencyGetSQL = `-- name: IdempotencyGet
 SELECT operation, request_hash, ingest_id, result FROM {schema}.idempotency_records
 WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`
+
+// adoptableFragmentsSQL reads the fragments of a team among $2 that may be adopted (DESIGN §13), by
+// primary key, with their content when $3. This filter is the one place that decides which stored
+// fragments are adoptable: every fragment of the team, for now; a fragment retirement ledger adds
+// its "not retired" condition here, and Remember's read before its transaction and its re-read
+// under its locks both see it.
+const adoptableFragmentsSQL = `-- name: AdoptableFragments
+SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
+       f.source_key, f.source_revision, f.content_sha256, CASE WHEN $3 THEN c.content ELSE '' END, f.created_at
+FROM {schema}.evidence_fragments f
+JOIN {schema}.fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
+WHERE f.team_id = $1 AND f.fragment_id = ANY($2::text[])
+ORDER BY f.fragment_id`
+
+// queueAdoptable queues the read of the adoptable fragments among ids into *dst (content when
+// content), when there are any.
+func queueAdoptable(b *pgx.Batch, dst *[]store.FragmentRow, team identity.TeamID, ids []evidence.FragmentID, content bool) {
+	if len(ids) == 0 {
+		return
+	}
+	args := make([]string, len(ids))
+	for i, id := range ids {
+		args[i] = string(id)
+	}
+	b.Queue(adoptableFragmentsSQL, team, args, content).Query(func(rows pgx.Rows) (err error) {
+		*dst, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FragmentRow, error) {
+			f := store.FragmentRow{Team: team}
+			var st, auth string
+			err := row.Scan(&f.ID, &f.IngestID, &f.EvidenceIndex, &f.Author, &st, &auth, &f.SourceGroup, &f.SourceKey,
+				&f.Revision, &f.ContentHash, &f.Content, &f.CreatedAt)
+			f.SourceType, f.Authority = evidence.SourceType(st), evidence.Authority(auth)
+			return f, err
+		})
+		return err
+	})
+}
 
 func nameArgs(names []store.NameLookup) (kinds, skeletons []string) {
 	kinds, skeletons = make([]string, len(names)), make([]string, len(names))
@@ -148,6 +185,7 @@ func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPreparePara
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
+	queueAdoptable(b, &out.Adoptable, p.Team, p.AdoptFragments, true)
 	if err := s.send(ctx, p.Team, b, false); err != nil {
 		return store.RememberPrepared{}, err
 	}

@@ -92,6 +92,7 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 		return err
 	})
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
+	queueAdoptable(b, &out.Adoptable, p.Team, p.AdoptFragments, false)
 	if p.DistinctionsOf != "" {
 		b.Queue(distinctionsSQL, p.Team, p.DistinctionsOf).Query(func(rows pgx.Rows) error {
 			ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
@@ -128,7 +129,7 @@ ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const keySupportsSQL = `-- name: KeySupports
-SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
+SELECT s.relationship_id, s.fragment_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
 FROM {schema}.relationships r
 JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
@@ -184,7 +185,7 @@ ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const memberSupportsSQL = `-- name: CaseMemberSupports
-SELECT s.relationship_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
+SELECT s.relationship_id, s.fragment_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
 FROM {schema}.relationships r
 JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
@@ -308,7 +309,7 @@ func scanRelationship(row pgx.Row, extra ...any) (relationship.Relationship, err
 func scanKeySupport(row pgx.CollectableRow) (store.SupportRow, error) {
 	var s store.SupportRow
 	var auth string
-	err := row.Scan(&s.RelationshipID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
+	err := row.Scan(&s.RelationshipID, &s.FragmentID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
 	s.Authority = evidence.Authority(auth)
 	return s, err
 }

@@ -1,0 +1,333 @@
+package densemem_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/densemem/densemem"
+)
+
+// Adoption (DESIGN §13, acceptance invariant 12): evidence[i].adopt_fragment_id cites an existing
+// team fragment instead of new content.
+
+// adopting is f's request with its one evidence item replaced by the adoption of fragment, whose
+// stored content is content (cited whole).
+func adopting(f fact, fragment densemem.FragmentID, content string) densemem.RememberRequest {
+	req := f.request(nextKey())
+	req.Evidence = []densemem.EvidenceInput{{AdoptFragmentID: fragment}}
+	req.Proposal.Relationships[0].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(content)}}
+	return req
+}
+
+// correctionWorld is the specification's stale-knowledge story up to the open case: A1 "production
+// deploys_from main", then B1 "release" since May 1, correcting A1, which opens a case.
+type correctionWorld struct {
+	e        *env
+	a1, b1   densemem.RelationshipOutcome
+	fragment densemem.FragmentID // B's evidence fragment
+	content  string              // its content
+	caseID   string
+	openedAt time.Time
+}
+
+func newCorrectionWorld(t *testing.T) *correctionWorld {
+	t.Helper()
+	e := newEnv(t)
+	w := &correctionWorld{e: e}
+	e.step()
+	w.a1 = e.remember(e.A, deploy("production", "main"))
+	e.step()
+	w.openedAt = e.clock.Now()
+	fB := deploy("production", "release").since(date("2026-05-01"))
+	pB := e.rememberReq(e.B, correcting(fB, w.a1.RelationshipID))
+	w.b1 = only(t, pB)
+	if w.b1.Conflict == nil {
+		t.Fatalf("B's correction opened no case: %+v", w.b1)
+	}
+	w.caseID, w.fragment, w.content = w.b1.Conflict.ConflictID, pB.Fragments[0].FragmentID, fB.content
+	return w
+}
+
+// release is the fact B1 states.
+func release() fact { return deploy("production", "release").since(date("2026-05-01")) }
+
+func TestAdopt_KeepsProvenanceAndLinksTheSource(t *testing.T) {
+	t.Parallel()
+	w := newCorrectionWorld(t)
+	e := w.e
+	fragments := e.count("evidence_fragments")
+	e.step()
+	pl := e.rememberReq(e.C, adopting(release(), w.fragment, w.content))
+	c1 := only(t, pl)
+
+	// The placement lists the adopted fragment, with its author; nothing was stored again.
+	wantFrag := []densemem.FragmentOutcome{{EvidenceIndex: 0, FragmentID: w.fragment, SourceGroup: "content:" + contentHash(e, w.fragment),
+		Adopted: true, AuthorProfileID: e.B.ProfileID}}
+	if d := cmp.Diff(wantFrag, pl.Fragments); d != "" {
+		t.Errorf("placement fragments (-want +got):\n%s", d)
+	}
+	if n := e.count("evidence_fragments"); n != fragments {
+		t.Errorf("evidence_fragments: %d rows, want %d (an adoption stores no fragment)", n, fragments)
+	}
+	if c1.Category != densemem.CategoryAccepted || c1.Tier != "validated_claim" || c1.Conflict == nil ||
+		c1.Conflict.ConflictID != w.caseID {
+		t.Fatalf("C's adoption: %+v; want accepted, validated_claim, in case %s", c1, w.caseID)
+	}
+	// C1 confirms B1 and, dated later by the verifier, corrects A1, as any statement would; the
+	// adoption adds adopts_evidence_from to B1, whose fragment it adopted, and to nothing else.
+	var kinds []string
+	for _, x := range c1.CrossReferences {
+		kinds = append(kinds, x.Kind+" "+string(x.ToRelationshipID))
+	}
+	slices.Sort(kinds)
+	wantKinds := []string{"adopts_evidence_from " + string(w.b1.RelationshipID), "confirms " + string(w.b1.RelationshipID),
+		"corrects " + string(w.a1.RelationshipID)}
+	if d := cmp.Diff(wantKinds, kinds); d != "" {
+		t.Errorf("cross-reference kinds (-want +got):\n%s", d)
+	}
+
+	// The support keeps the fragment's author, group, hash and authority; the adopter is its profile.
+	got := e.ledger().Strings(`SELECT fragment_id || ' ' || author_profile_id || ' ' || profile_id || ' ' || authority || ' ' ||
+		(source_group = (SELECT source_group FROM evidence_fragments f WHERE f.team_id = s.team_id AND f.fragment_id = s.fragment_id)) || ' ' ||
+		(content_sha256 = (SELECT content_sha256 FROM evidence_fragments f WHERE f.team_id = s.team_id AND f.fragment_id = s.fragment_id))
+		FROM support_links s WHERE team_id = $1 AND relationship_id = $2`, e.team, c1.RelationshipID)
+	want := []string{string(w.fragment) + " " + string(e.B.ProfileID) + " " + string(e.C.ProfileID) + " standard true true"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("C1's support links (-want +got):\n%s", d)
+	}
+
+	// Trace shows the original author and the adopter, the content, and the link both ways.
+	tr := e.trace(e.admin, c1.RelationshipID)
+	if len(tr.Evidence) != 1 {
+		t.Fatalf("trace of C1: evidence %+v", tr.Evidence)
+	}
+	ev := tr.Evidence[0]
+	if ev.FragmentID != w.fragment || ev.AuthorProfileID != e.B.ProfileID || ev.ProfileID != e.C.ProfileID || !ev.Adopted ||
+		ev.Content != w.content {
+		t.Errorf("trace of C1: evidence %+v; want B's fragment, authored by B, adopted by C", ev)
+	}
+	if !hasCrossReference(tr.CrossReferences, "adopts_evidence_from", "outgoing", c1.RelationshipID, w.b1.RelationshipID) {
+		t.Errorf("trace of C1: cross-references %+v lack the outgoing adopts_evidence_from", tr.CrossReferences)
+	}
+	trB := e.trace(e.admin, w.b1.RelationshipID)
+	if !hasCrossReference(trB.CrossReferences, "adopts_evidence_from", "incoming", c1.RelationshipID, w.b1.RelationshipID) {
+		t.Errorf("trace of B1: cross-references %+v lack the incoming adopts_evidence_from", trB.CrossReferences)
+	}
+	if len(trB.Evidence) != 1 || trB.Evidence[0].Adopted || trB.Evidence[0].ProfileID != e.B.ProfileID {
+		t.Errorf("trace of B1: evidence %+v; want B's own support, not adopted", trB.Evidence)
+	}
+	e.checkLedger()
+}
+
+func hasCrossReference(xs []densemem.TraceCrossReference, kind, direction string, from, to densemem.RelationshipID) bool {
+	return slices.ContainsFunc(xs, func(x densemem.TraceCrossReference) bool {
+		return x.Kind == kind && x.Direction == direction && x.FromRelationshipID == from && x.ToRelationshipID == to
+	})
+}
+
+// contentHash reads a fragment's stored content hash.
+func contentHash(e *env, id densemem.FragmentID) string {
+	e.t.Helper()
+	got := e.ledger().Strings(`SELECT content_sha256 FROM evidence_fragments WHERE team_id = $1 AND fragment_id = $2`, e.team, id)
+	if len(got) != 1 {
+		e.t.Fatalf("fragment %s: %v", id, got)
+	}
+	return got[0]
+}
+
+// countingView is what the counting rules made of a correction world: the tiers and source counts
+// of A1 and B1, each position's counted source groups as Recall shows them (by object), and the
+// case's status after the nightly review past its due time.
+type countingView struct {
+	Tiers     map[string]string
+	Sources   map[string]int
+	Counted   map[string]int
+	Nightly   string
+	Resolved  int
+	Overdue   int
+	CaseFound bool
+}
+
+// countingAfter builds a correction world, lets C do what third does (nothing, adopt B's
+// fragment, or state release with evidence of its own), and returns what the counting rules made
+// of it.
+func countingAfter(t *testing.T, third string) countingView {
+	w := newCorrectionWorld(t)
+	e := w.e
+	e.step()
+	switch third {
+	case "adopt":
+		c1 := only(t, e.rememberReq(e.C, adopting(release(), w.fragment, w.content)))
+		if c1.Tier != "validated_claim" {
+			t.Fatalf("C's adoption: tier %s, want validated_claim (one group)", c1.Tier)
+		}
+	case "own":
+		e.remember(e.C, withContent(release(), "Ops confirmed: since 2026-05-01 the production environment deploys from the release branch."))
+	}
+	v := countingView{Tiers: map[string]string{}, Sources: map[string]int{}, Counted: map[string]int{}}
+	for name, id := range map[string]densemem.RelationshipID{"A1": w.a1.RelationshipID, "B1": w.b1.RelationshipID} {
+		r := e.trace(e.admin, id).Relationship
+		v.Tiers[name], v.Sources[name] = string(r.Tier), r.SourceCount
+	}
+	r := e.recall(e.admin, "production", nil, nil)
+	for _, c := range r.Conflicts {
+		if c.ConflictID != w.caseID {
+			continue
+		}
+		v.CaseFound = true
+		for _, p := range c.Positions {
+			v.Counted[p.Object.Name] = p.CountedSourceGroups
+		}
+	}
+	pol, err := e.client.TeamPolicy(e.ctx, e.admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(w.openedAt.Add(pol.ReviewTTL).Sub(e.clock.Now()) + time.Minute)
+	rep, err := e.client.RunNightlyReview(e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v.Resolved, v.Overdue = rep.Resolved, rep.Overdue
+	v.Nightly = e.ledger().Strings(`SELECT status FROM conflict_cases WHERE team_id = $1 AND conflict_id = $2`, e.team, w.caseID)[0]
+	e.checkLedger()
+	return v
+}
+
+// TestInvariant12_AdoptionNeverCountsTwice: tiers, Recall's counted groups and the nightly decision
+// are the same whether a second profile adopts B's fragment or not; a second profile with evidence
+// of its own does change them (the test would see double counting).
+func TestInvariant12_AdoptionNeverCountsTwice(t *testing.T) {
+	t.Parallel()
+	without, adopted, own := countingAfter(t, ""), countingAfter(t, "adopt"), countingAfter(t, "own")
+	if !without.CaseFound || without.Counted["release"] != 1 || without.Nightly != "overdue" {
+		t.Fatalf("without adoption: %+v; want the case found, release counted once, overdue", without)
+	}
+	if d := cmp.Diff(without, adopted); d != "" {
+		t.Errorf("adoption changed what the counting rules decided (-without +with):\n%s", d)
+	}
+	if own.Counted["release"] != 2 || own.Nightly != "resolved" {
+		t.Errorf("independent evidence: %+v; want release counted twice and the case resolved", own)
+	}
+}
+
+// TestAdopt_AcceptingAnothersCorrection: "A adopts the exact evidence" is how a profile accepts
+// another's correction: A states release with B's fragment and supersedes its own main; release
+// still counts as one group, and the case, left without a disagreement, is dismissed.
+func TestAdopt_AcceptingAnothersCorrection(t *testing.T) {
+	t.Parallel()
+	w := newCorrectionWorld(t)
+	e := w.e
+	e.step()
+	req := adopting(release(), w.fragment, w.content)
+	req.Proposal.Relationships[0].CorrectsRelationshipID = w.a1.RelationshipID
+	a2 := only(t, e.rememberReq(e.A, req))
+	if a2.Category != densemem.CategorySupersededPrior || !slices.Equal(a2.Related, []densemem.RelationshipID{w.a1.RelationshipID}) ||
+		a2.Tier != "validated_claim" {
+		t.Fatalf("A's adoption: %+v; want A1 superseded, validated_claim", a2)
+	}
+	if !slices.ContainsFunc(a2.CrossReferences, func(x densemem.CrossReferenceOutcome) bool {
+		return x.Kind == "adopts_evidence_from" && x.ToRelationshipID == w.b1.RelationshipID
+	}) {
+		t.Errorf("A's adoption: cross-references %+v lack adopts_evidence_from B1", a2.CrossReferences)
+	}
+	if st, _, _, _ := e.relationshipState(w.a1.RelationshipID); st != "superseded" {
+		t.Errorf("A1 is %s, want superseded", st)
+	}
+	if st := e.ledger().Case(w.caseID).Status; st != "dismissed" {
+		t.Errorf("case %s is %s, want dismissed (one position left)", w.caseID, st)
+	}
+	for _, id := range []densemem.RelationshipID{w.b1.RelationshipID, a2.RelationshipID} {
+		if r := e.trace(e.admin, id).Relationship; r.SourceCount != 1 || r.Tier != "validated_claim" {
+			t.Errorf("%s: tier %s with %d sources; want validated_claim with one", id, r.Tier, r.SourceCount)
+		}
+	}
+	e.checkLedger()
+}
+
+func TestAdopt_IdempotentReplay(t *testing.T) {
+	t.Parallel()
+	w := newCorrectionWorld(t)
+	e := w.e
+	e.step()
+	req := adopting(release(), w.fragment, w.content)
+	first := e.rememberReq(e.C, req)
+	counts := e.counts()
+	again := e.rememberReq(e.C, req)
+	if !again.Replayed || again.IngestID != first.IngestID || !cmp.Equal(again.Fragments, first.Fragments) {
+		t.Errorf("replay: %+v; want the first placement %+v replayed", again, first)
+	}
+	if d := countsDiff(counts, e.counts()); d != "" {
+		t.Errorf("replay wrote rows:\n%s", d)
+	}
+	other := req
+	other.Evidence = []densemem.EvidenceInput{{AdoptFragmentID: "frg_other"}}
+	if _, err := e.client.Remember(e.ctx, e.C, other); !errors.Is(err, densemem.ErrIdempotencyConflict) {
+		t.Errorf("same key, another adopted fragment: %v; want ErrIdempotencyConflict", err)
+	}
+}
+
+func TestAdopt_BadInputWritesNothing(t *testing.T) {
+	t.Parallel()
+	w := newCorrectionWorld(t)
+	e := w.e
+	otherTeam := e.mustTeam("other")
+	x := e.profileIn(otherTeam, "X", "read", "write")
+	pX := e.rememberReq(x, deploy("staging", "develop").request(nextKey()))
+	foreign := pX.Fragments[0].FragmentID
+
+	set := func(mut func(*densemem.RememberRequest)) densemem.RememberRequest {
+		req := adopting(release(), w.fragment, w.content)
+		mut(&req)
+		return req
+	}
+	cases := []struct {
+		name string
+		req  densemem.RememberRequest
+		path string
+	}{
+		{"content", set(func(r *densemem.RememberRequest) { r.Evidence[0].Content = "x" }), "evidence[0].content"},
+		{"source_type", set(func(r *densemem.RememberRequest) { r.Evidence[0].SourceType = "manual" }), "evidence[0].source_type"},
+		{"authority", set(func(r *densemem.RememberRequest) { r.Evidence[0].Authority = "authoritative" }), "evidence[0].authority"},
+		{"source_group", set(func(r *densemem.RememberRequest) { r.Evidence[0].SourceGroup = "g" }), "evidence[0].source_group"},
+		{"source_key", set(func(r *densemem.RememberRequest) { r.Evidence[0].SourceKey = "k" }), "evidence[0].source_key"},
+		{"source_revision", set(func(r *densemem.RememberRequest) { r.Evidence[0].SourceRevision = "2" }), "evidence[0].source_revision"},
+		{"missing", set(func(r *densemem.RememberRequest) { r.Evidence[0].AdoptFragmentID = "frg_missing" }), "evidence[0].adopt_fragment_id"},
+		{"another team's", set(func(r *densemem.RememberRequest) { r.Evidence[0].AdoptFragmentID = foreign }), "evidence[0].adopt_fragment_id"},
+		{"past the content", set(func(r *densemem.RememberRequest) { r.Proposal.Relationships[0].Evidence[0].End = len(w.content) + 1 }),
+			"proposal.relationships[0].evidence[0].end"},
+		{"empty span", set(func(r *densemem.RememberRequest) { r.Proposal.Relationships[0].Evidence[0].End = 0 }),
+			"proposal.relationships[0].evidence[0].end"},
+	}
+	counts := e.allCounts()
+	for _, tc := range cases {
+		_, err := e.client.Remember(e.ctx, e.C, tc.req)
+		var ve *densemem.ValidationError
+		if !errors.As(err, &ve) || !ve.Has(tc.path) {
+			t.Errorf("%s: %v; want a *ValidationError at %s", tc.name, err, tc.path)
+		}
+	}
+	// Another team's fragment and a missing one read the same: nothing says it exists elsewhere.
+	_, errMissing := e.client.Remember(e.ctx, e.C, cases[6].req)
+	_, errForeign := e.client.Remember(e.ctx, e.C, cases[7].req)
+	if errMissing == nil || errForeign == nil {
+		t.Fatal("want both refused")
+	}
+	if a, b := errMissing.Error(), errForeign.Error(); len(a)-len("frg_missing") != len(b)-len(string(foreign)) {
+		t.Errorf("a missing and a foreign fragment are told apart:\n%s\n%s", a, b)
+	}
+	if d := countsDiff(counts, e.allCounts()); d != "" {
+		t.Errorf("refused adoptions wrote rows:\n%s", d)
+	}
+	// Resolve and the identity calls store their own evidence.
+	_, err := e.client.Resolve(e.ctx, e.A, densemem.ResolveRequest{IngestID: "ing_x", PlacementItemID: "item_relationship_1",
+		Action: densemem.ActionAddEvidence, IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{AdoptFragmentID: w.fragment}}})
+	var ve *densemem.ValidationError
+	if !errors.As(err, &ve) || !ve.Has("evidence[0].adopt_fragment_id") {
+		t.Errorf("Resolve with adopt_fragment_id: %v; want a *ValidationError at evidence[0].adopt_fragment_id", err)
+	}
+}
