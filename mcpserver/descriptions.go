@@ -161,6 +161,12 @@ var listReviewItemsDescs = map[string]string{
 	"@review_items[].prompt": "The question to ask the user and the allowed choices with their impact.",
 }
 
+// optionalInputs are the top-level input fields a tool does without although the library's request
+// type does not mark them omitempty: their zero values are the defaults.
+var optionalInputs = map[string][]string{
+	ToolTrace: {"include_evidence_content", "include_verification", "include_transitions", "max_depth", "max_edges"},
+}
+
 // merge returns the union of maps.
 func merge(ms ...map[string]string) map[string]string {
 	out := map[string]string{}

@@ -32,6 +32,7 @@ func TestSameOwnerFlow(t *testing.T) {
 		t.Fatalf("held: %s (review %v, related %v), want relationship_needs_review against %s", held.Category, held.Review,
 			held.Related, prior.RelationshipID)
 	}
+	t.Logf("remember:\n%s", rem.text)
 	mustContain(t, "remember's text", rem.text, "relationship_needs_review", held.Review.Question, "supersede_prior",
 		"keep_prior_reject_new", "impact: "+string(prior.RelationshipID)+" active/validated_claim v1 -> superseded/validated_claim v2",
 		"trace_memory", "resolve_memory_placement", held.PlacementItemID)
@@ -132,6 +133,7 @@ func TestStaleTeamStory(t *testing.T) {
 		t.Fatalf("C's recall: %+v, want one open case with two positions and a question", open.out.Conflicts)
 	}
 	cs := open.out.Conflicts[0]
+	t.Logf("recall_memory:\n%s", open.text)
 	mustContain(t, "C's recall text", open.text, "Question: "+cs.Question, `"main": owners `+string(f.A.ProfileID),
 		`"release": owners `+string(f.B.ProfileID), "1 counted source group(s)", `"expected_version": `)
 
@@ -171,6 +173,7 @@ func TestStaleTeamStory(t *testing.T) {
 	if tr.out.Relationship.Status != "superseded" {
 		t.Errorf("A's main is %s after the resolution, want superseded", tr.out.Relationship.Status)
 	}
+	t.Logf("trace_memory:\n%s", tr.text)
 	mustContain(t, "trace text after resolution", tr.text, "system_conflict_reviewer", "(preferred)")
 	lc := call[densemem.ListConflictsResponse](t, c, mcpserver.ToolListConflicts,
 		densemem.ListConflictsRequest{Status: []string{"resolved"}})

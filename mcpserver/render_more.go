@@ -12,7 +12,10 @@ func renderTrace(tr *densemem.TraceResult) string {
 		validity(r.ValidFrom, r.ValidTo), r.Predicate, r.PredicateVersion, r.RelationshipKind, r.CurrentCardinality, r.SourceCount)
 	for _, e := range tr.Evidence {
 		ex := e.Excerpt
-		if ex == "" {
+		switch {
+		case e.ContentOmitted:
+			ex = "(content omitted: the response's content budget is spent; read the next page)"
+		case ex == "":
 			ex = "(content not requested: include_evidence_content)"
 		}
 		t.line(1, "evidence %s [%d,%d) %q (%s, %s, group %s, by %s)", e.FragmentID, e.Start, e.End, ex, e.SourceType,

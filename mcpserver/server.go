@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/densemem/densemem"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -103,6 +104,7 @@ func newTool[In, Out any](name, title, description string, annotations *mcp.Tool
 		if err != nil {
 			return fmt.Errorf("mcpserver: %s input schema: %w", name, err)
 		}
+		in.Required = slices.DeleteFunc(in.Required, func(p string) bool { return slices.Contains(optionalInputs[name], p) })
 		out, err := schemaFor[Out](descs, "@")
 		if err != nil {
 			return fmt.Errorf("mcpserver: %s output schema: %w", name, err)
