@@ -42,6 +42,7 @@ type fixture struct {
 	t       *testing.T
 	ctx     context.Context
 	clock   *clock
+	db      *densememtest.DB
 	client  *densemem.Client
 	team    densemem.TeamID
 	A, B, C densemem.Principal
@@ -50,8 +51,8 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	f := &fixture{t: t, ctx: t.Context(), clock: &clock{now: time.Date(2025, 12, 1, 9, 0, 0, 0, time.UTC)}}
-	db := densememtest.New(t, &densemem.Config{Clock: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
-	f.client = db.Client
+	f.db = densememtest.New(t, &densemem.Config{Clock: f.clock.Now, Logger: slog.New(slog.DiscardHandler)})
+	f.client = f.db.Client
 	var err error
 	if f.team, err = f.client.CreateTeam(f.ctx, densemem.CreateTeamRequest{Name: "acme"}); err != nil {
 		t.Fatal(err)
