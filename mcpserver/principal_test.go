@@ -80,22 +80,28 @@ func TestSessionCannotActAsAnotherProfile(t *testing.T) {
 	}
 
 	// Another team's relationship is not found from A's session.
-	other, err := f.client.CreateTeam(f.ctx, densemem.CreateTeamRequest{Name: "other"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.register(f.profile(other, "admin", "read", "vocabulary"))
-	outsider := f.profile(other, "mallory", "read", "write")
-	foreign := onlyOutcome(t, call[densemem.Placement](t, f.session(outsider), mcpserver.ToolRemember,
-		deployment("Production deploys from trunk.", "trunk", nil, nil)).out)
-	msg = callErr(t, a, mcpserver.ToolTrace, map[string]any{"relationship_id": string(foreign.RelationshipID)})
+	foreign := f.otherTeamRelationship()
+	msg = callErr(t, a, mcpserver.ToolTrace, map[string]any{"relationship_id": string(foreign)})
 	mustContain(t, "trace of another team's relationship", msg, "not found")
-	msg = callErr(t, a, mcpserver.ToolForget, map[string]any{"relationship_id": string(foreign.RelationshipID), "idempotency_key": nextKey()})
+	msg = callErr(t, a, mcpserver.ToolForget, map[string]any{"relationship_id": string(foreign), "idempotency_key": nextKey()})
 	mustContain(t, "forget of another team's relationship", msg, "not found")
 
 	if after := f.stateOfB(bMain.RelationshipID, bProd.RelationshipID, bHeld.RelationshipID); after != before {
 		t.Errorf("B's state changed:\nbefore %s\nafter  %s", before, after)
 	}
+}
+
+// otherTeamRelationship remembers a relationship in another team and returns its ID.
+func (f *fixture) otherTeamRelationship() densemem.RelationshipID {
+	f.t.Helper()
+	other, err := f.client.CreateTeam(f.ctx, densemem.CreateTeamRequest{Name: "other"})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.register(f.profile(other, "admin", "read", "vocabulary"))
+	outsider := f.profile(other, "mallory", "read", "write")
+	return onlyOutcome(f.t, call[densemem.Placement](f.t, f.session(outsider), mcpserver.ToolRemember,
+		deployment("Production deploys from trunk.", "trunk", nil, nil)).out).RelationshipID
 }
 
 // stateOfB is B's relationships' status and version and B's open review items, as text.
