@@ -378,6 +378,10 @@ func citedAgain(rr *RememberRequest, o store.ObservationRow, fragments []store.F
 				return nil, fmt.Errorf("%w: observation %s cites evidence %d its ingest does not hold", ErrInternal, o.ID, c.EvidenceIndex)
 			}
 			f := fragments[k]
+			if f.Erased {
+				return nil, fmt.Errorf("%w: observation %s cites fragment %s, whose content was erased: it cannot be cited again; decide with new evidence (add_evidence), or forget the statement",
+					ErrErased, o.ID, f.ID)
+			}
 			j = len(rr.Evidence)
 			index[c.EvidenceIndex] = j
 			rr.Evidence = append(rr.Evidence, EvidenceInput{Content: f.Content, SourceType: f.SourceType,

@@ -21,9 +21,9 @@ import (
 //     runtime role may use to write either table (it holds SELECT on them, no INSERT) and the only
 //     way it may change fragment_contents (it holds no UPDATE there). In one statement it checks the
 //     transaction's team and the acting profile's erasure scope, locks the named contents, records
-//     the request and a tombstone per fragment not erased before, sets their content to '' and
+//     the request and a tombstone per fragment not erased before, sets their content to ” and
 //     returns every named fragment's tombstone with the relationships it supports.
-//   - fragment_contents' append-only trigger now admits exactly one UPDATE: content to '' from a
+//   - fragment_contents' append-only trigger now admits exactly one UPDATE: content to ” from a
 //     non-empty content, keys unchanged, when a tombstone of that fragment was recorded in the same
 //     transaction. It binds every role, the owner included; no session setting opens it.
 func privacyErasureMigration(r Roles) *goose.Migration {
