@@ -36,7 +36,8 @@ type EraseResult struct {
 }
 
 // ErasureTombstone is what remains of an erased fragment's content: the erasure that redacted it,
-// the SHA-256 (hex) and byte length of the content, and when. The fragment itself, its metadata,
+// the fragment's content hash (evidence.ContentHash: hex SHA-256 of the normalised content, as
+// stored with the fragment) and byte length, and when. The fragment itself, its metadata,
 // support links, observations and every other reference stay.
 type ErasureTombstone struct {
 	FragmentID    FragmentID `json:"fragment_id"`
