@@ -331,3 +331,27 @@ func TestAdopt_BadInputWritesNothing(t *testing.T) {
 		t.Errorf("Resolve with adopt_fragment_id: %v; want a *ValidationError at evidence[0].adopt_fragment_id", err)
 	}
 }
+
+// TestAdopt_ErasedFragmentIsNotAdoptable: an erased fragment has no content to verify a claim
+// against: adopting it is the same validation problem as a missing one, and nothing is written.
+func TestAdopt_ErasedFragmentIsNotAdoptable(t *testing.T) {
+	t.Parallel()
+	w := newCorrectionWorld(t)
+	e := w.e
+	if _, err := e.client.Erase(e.ctx, densemem.HostPrincipal(e.team), densemem.EraseRequest{
+		FragmentIDs: []densemem.FragmentID{w.fragment}, Reason: "data subject request", IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	before := e.allCounts()
+	_, err := e.client.Remember(e.ctx, e.C, adopting(release(), w.fragment, w.content))
+	if !isFieldProblem(err, "evidence[0].adopt_fragment_id") {
+		t.Errorf("adopting an erased fragment: %v, want a validation error on evidence[0].adopt_fragment_id", err)
+	}
+	if d := countDelta(before, e.allCounts()); len(d) > 0 {
+		for table, n := range d {
+			if n != 0 {
+				t.Errorf("%s grew by %d after a refused adoption", table, n)
+			}
+		}
+	}
+}

@@ -40,7 +40,9 @@
 // relationship gains support; state predicates of cardinality one are superseded only by evidence
 // whose valid_from the verifier confirmed and which is later than the prior's; otherwise the new
 // relationship is held as needs_review with explicit choices. Trace explains any relationship of the
-// team down to its evidence bytes and transitions; Forget retracts the caller's own relationship.
+// team down to its evidence bytes and transitions; Forget retracts the caller's own relationship;
+// Erase, privacy erasure by a profile with the erasure scope or the host, redacts fragments' content
+// for good, keeping tombstones and every reference.
 // When one entity turns out to name two identities, PreviewSplit lists the caller's observations and
 // relationships that may move and Split moves only the selected ones to a new entity (Merge moves
 // them into an existing one); another profile's rows never move.

@@ -36,6 +36,10 @@ var (
 	ErrNotMigrated = store.ErrNotMigrated
 	// ErrVerifier: the configured Verifier failed or answered out of contract; nothing was written.
 	ErrVerifier = fmt.Errorf("densemem: verifier failed")
+	// ErrErased: the call needs evidence content that a privacy erasure redacted (for example a Resolve
+	// that would cite an erased fragment again). Nothing was written; the erased content is gone for
+	// good, so retrying will not help: decide with new evidence, or forget the statement.
+	ErrErased = errors.New("densemem: evidence content was erased")
 )
 
 // FieldProblem is one problem of a request, located by its JSON path.

@@ -27,6 +27,10 @@ import (
 // then, results and conflicts alike, and valid_at combined with known_at must return exactly the
 // active or superseded relationships of that moment whose validity contains valid_at. Responses to
 // the full-text query are also checked against the ranking rule "ties broken by earlier creation".
+// Privacy erasure steps (as a profile with the erasure scope, or the host) redact a supporting
+// fragment: every replay must still match its recording, except that erased excerpts are blank and
+// marked erased whatever the known_at (erased content is never shown), and that before the last
+// erasure the full-text query may rank differently (its branch matched content that is gone).
 //
 // Seeds: DENSEMEM_KNOWNAT_SEEDS=1,2,3 (comma separated) replaces the default seeds;
 // DENSEMEM_KNOWNAT_STEPS replaces the number of steps per seed. A failing seed prints its step log,
@@ -139,6 +143,9 @@ type knownAtWorld struct {
 	aliasSeq map[string]int
 	stats    map[string]int
 	dumped   bool
+	// eraser holds the erasure scope; erased are the fragments erased so far, with the time.
+	eraser densemem.Principal
+	erased map[densemem.FragmentID]time.Time
 }
 
 // newKnownAtWorld starts the history of seed on a new env.
@@ -146,7 +153,8 @@ func newKnownAtWorld(t *testing.T, seed uint64) *knownAtWorld {
 	e := newEnv(t)
 	w := &knownAtWorld{t: t, e: e, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x6b6e6f776e5f6174)),
 		branches: []string{"main", "release", "hotfix"}, nextDate: date("2026-01-05"),
-		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}}
+		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}, erased: map[densemem.FragmentID]time.Time{}}
+	w.eraser = e.mustProfile("eraser", "erasure")
 	w.profiles = []stepWriter{{"A", e.A}, {"B", e.B}, {"C", e.C}}
 	w.envs = []string{"production", "staging", "qa"}[:2+w.rng.IntN(2)]
 	for _, p := range w.profiles {
@@ -185,6 +193,7 @@ func (w *knownAtWorld) step(n int) {
 	case r >= 15 && r < 23 && w.supportPending(n):
 	case r >= 23 && r < 29 && w.nightly(n):
 	case r >= 29 && r < 35 && w.adopt(n):
+	case r >= 35 && r < 41 && w.erase(n):
 	case r >= 70 && w.respond(n):
 	default:
 		w.remember(n)
@@ -550,7 +559,7 @@ func (w *knownAtWorld) record(desc string, stepErr error) {
 	for qi, resp := range cur.recall {
 		w.checkView(fmt.Sprintf("step %d current view, query %q", cur.n, knownAtQueries[qi]), resp, cur.snap, cur.at, nil)
 	}
-	w.checkTies(fmt.Sprintf("step %d current view, query %q", cur.n, knownAtQueries[1]), cur.recall[1], cur.snap)
+	w.checkTies(fmt.Sprintf("step %d current view, query %q", cur.n, knownAtQueries[1]), cur.recall[1], cur.snap, w.erased)
 	if stepErr != nil && len(w.steps) > 1 {
 		prev := &w.steps[len(w.steps)-2]
 		for qi := range knownAtQueries {
@@ -732,14 +741,25 @@ func (w *knownAtWorld) checkView(what string, resp *densemem.RecallResponse, sna
 // name; two relationships with the same number of support links therefore tie in the full-text
 // branch, they tie in the entity-name branch (one subject name each), and with the same tier they
 // get the same boost. The one created first must then rank first, with a strictly higher score.
-func (w *knownAtWorld) checkTies(what string, resp *densemem.RecallResponse, snap storedState) {
+func (w *knownAtWorld) checkTies(what string, resp *densemem.RecallResponse, snap storedState,
+	erased map[densemem.FragmentID]time.Time) {
 	w.t.Helper()
 	var problems []string
+	// An erased fragment's content is empty: it no longer matches the full-text branch.
+	live := func(id densemem.RelationshipID) int {
+		n := 0
+		for _, f := range snap.supports[id] {
+			if _, ok := erased[f]; !ok {
+				n++
+			}
+		}
+		return n
+	}
 	for i, a := range resp.Results {
 		ra := snap.rels[a.Relationship.RelationshipID]
 		for _, b := range resp.Results[i+1:] {
 			rb := snap.rels[b.Relationship.RelationshipID]
-			if len(snap.supports[ra.ID]) != len(snap.supports[rb.ID]) || ra.Tier != rb.Tier {
+			if live(ra.ID) != live(rb.ID) || ra.Tier != rb.Tier {
 				continue
 			}
 			earlier := ra.CreatedAt.Before(rb.CreatedAt) || (ra.CreatedAt.Equal(rb.CreatedAt) && ra.ID < rb.ID)
@@ -775,10 +795,18 @@ func (w *knownAtWorld) replayKnownAt() {
 				if got.KnownAt == nil || !got.KnownAt.Equal(at) {
 					w.t.Errorf("replay step %d: response known_at %s, want %s", s.n, instantText(got.KnownAt), at.Format(time.RFC3339Nano))
 				}
-				if d := recallDiffExceptKnownAt(s.recall[qi], got); d != "" {
+				w.checkNoErasedContent(s.n, q, got)
+				// Erased content is never shown: the recording is compared with its erased
+				// excerpts blanked. Before the last erasure the full-text branch (query 1) matched
+				// content that is gone now, so only its ranking (scores, order) may differ then.
+				recorded, diffOf := redactErased(s.recall[qi], w.erased), recallDiffExceptKnownAt
+				if qi == 1 && s.at.Before(w.lastErasure()) {
+					diffOf = recallContentDiff
+				}
+				if d := diffOf(recorded, got); d != "" {
 					mismatches++
 					kind := "the content differs"
-					if recallContentDiff(s.recall[qi], got) == "" {
+					if recallContentDiff(recorded, got) == "" {
 						kind = "the same relationships, evidence and conflicts, but ranked differently (scores or order)"
 					}
 					if mismatches <= 6 {
@@ -793,7 +821,7 @@ func (w *knownAtWorld) replayKnownAt() {
 				what := fmt.Sprintf("step %d replay known_at=%s, query %q", s.n, at.Format(time.RFC3339Nano), q)
 				w.checkView(what, got, s.snap, at, nil)
 				if qi == 1 {
-					w.checkTies(what, got, s.snap)
+					w.checkTies(what, got, s.snap, w.erased)
 				}
 			}
 		}
@@ -801,6 +829,97 @@ func (w *knownAtWorld) replayKnownAt() {
 	if mismatches > 6 {
 		w.t.Errorf("%d known_at replays differed in all; the first 6 are shown with their diffs", mismatches)
 	}
+}
+
+// erase erases the content of one supporting fragment not erased yet, as the eraser profile or as
+// the host. It reports false when there is none.
+func (w *knownAtWorld) erase(n int) bool {
+	w.t.Helper()
+	snap := w.last().snap
+	var frags []densemem.FragmentID
+	for _, r := range inCreationOrder(snap.rels) {
+		for _, f := range snap.supports[r.ID] {
+			if _, ok := w.erased[f]; !ok && !slices.Contains(frags, f) {
+				frags = append(frags, f)
+			}
+		}
+	}
+	if len(frags) == 0 {
+		return false
+	}
+	f := frags[w.rng.IntN(len(frags))]
+	who, p := "eraser", w.eraser
+	if w.rng.IntN(2) == 0 {
+		who, p = "host", densemem.HostPrincipal(w.e.team)
+	}
+	res, err := w.e.client.Erase(w.e.ctx, p, densemem.EraseRequest{FragmentIDs: []densemem.FragmentID{f},
+		Reason: "property test", IdempotencyKey: nextKey()})
+	if err != nil || len(res.Tombstones) != 1 || res.Tombstones[0].AlreadyErased {
+		w.fatalf("step %d: %s erase %s: %+v, %v", n, who, w.name(string(f), ""), res, err)
+	}
+	w.erased[f] = w.e.clock.Now()
+	w.count("erase")
+	w.record(fmt.Sprintf("%s erase %s", who, w.name(string(f), "")), nil)
+	return true
+}
+
+// lastErasure is the time of the last erasure (zero when none).
+func (w *knownAtWorld) lastErasure() time.Time {
+	var last time.Time
+	for _, at := range w.erased {
+		if at.After(last) {
+			last = at
+		}
+	}
+	return last
+}
+
+// checkNoErasedContent fails the test when a response shows an excerpt of an erased fragment or
+// does not mark it erased.
+func (w *knownAtWorld) checkNoErasedContent(step int, q string, resp *densemem.RecallResponse) {
+	w.t.Helper()
+	check := func(es []densemem.EvidenceExcerpt) {
+		for _, ex := range es {
+			if _, ok := w.erased[ex.FragmentID]; ok && (ex.Excerpt != "" || !ex.Erased) {
+				w.t.Errorf("step %d: Recall %q shows erased fragment %s: %+v", step, q, w.name(string(ex.FragmentID), ""), ex)
+			}
+		}
+	}
+	for _, r := range resp.Results {
+		check(r.Evidence)
+	}
+	for _, c := range resp.Conflicts {
+		for _, p := range c.Positions {
+			check(p.Evidence)
+		}
+	}
+}
+
+// redactErased returns a copy of resp in which every excerpt of an erased fragment is blank and
+// marked erased, as Recall shows it after the erasure.
+func redactErased(resp *densemem.RecallResponse, erased map[densemem.FragmentID]time.Time) *densemem.RecallResponse {
+	redact := func(es []densemem.EvidenceExcerpt) []densemem.EvidenceExcerpt {
+		out := slices.Clone(es)
+		for i := range out {
+			if _, ok := erased[out[i].FragmentID]; ok {
+				out[i].Excerpt, out[i].ExcerptTruncated, out[i].Erased = "", false, true
+			}
+		}
+		return out
+	}
+	out := *resp
+	out.Results = slices.Clone(resp.Results)
+	for i := range out.Results {
+		out.Results[i].Evidence = redact(out.Results[i].Evidence)
+	}
+	out.Conflicts = slices.Clone(resp.Conflicts)
+	for i := range out.Conflicts {
+		out.Conflicts[i].Positions = slices.Clone(out.Conflicts[i].Positions)
+		for j := range out.Conflicts[i].Positions {
+			out.Conflicts[i].Positions[j].Evidence = redact(out.Conflicts[i].Positions[j].Evidence)
+		}
+	}
+	return &out
 }
 
 // replayValidAt checks valid_at combined with known_at at a sample of steps, at instants around every

@@ -125,11 +125,14 @@ type EvidenceExcerpt struct {
 	End     int    `json:"end"`
 	Excerpt string `json:"excerpt"`
 	// ExcerptTruncated says the excerpt is shorter than the cited span; Trace shows all of it.
-	ExcerptTruncated bool                `json:"excerpt_truncated,omitempty"`
-	SourceType       evidence.SourceType `json:"source_type"`
-	Authority        evidence.Authority  `json:"authority"`
-	SourceGroup      string              `json:"source_group"`
-	AuthorProfileID  ProfileID           `json:"author_profile_id"`
+	ExcerptTruncated bool `json:"excerpt_truncated,omitempty"`
+	// Erased reports that privacy erasure (Client.Erase) redacted the fragment's content: Excerpt is
+	// empty. The tombstone (hash, length, erasure) is in the erasure's result.
+	Erased          bool                `json:"erased,omitempty"`
+	SourceType      evidence.SourceType `json:"source_type"`
+	Authority       evidence.Authority  `json:"authority"`
+	SourceGroup     string              `json:"source_group"`
+	AuthorProfileID ProfileID           `json:"author_profile_id"`
 }
 
 // RecallConflict is a team conflict case as a reader must see it.

@@ -99,7 +99,8 @@ type ResolveResult struct {
 // Errors: *ValidationError (bad fields, an action the item does not offer, a candidate or predicate
 // it did not offer), ErrForbidden, ErrNotFound (no such item in the team), ErrNotOwner (another
 // profile's item), ErrStaleDecision (decided already, or its relationships changed since it was
-// issued), ErrIdempotencyConflict, ErrVerifier. Nothing is written on any error.
+// issued), ErrIdempotencyConflict, ErrVerifier, ErrErased (the item's observation cites erased evidence, so
+// select_entity, confirm_new_entity and select_predicate cannot restate it). Nothing is written on any error.
 func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (*ResolveResult, error) {
 	ctx, err := c.begin(ctx)
 	if err != nil {

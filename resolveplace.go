@@ -403,6 +403,10 @@ func citedItem(o store.ObservationRow, c api.StoredCitation, fragments []store.F
 		return EvidenceInput{}, fmt.Errorf("%w: observation %s cites evidence %d its ingest does not hold", ErrInternal, o.ID, c.EvidenceIndex)
 	}
 	f := fragments[k]
+	if f.Erased {
+		return EvidenceInput{}, fmt.Errorf("%w: observation %s cites fragment %s, whose content was erased: it cannot be cited again; decide with new evidence (add_evidence), or forget the statement",
+			ErrErased, o.ID, f.ID)
+	}
 	return EvidenceInput{Content: f.Content, SourceType: f.SourceType, Authority: f.Authority, SourceGroup: f.SourceGroup}, nil
 }
 

@@ -185,8 +185,11 @@ type TraceEvidence struct {
 	// this one: this entry and every later one of the page leave Content and Excerpt empty, and the
 	// evidence entry of TraceResult.Truncated resumes at the first of them, so its NextAfter returns
 	// them again with their content.
-	ContentOmitted bool      `json:"content_omitted,omitempty"`
-	CreatedAt      time.Time `json:"created_at"`
+	ContentOmitted bool `json:"content_omitted,omitempty"`
+	// Erased reports that privacy erasure (Client.Erase) redacted the fragment's content: Content and
+	// Excerpt stay empty whatever was asked, and the entry costs nothing of the content budget.
+	Erased    bool      `json:"erased,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // TraceObservation is one immutable observation behind the relationship.
@@ -433,8 +436,8 @@ func (out *TraceResult) addEvidence(d store.TraceData, content bool, budget int)
 		te := TraceEvidence{SupportID: s.ID, FragmentID: s.FragmentID, ObservationID: s.ObservationID,
 			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: s.SourceType, Authority: s.Authority,
 			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, ProfileID: s.Profile, Adopted: s.Profile != s.Author,
-			CreatedAt: s.CreatedAt}
-		if content {
+			CreatedAt: s.CreatedAt, Erased: s.Erased}
+		if content && !s.Erased {
 			fits := omitFrom < 0 && !s.ContentOmitted && s.End <= len(s.Content) && len(s.Content)+s.End-s.Start <= budget
 			switch {
 			case fits:

@@ -44,7 +44,7 @@ type Principal struct {
 	ProfileID ProfileID `json:"profile_id"`
 	// Host marks the host itself, trusted code acting for TeamID without a profile (ProfileID stays
 	// empty). A host principal holds every scope for administrative and read calls
-	// (RegisterPredicate, SetTeamPolicy, TeamPolicy, the List calls, Recall, Trace), but never
+	// (RegisterPredicate, SetTeamPolicy, TeamPolicy, the List calls, Recall, Trace, Erase), but never
 	// authors knowledge: Remember and Forget refuse it with ErrForbidden. Rows it writes record
 	// created_by "host". It is never decoded from JSON; adapters that serve agents (MCP, HTTP) must
 	// never set it: an agent acts through a profile and its scopes.

@@ -172,7 +172,7 @@ func excerpts(es []store.RecallEvidence) []EvidenceExcerpt {
 	out := make([]EvidenceExcerpt, 0, len(es))
 	for _, e := range es {
 		out = append(out, EvidenceExcerpt{FragmentID: e.FragmentID, Start: e.Start, End: e.End, Excerpt: e.Excerpt,
-			ExcerptTruncated: e.ExcerptCut, SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
+			ExcerptTruncated: e.ExcerptCut, Erased: e.Erased, SourceType: e.SourceType, Authority: e.Authority, SourceGroup: e.SourceGroup, AuthorProfileID: e.Author})
 	}
 	return out
 }

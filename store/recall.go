@@ -71,8 +71,10 @@ type RecallEvidence struct {
 	Start, End     int
 	// Excerpt is the cited span cut to evidence.MaxExcerptBytes by evidence.Excerpt; ExcerptCut says
 	// whether it was cut.
-	Excerpt     string
-	ExcerptCut  bool
+	Excerpt    string
+	ExcerptCut bool
+	// Erased reports that privacy erasure redacted the fragment's content: Excerpt is empty.
+	Erased      bool
 	SourceType  evidence.SourceType
 	Authority   evidence.Authority
 	SourceGroup string

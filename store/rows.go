@@ -88,6 +88,9 @@ type FragmentRow struct {
 	ContentHash   string
 	Content       string
 	CreatedAt     time.Time
+	// Erased is set by reads when privacy erasure redacted Content (it is then empty); writes
+	// ignore it.
+	Erased bool
 }
 
 // ObservationRow is one immutable observation.

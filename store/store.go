@@ -120,6 +120,10 @@ type Store interface {
 	// and moves (IdentityRead). A missing entity is a nil Entity, not an error. Errors: only the
 	// store's transport sentinels.
 	IdentityRead(ctx context.Context, p IdentityReadParams) (IdentityRead, error)
+	// ErasureGet reads, in one read-only round trip, the erasure its actor recorded under the key
+	// (nil when none) and the tombstones of the named fragments. Errors: only the store's transport
+	// sentinels.
+	ErasureGet(ctx context.Context, p ErasureGetParams) (ErasureRead, error)
 
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
@@ -149,6 +153,14 @@ type Tx interface {
 	// entity, the observations and the relationships fresh (the relationships are not locked; lock
 	// their keys with KeysLock). Like ReviewItemLock it may be the transaction's first call.
 	IdentityRead(ctx context.Context, p IdentityReadParams) (IdentityRead, error)
+	// EvidenceErase records a privacy erasure and redacts the content of every named fragment not
+	// erased before, in one round trip (the database's erasure function: the only path that changes
+	// content), and returns every named fragment's tombstone in fragment ID order. It may be the
+	// transaction's first call. Errors: ErrNotFound (a fragment the team does not hold),
+	// ErrForbidden (a profile actor without the erasure scope, or not active),
+	// ErrIdempotencyConflict (the actor's key was recorded meanwhile by another erasure); nothing
+	// of the transaction remains after any of them.
+	EvidenceErase(ctx context.Context, p EvidenceEraseParams) ([]FragmentTombstone, error)
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
 	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the

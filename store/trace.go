@@ -74,6 +74,9 @@ type TraceSupport struct {
 	Content string
 	// ContentOmitted reports that content was asked for and the budget was spent before this support.
 	ContentOmitted bool
+	// Erased reports that privacy erasure redacted the fragment's content: Content is empty and the
+	// fragment costs nothing of the budget.
+	Erased bool
 	// Key is the support's position in the list.
 	Key TraceKey
 }

@@ -24,7 +24,8 @@ SELECT ingest_id, profile_id, proposal_id, subject_ref, subject_name, predicate_
 FROM {schema}.observations WHERE team_id = $1 AND observation_id = $2`
 	observationFragmentsSQL = `-- name: ObservationFragments
 SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
-       f.source_key, f.source_revision, f.content_sha256, c.content, f.created_at
+       f.source_key, f.source_revision, f.content_sha256, c.content, f.created_at,
+       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = f.team_id AND x.fragment_id = f.fragment_id)
 FROM {schema}.observations o
 JOIN {schema}.evidence_fragments f ON f.team_id = o.team_id AND f.ingest_id = o.ingest_id
 JOIN {schema}.fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
@@ -64,7 +65,7 @@ func (s *Store) ObservationGet(ctx context.Context, team identity.TeamID, id str
 			f := store.FragmentRow{Team: team}
 			var st, auth string
 			err := row.Scan(&f.ID, &f.IngestID, &f.EvidenceIndex, &f.Author, &st, &auth, &f.SourceGroup, &f.SourceKey,
-				&f.Revision, &f.ContentHash, &f.Content, &f.CreatedAt)
+				&f.Revision, &f.ContentHash, &f.Content, &f.CreatedAt, &f.Erased)
 			f.SourceType, f.Authority = evidence.SourceType(st), evidence.Authority(auth)
 			return f, err
 		})

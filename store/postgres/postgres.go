@@ -342,6 +342,12 @@ func sentinelOf(pgErr *pgconn.PgError) error {
 	switch {
 	case code == "DM003":
 		return store.ErrStaleVersion
+	case code == "DME01": // an erasure key used by a concurrent erasure (migration 18)
+		return store.ErrIdempotencyConflict
+	case code == "DME02": // an erasure names a fragment the team does not hold
+		return store.ErrNotFound
+	case code == "DME03": // an erasure by a profile without the erasure scope
+		return store.ErrForbidden
 	case code == "DM001" || code == "DM002" || code == "DM004" || strings.HasPrefix(code, "23"):
 		return store.ErrIntegrity
 	case code == "40P01" || code == "40001":

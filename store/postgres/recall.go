@@ -151,7 +151,8 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 const recallEvidenceSQL = `-- name: RecallEvidence
 SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
        substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, $4::int)),
-       f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at
+       f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at,
+       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = s.team_id AND x.fragment_id = s.fragment_id)
 FROM {schema}.support_links s
 JOIN {schema}.evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
 JOIN {schema}.fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
@@ -196,9 +197,11 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 			var st, auth string
 			var span []byte
 			err := row.Scan(&e.RelationshipID, &e.SupportID, &e.FragmentID, &e.Start, &e.End, &span, &st, &auth,
-				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt)
+				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt, &e.Erased)
 			e.SourceType, e.Authority = evidence.SourceType(st), evidence.Authority(auth)
-			e.Excerpt, e.ExcerptCut = evidence.Excerpt(string(span), evidence.MaxExcerptBytes, e.End-e.Start <= read)
+			if !e.Erased {
+				e.Excerpt, e.ExcerptCut = evidence.Excerpt(string(span), evidence.MaxExcerptBytes, e.End-e.Start <= read)
+			}
 			return e, err
 		})
 		return err

@@ -98,8 +98,10 @@ const (
 SELECT p.support_id, p.relationship_id, p.fragment_id, p.observation_id, p.verification_id, p.span_start, p.span_end,
        p.source_group, p.content_sha256, p.authority, p.author_profile_id, p.profile_id, p.ingest_id, p.created_at,
        f.source_type,
-       CASE WHEN $8 AND sum(f.content_length + p.span_end - p.span_start) OVER w <= $9 THEN c.content ELSE '' END,
-       $8 AND sum(f.content_length + p.span_end - p.span_start) OVER w > $9
+       CASE WHEN $8 AND sum(CASE WHEN x.fragment_id IS NULL THEN f.content_length + p.span_end - p.span_start ELSE 0 END) OVER w <= $9
+            THEN c.content ELSE '' END,
+       $8 AND sum(CASE WHEN x.fragment_id IS NULL THEN f.content_length + p.span_end - p.span_start ELSE 0 END) OVER w > $9,
+       x.fragment_id IS NOT NULL
 FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verification_id, s.span_start,
              s.span_end, s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id,
              s.created_at
@@ -109,6 +111,7 @@ FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observ
       ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $7) p
 JOIN {schema}.evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
 JOIN {schema}.fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
+LEFT JOIN {schema}.fragment_erasures x ON x.team_id = p.team_id AND x.fragment_id = p.fragment_id
 WINDOW w AS (ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id)
 ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
 	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash).
@@ -497,7 +500,7 @@ func (r *traceReads) scanSupport(row pgx.CollectableRow) (store.TraceSupport, st
 	var auth, st string
 	err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
 		&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &st, &s.Content,
-		&s.ContentOmitted)
+		&s.ContentOmitted, &s.Erased)
 	s.Team, s.Authority, s.SourceType = r.p.Team, evidence.Authority(auth), evidence.SourceType(st)
 	s.Key = store.TraceKey{At: s.CreatedAt, IDs: []string{s.ObservationID, s.VerificationID, s.ID}}
 	return s, s.Key, err

@@ -1,0 +1,111 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/densemem/densemem/evidence"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
+)
+
+// The statements of privacy erasure (migration 18). The erasure itself is one call of the owner's
+// SECURITY DEFINER function densemem_erase: the runtime role may neither write the erasure ledger
+// nor update fragment_contents any other way.
+const (
+	evidenceEraseSQL = `-- name: EvidenceErase
+SELECT fragment_id, erasure_id, content_sha256, content_length, erased_at, relationship_ids
+FROM {schema}.densemem_erase($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $8::text[], $9)`
+	// erasureByProfileKeySQL and erasureByHostKeySQL read an erasure by its actor's key
+	// (privacy_erasures_key).
+	erasureByProfileKeySQL = `-- name: ErasureByProfileKey
+SELECT erasure_id, reason, request_hash, created_at FROM {schema}.privacy_erasures
+WHERE team_id = $1 AND actor_kind = 'profile' AND actor_profile_id = $2 AND idempotency_key = $3`
+	erasureByHostKeySQL = `-- name: ErasureByHostKey
+SELECT erasure_id, reason, request_hash, created_at FROM {schema}.privacy_erasures
+WHERE team_id = $1 AND actor_kind = 'host' AND actor_profile_id IS NULL AND idempotency_key = $2`
+	// fragmentTombstonesSQL reads the tombstones of fragments (their primary key) with the
+	// relationships each supports (support_links_fragment).
+	fragmentTombstonesSQL = `-- name: FragmentTombstones
+SELECT e.fragment_id, e.erasure_id, e.content_sha256, e.content_length, e.created_at,
+       ARRAY(SELECT DISTINCT s.relationship_id FROM {schema}.support_links s
+             WHERE s.team_id = e.team_id AND s.fragment_id = e.fragment_id ORDER BY 1)
+FROM {schema}.fragment_erasures e
+WHERE e.team_id = $1 AND e.fragment_id = ANY($2::text[])
+ORDER BY e.fragment_id`
+)
+
+// EvidenceErase records the erasure p and redacts its fragments' content through densemem_erase,
+// and returns the named fragments' tombstones in fragment ID order.
+func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]store.FragmentTombstone, error) {
+	b, err := t.batch(p.Team)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.FragmentTombstone
+	b.Queue(evidenceEraseSQL, p.Team, p.ErasureID, p.Actor.Kind, p.Actor.Profile, p.Reason, p.Key, p.RequestHash,
+		fragmentStrings(p.Fragments), p.Now).Query(func(rows pgx.Rows) (err error) {
+		out, err = collectTombstones(rows)
+		return err
+	})
+	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
+		return nil, translate(err)
+	}
+	return out, nil
+}
+
+// ErasureGet reads the erasure recorded under p's key and the named fragments' tombstones, in one
+// read-only round trip.
+func (s *Store) ErasureGet(ctx context.Context, p store.ErasureGetParams) (store.ErasureRead, error) {
+	var out store.ErasureRead
+	b := &pgx.Batch{}
+	readErasure := func(row pgx.Row) error {
+		e := store.Erasure{Actor: p.Actor}
+		var at time.Time
+		err := row.Scan(&e.ID, &e.Reason, &e.RequestHash, &at)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		e.CreatedAt = at.UTC()
+		out.Erasure = &e
+		return err
+	}
+	if p.Actor.Kind == store.ErasureActorHost {
+		b.Queue(erasureByHostKeySQL, p.Team, p.Key).QueryRow(readErasure)
+	} else {
+		b.Queue(erasureByProfileKeySQL, p.Team, p.Actor.Profile, p.Key).QueryRow(readErasure)
+	}
+	b.Queue(fragmentTombstonesSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) (err error) {
+		out.Tombstones, err = collectTombstones(rows)
+		return err
+	})
+	if err := s.send(ctx, p.Team, b, false); err != nil {
+		return store.ErasureRead{}, err
+	}
+	return out, nil
+}
+
+// collectTombstones scans rows of (fragment, erasure, hash, length, time, relationships).
+func collectTombstones(rows pgx.Rows) ([]store.FragmentTombstone, error) {
+	return pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FragmentTombstone, error) {
+		var t store.FragmentTombstone
+		var rels []string
+		err := row.Scan(&t.FragmentID, &t.ErasureID, &t.ContentHash, &t.ContentLength, &t.ErasedAt, &rels)
+		t.ErasedAt = t.ErasedAt.UTC()
+		for _, r := range rels {
+			t.Relationships = append(t.Relationships, relationship.ID(r))
+		}
+		return t, err
+	})
+}
+
+func fragmentStrings(ids []evidence.FragmentID) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = string(id)
+	}
+	return out
+}
