@@ -331,10 +331,14 @@ type KeysLockParams struct {
 // SupportRow is one stored support link as the counting rules need it.
 type SupportRow struct {
 	RelationshipID relationship.ID
-	Group          string
-	ContentHash    string
-	Authority      evidence.Authority
-	Author         identity.ProfileID
+	FragmentID     evidence.FragmentID
+	// Retirement is the ID of the retirement of the support's fragment, "" while it is not retired:
+	// a support of a retired fragment is not effective.
+	Retirement  string
+	Group       string
+	ContentHash string
+	Authority   evidence.Authority
+	Author      identity.ProfileID
 	// ConfirmedFrom is the valid_from the support's verification event confirmed, if any.
 	ConfirmedFrom *time.Time
 }

@@ -74,6 +74,9 @@ type TraceSupport struct {
 	Content string
 	// ContentOmitted reports that content was asked for and the budget was spent before this support.
 	ContentOmitted bool
+	// Retirement is the retirement of the support's fragment, nil while it is not retired: a retired
+	// fragment's support is shown but no longer effective.
+	Retirement *RetirementRow
 	// Key is the support's position in the list.
 	Key TraceKey
 }
@@ -96,8 +99,8 @@ type RelationshipView struct {
 // rows in its order, starting after its TraceAfter position.
 type TraceData struct {
 	Relationship RelationshipView
-	// SupportKeys are the distinct (source group, content hash) pairs of all of the relationship's
-	// supports, not only those of the page, for counting its source groups.
+	// SupportKeys are the distinct (source group, content hash, effective) triples of all of the
+	// relationship's supports, not only those of the page, for counting its source groups.
 	SupportKeys   []evidence.Support
 	Supports      []TraceSupport
 	Observations  []ObservationRow
