@@ -76,6 +76,7 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 	var locks lockSet
 	locks.add(idempotencyLockID(p.Team, p.Profile, p.IdempotencyKey), false)
 	locks.class("entity-name", p.Team, nameLockIDs(p.Team, p.NameLocks), p.MaxLocks)
+	locks.class("source-key", p.Team, sourceLockIDs(p.Team, p.Revisions), p.MaxLocks)
 	b.Queue(lockManySQL, locks.ids, locks.shared)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
 	b.Queue(profileShareSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) error {
@@ -98,6 +99,9 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 			out.Distinctions = entityIDs(ids)
 			return err
 		})
+	}
+	if len(p.Revisions) > 0 {
+		queueSources(b, &out.Sources, p)
 	}
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.IntakeLocked{}, translate(err)
