@@ -256,3 +256,6 @@ func TestSourceRevisionRefused(t *testing.T) {
 		t.Errorf("revising an already retired revision: %v, want a validation error", err)
 	}
 }
+
+// asValidation is errors.As for a *densemem.ValidationError.
+func asValidation(err error, ve **densemem.ValidationError) bool { return errors.As(err, ve) }
