@@ -18,6 +18,8 @@ import (
 //     'erasure' (the privacy erasure workflow); actor_kind who: the profile whose call retired it,
 //     or the host. The runtime role may SELECT and INSERT, the reviewer role SELECT (it counts
 //     supports); row-level security like every table.
+//   - densemem_search_hits: Recall's full-text hits leave out the text of fragments retired by the
+//     read's instant (known_at, or now).
 //   - evidence_fragments_source: the fragments of one source key by revision and age, so a revision
 //     finds the fragments it retires and the source's owner (its first author) in one index probe.
 func fragmentRetirementsMigration(r Roles) *goose.Migration {
@@ -56,6 +58,41 @@ var fragmentRetirementsSchemaSQL = []string{
     FOR EACH STATEMENT EXECUTE FUNCTION densemem_reject_mutation()`,
 	`CREATE INDEX evidence_fragments_source ON evidence_fragments (team_id, source_key, source_revision, created_at)
     WHERE source_key <> ''`,
+	searchHitsSQL(`AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = s.team_id
+                          AND fr.fragment_id = s.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))`),
+}
+
+// searchHitsSQL is Recall's full-text search function (migration 9) with a further condition on each
+// text hit's support link s: migration 16 leaves out the text of fragments retired by the read's
+// instant, so a relationship is found by its effective evidence only.
+func searchHitsSQL(supportCondition string) string {
+	return `CREATE OR REPLACE FUNCTION densemem_search_hits(p_team text, p_query text, p_known_at timestamptz, p_limit bigint)
+RETURNS TABLE (source text, relationship_id text, score double precision)
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+DECLARE
+    q tsquery := websearch_to_tsquery('english', p_query);
+BEGIN
+    IF p_team IS DISTINCT FROM current_setting('densemem.team', true) THEN
+        RAISE EXCEPTION 'densemem: search outside the transaction''s team' USING ERRCODE = '42501';
+    END IF;
+    RETURN QUERY SELECT 'text'::text, s.relationship_id, ts_rank_cd(c.search, q)::float8
+        FROM fragment_contents c
+        JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
+        WHERE c.team_id = p_team AND c.search @@ q AND (p_known_at IS NULL OR s.created_at <= p_known_at)
+          ` + supportCondition + `
+        LIMIT p_limit;
+    RETURN QUERY SELECT 'subject'::text, r.relationship_id, ts_rank_cd(n.search, q)::float8
+        FROM entity_names n
+        JOIN relationships r ON r.team_id = n.team_id AND r.subject_entity_id = n.entity_id
+        WHERE n.team_id = p_team AND n.search @@ q AND (p_known_at IS NULL OR n.created_at <= p_known_at)
+        LIMIT p_limit;
+    RETURN QUERY SELECT 'object'::text, r.relationship_id, ts_rank_cd(n.search, q)::float8
+        FROM entity_names n
+        JOIN relationships r ON r.team_id = n.team_id AND r.object_entity_id = n.entity_id
+        WHERE n.team_id = p_team AND n.search @@ q AND (p_known_at IS NULL OR n.created_at <= p_known_at)
+        LIMIT p_limit;
+END;
+$$`
 }
 
 // fragmentRetirementsUp runs migration 16 in tx for roles r (with their defaults).
@@ -74,6 +111,7 @@ func fragmentRetirementsUp(ctx context.Context, tx *sql.Tx, r Roles) error {
 // fragmentRetirementsDownSQL undoes migration 16: the retirement ledger and its rows are dropped, so
 // every retired fragment's support counts again.
 var fragmentRetirementsDownSQL = []string{
+	searchHitsSQL(""),
 	`DROP INDEX evidence_fragments_source`,
 	`DROP TABLE fragment_retirements`,
 }
