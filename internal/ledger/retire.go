@@ -119,3 +119,17 @@ func (l *Ledger) Reevaluate(rel *relationship.Relationship, reason Reason) bool 
 	l.Actor = prior
 	return true
 }
+
+// markRetired marks id's supports of fragments retired before the transaction (copies of retired
+// supports, a split's or merge's restatement) as not effective.
+func (l *Ledger) markRetired(id relationship.ID, fragments map[evidence.FragmentID]bool) {
+	if len(fragments) == 0 {
+		return
+	}
+	sups := l.supports[id]
+	for i := range sups {
+		if fragments[sups[i].Fragment] {
+			sups[i].Effective = false
+		}
+	}
+}
