@@ -18,6 +18,68 @@ import (
 var retirementContracts = []contract{
 	{"RetirementIsOnceAndAppendOnly", testRetirementOnce},
 	{"RetiredSupportsAreMarkedAsOfTheirTime", testRetiredSupportsMarked},
+	{"IntakeLockReadsRevisedSources", testIntakeLockReadsSources},
+}
+
+// testIntakeLockReadsSources: IntakeLock with a source revision reads, under the source's lock, the
+// source's owner (its first fragment's author), the previous revision's fragments and the named
+// ones with their retirement, and the relationships they support with their keys, bounded by
+// MaxRevisionRelationships (one more is read).
+func testIntakeLockReadsSources(e *env) {
+	w := e.world("tm_r")
+	const key = "doc:guide"
+	// a's relationship from r1 (first: a owns the source), b's from its copy of r1, a's from r0.
+	frag := func(r relationship.Relationship, rev string, when time.Time) evidence.FragmentID {
+		var ws store.WriteSet
+		w.evidenceRows(&ws, r, "Ada works on Falcon, per the guide "+rev+" "+string(r.Owner)+".", w.id("ing"), when)
+		ws.Fragments[0].SourceKey, ws.Fragments[0].Revision = key, rev
+		w.apply(ws)
+		return ws.Fragments[0].ID
+	}
+	ra := w.rel(relSpec{owner: w.a})
+	rb := w.rel(relSpec{owner: w.b, object: w.osprey, scope: "eu"})
+	old := frag(ra, "r0", at(time.Minute))
+	fa := frag(ra, "r1", at(2*time.Minute))
+	fb := frag(rb, "r1", at(3*time.Minute))
+	read := func(max int, supersedes ...evidence.FragmentID) store.SourceState {
+		var out store.IntakeLocked
+		w.must(e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) (err error) {
+			out, err = tx.IntakeLock(ctx, store.IntakeLockParams{Team: w.team, Profile: w.a, IdempotencyKey: "idem-src",
+				Revisions: []store.SourceRevision{{Key: key, Previous: "r1", Supersedes: supersedes}}, MaxRevisionRelationships: max})
+			return err
+		}), "IntakeLock")
+		if len(out.Sources) != 1 {
+			e.t.Fatalf("IntakeLock read %d sources, want 1", len(out.Sources))
+		}
+		return out.Sources[0]
+	}
+	st := read(10, old)
+	if st.Key != key || st.Owner != w.a {
+		e.t.Errorf("source %q owned by %q, want %q owned by %s", st.Key, st.Owner, key, w.a)
+	}
+	got := map[evidence.FragmentID]store.SourceFragment{}
+	for _, f := range st.Fragments {
+		got[f.ID] = f
+	}
+	if len(got) != 3 || got[fa].Revision != "r1" || got[fb].Author != w.b || got[old].Revision != "r0" || got[fa].Retired {
+		e.t.Errorf("fragments %+v, want a's and b's of r1 and the named r0 one, none retired", st.Fragments)
+	}
+	keys := map[relationship.ID]conflict.Key{}
+	for _, r := range st.Relationships {
+		keys[r.ID] = r.Key
+	}
+	if len(keys) != 2 || keys[ra.ID] != w.key(w.ada, "") || keys[rb.ID] != w.key(w.ada, "eu") {
+		e.t.Errorf("relationships %+v, want a's and b's with their keys", st.Relationships)
+	}
+	if st := read(1); len(st.Relationships) != 2 {
+		e.t.Errorf("with a bound of 1: %d relationships read, want 2 (one more than the bound)", len(st.Relationships))
+	}
+	w.apply(store.WriteSet{Retirements: []store.RetirementRow{w.retirementRow(fb, at(time.Hour))}})
+	for _, f := range read(10).Fragments {
+		if f.ID == fb && !f.Retired {
+			e.t.Errorf("fragment %s read as not retired after its retirement", fb)
+		}
+	}
 }
 
 // retirementRow retires frag at when in one of w's calls.
