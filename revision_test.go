@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/densemem/densemem"
 )
@@ -90,32 +91,9 @@ func TestInvariant13_SourceRevisionRetiresTeamWide(t *testing.T) {
 	}
 
 	// Tiers and statuses, by system transitions naming the retirement.
-	for _, c := range []struct {
-		id           densemem.RelationshipID
-		status, tier string
-	}{
-		{rA.RelationshipID, "pending_evidence", "candidate"},
-		{rB.RelationshipID, "pending_evidence", "candidate"},
-		{rC.RelationshipID, "active", "validated_claim"},
-	} {
-		tr := e.trace(e.C, c.id)
-		if string(tr.Relationship.Status) != c.status || string(tr.Relationship.Tier) != c.tier {
-			t.Errorf("%s after the revision: %s %s, want %s %s", c.id, tr.Relationship.Status, tr.Relationship.Tier, c.status, c.tier)
-		}
-		last := tr.Transitions[len(tr.Transitions)-1]
-		retired := tr.Evidence[0].Retired
-		if retired == nil {
-			t.Fatalf("%s: Trace shows its v1 evidence %+v not retired", c.id, tr.Evidence[0])
-		}
-		if last.ActorKind != "system" || last.Reason != "support_retired:"+retired.RetirementID || !last.CreatedAt.Equal(at) {
-			t.Errorf("%s: last transition %+v, want the system's at %v naming retirement %s", c.id, last, at, retired.RetirementID)
-		}
-		if retired.Cause != "source_revision" || retired.ReplacedByFragmentID != newFragment || retired.ActorProfileID != e.A.ProfileID ||
-			retired.IngestID != pl.IngestID || !retired.RetiredAt.Equal(at) || !strings.Contains(retired.Reason, `"v2"`) ||
-			retirementOf[tr.Evidence[0].FragmentID] != retired.RetirementID {
-			t.Errorf("%s: retired evidence %+v, want retired by A's revision %s at %v, replaced by %s", c.id, retired, pl.IngestID, at, newFragment)
-		}
-	}
+	e.checkRetired(pl, retirementOf, at, map[densemem.RelationshipID][2]string{
+		rA.RelationshipID: {"pending_evidence", "candidate"}, rB.RelationshipID: {"pending_evidence", "candidate"},
+		rC.RelationshipID: {"active", "validated_claim"}})
 	if tr := e.trace(e.C, rC.RelationshipID); tr.Relationship.SourceCount != 1 || tr.Evidence[1].Retired != nil {
 		t.Errorf("C's relationship counts %d source groups (evidence %+v), want 1: the mail", tr.Relationship.SourceCount, tr.Evidence)
 	}
@@ -141,6 +119,35 @@ func TestInvariant13_SourceRevisionRetiresTeamWide(t *testing.T) {
 		t.Errorf("retirement rows +%d, want +3", d)
 	}
 	e.checkLedger()
+}
+
+// checkRetired checks, through Trace, each relationship's status and tier after the revision pl
+// made at at, its last transition (the system's, naming the retirement of its first evidence) and
+// that evidence's retirement (cause, actor, call, time, replacing fragment, reason).
+func (e *env) checkRetired(pl *densemem.Placement, retirementOf map[densemem.FragmentID]string, at time.Time,
+	want map[densemem.RelationshipID][2]string) {
+	e.t.Helper()
+	newFragment := pl.Fragments[0].FragmentID
+	for id, st := range want {
+		tr := e.trace(e.C, id)
+		if string(tr.Relationship.Status) != st[0] || string(tr.Relationship.Tier) != st[1] {
+			e.t.Errorf("%s after the revision: %s %s, want %s %s", id, tr.Relationship.Status, tr.Relationship.Tier, st[0], st[1])
+		}
+		last := tr.Transitions[len(tr.Transitions)-1]
+		retired := tr.Evidence[0].Retired
+		if retired == nil {
+			e.t.Errorf("%s: Trace shows its v1 evidence %+v not retired", id, tr.Evidence[0])
+			continue
+		}
+		if last.ActorKind != "system" || last.Reason != "support_retired:"+retired.RetirementID || !last.CreatedAt.Equal(at) {
+			e.t.Errorf("%s: last transition %+v, want the system's at %v naming retirement %s", id, last, at, retired.RetirementID)
+		}
+		if retired.Cause != "source_revision" || retired.ReplacedByFragmentID != newFragment || retired.ActorProfileID != e.A.ProfileID ||
+			retired.IngestID != pl.IngestID || !retired.RetiredAt.Equal(at) || !strings.Contains(retired.Reason, `"v2"`) ||
+			retirementOf[tr.Evidence[0].FragmentID] != retired.RetirementID {
+			e.t.Errorf("%s: retired evidence %+v, want retired by A's revision %s at %v, replaced by %s", id, retired, pl.IngestID, at, newFragment)
+		}
+	}
 }
 
 // TestSourceRevisionRepairsAndDismissesCases: a case between A's statement from v1 and B's

@@ -30,6 +30,21 @@ type state struct {
 	Tier   relationship.Tier
 }
 
+// retireCase is one case of TestRetire: the loaded relationships and supports, the retirements, and
+// what must follow.
+type retireCase struct {
+	name    string
+	rels    []relationship.Relationship
+	sups    []store.SupportRow
+	retire  []store.RetirementRow
+	want    map[relationship.ID]state
+	reasons []string // the transitions' reasons, in order
+	closes  int      // review item closes
+	cases   conflict.Status
+	// untouched: no support changed, so no key is touched
+	untouched bool
+}
+
 // TestRetire: retiring fragments makes their supports ineffective and re-evaluates every relationship
 // they supported, of any owner, by system transitions naming the retirement: no effective support
 // left → pending_evidence (candidate); fewer groups → a lower tier; a support already ineffective, a
@@ -42,18 +57,7 @@ func TestRetire(t *testing.T) {
 	closed.Status = relationship.StatusSuperseded
 	fact := rel("r_fact", carol, objA, jan, nil)
 	fact.Tier = relationship.TierFact
-	tests := []struct {
-		name    string
-		rels    []relationship.Relationship
-		sups    []store.SupportRow
-		retire  []store.RetirementRow
-		want    map[relationship.ID]state
-		reasons []string // the transitions' reasons, in order
-		closes  int      // review item closes
-		cases   conflict.Status
-		// untouched: no support changed, so no key is touched
-		untouched bool
-	}{{
+	tests := []retireCase{{
 		name:   "the only support retired: pending_evidence, the case dismissed",
 		rels:   []relationship.Relationship{rel("r_alice", alice, objA, jan, nil), rel("r_bob", bob, objB, feb, nil)},
 		sups:   []store.SupportRow{fragSupport("r_alice", alice, "frg_1", "source:doc"), fragSupport("r_bob", bob, "frg_2", "source:other")},
@@ -114,58 +118,65 @@ func TestRetire(t *testing.T) {
 	}}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			l := newLedger(ProfileActor(alice))
-			var cases []store.CaseRow
-			if tc.cases != "" {
-				cases = append(cases, store.CaseRow{Team: team, ID: "cf_1", Kind: conflict.KindCrossProfileCurrentState, Key: key,
-					Status: conflict.StatusOpen, Version: 1, PolicyVersion: 3, Positions: map[conflict.PositionKey]conflict.PositionID{}})
-			}
-			l.Load(store.KeysLocked{Relationships: tc.rels, Supports: tc.sups, Cases: cases}, []relationship.Predicate{worksAt})
-			l.Retire(tc.retire)
-			got := map[relationship.ID]state{}
-			for _, r := range l.Key(key).Rels {
-				got[r.ID] = state{r.Status, r.Tier}
-			}
-			if d := cmp.Diff(tc.want, got); d != "" {
-				t.Errorf("states (-want +got):\n%s", d)
-			}
-			var reasons []string
-			for _, tr := range l.WS.Transitions {
-				reasons = append(reasons, tr.Reason)
-				if tr.ActorKind != store.ActorSystem || tr.ActorProfile != "" || tr.IdempotencyKey != "" {
-					t.Errorf("transition %s by %s %q (key %q), want the system", tr.Reason, tr.ActorKind, tr.ActorProfile, tr.IdempotencyKey)
-				}
-			}
-			if d := cmp.Diff(tc.reasons, reasons); d != "" {
-				t.Errorf("transition reasons (-want +got):\n%s", d)
-			}
-			if len(l.WS.Updates) != len(l.WS.Transitions) {
-				t.Errorf("%d updates for %d transitions", len(l.WS.Updates), len(l.WS.Transitions))
-			}
-			if d := cmp.Diff(tc.retire, l.WS.Retirements); d != "" {
-				t.Errorf("retirement rows (-want +got):\n%s", d)
-			}
-			if len(l.WS.ItemClosesFor) != tc.closes {
-				t.Errorf("item closes %+v, want %d", l.WS.ItemClosesFor, tc.closes)
-			}
-			if l.Actor != ProfileActor(alice) {
-				t.Errorf("the ledger's actor is %+v after Retire", l.Actor)
-			}
-			touched := l.Touched()
-			if tc.untouched {
-				if len(touched) != 0 {
-					t.Errorf("touched keys %d, want none", len(touched))
-				}
-				return
-			}
-			if len(touched) != 1 {
-				t.Fatalf("touched keys %d, want 1", len(touched))
-			}
-			if tc.cases != "" {
-				if ref := l.Maintain(touched[0]); ref == nil || ref.Status != tc.cases {
-					t.Errorf("case after Maintain %+v, want %s", ref, tc.cases)
-				}
-			}
+			checkRetire(t, tc)
 		})
+	}
+}
+
+// checkRetire runs Retire on a ledger loaded with rels and sups (and an open case of key when cases
+// names the status Maintain must leave it in) and checks the states, the system transitions'
+// reasons, the rows, the item closes and the touched key.
+func checkRetire(t *testing.T, tc retireCase) {
+	l := newLedger(ProfileActor(alice))
+	var cases []store.CaseRow
+	if tc.cases != "" {
+		cases = append(cases, store.CaseRow{Team: team, ID: "cf_1", Kind: conflict.KindCrossProfileCurrentState, Key: key,
+			Status: conflict.StatusOpen, Version: 1, PolicyVersion: 3, Positions: map[conflict.PositionKey]conflict.PositionID{}})
+	}
+	l.Load(store.KeysLocked{Relationships: tc.rels, Supports: tc.sups, Cases: cases}, []relationship.Predicate{worksAt})
+	l.Retire(tc.retire)
+	got := map[relationship.ID]state{}
+	for _, r := range l.Key(key).Rels {
+		got[r.ID] = state{r.Status, r.Tier}
+	}
+	if d := cmp.Diff(tc.want, got); d != "" {
+		t.Errorf("states (-want +got):\n%s", d)
+	}
+	var reasons []string
+	for _, tr := range l.WS.Transitions {
+		reasons = append(reasons, tr.Reason)
+		if tr.ActorKind != store.ActorSystem || tr.ActorProfile != "" || tr.IdempotencyKey != "" {
+			t.Errorf("transition %s by %s %q (key %q), want the system", tr.Reason, tr.ActorKind, tr.ActorProfile, tr.IdempotencyKey)
+		}
+	}
+	if d := cmp.Diff(tc.reasons, reasons); d != "" {
+		t.Errorf("transition reasons (-want +got):\n%s", d)
+	}
+	if len(l.WS.Updates) != len(l.WS.Transitions) {
+		t.Errorf("%d updates for %d transitions", len(l.WS.Updates), len(l.WS.Transitions))
+	}
+	if d := cmp.Diff(tc.retire, l.WS.Retirements); d != "" {
+		t.Errorf("retirement rows (-want +got):\n%s", d)
+	}
+	if len(l.WS.ItemClosesFor) != tc.closes {
+		t.Errorf("item closes %+v, want %d", l.WS.ItemClosesFor, tc.closes)
+	}
+	if l.Actor != ProfileActor(alice) {
+		t.Errorf("the ledger's actor is %+v after Retire", l.Actor)
+	}
+	touched := l.Touched()
+	if tc.untouched {
+		if len(touched) != 0 {
+			t.Errorf("touched keys %d, want none", len(touched))
+		}
+		return
+	}
+	if len(touched) != 1 {
+		t.Fatalf("touched keys %d, want 1", len(touched))
+	}
+	if tc.cases != "" {
+		if ref := l.Maintain(touched[0]); ref == nil || ref.Status != tc.cases {
+			t.Errorf("case after Maintain %+v, want %s", ref, tc.cases)
+		}
 	}
 }
