@@ -72,6 +72,11 @@ type Limits struct {
 	// caller's relationships on the entity it re-derives. A preview past it is truncated and says so; a
 	// confirmation past it is refused with a *ValidationError.
 	MaxReassignItems int
+	// MaxRevisionRelationships bounds the relationships (of every profile) that the fragments one
+	// source revision retires may support (10,000). The revision retires them and recomputes them in
+	// the one transaction of its Remember (decision 111); a revision past the bound is refused with a
+	// *ValidationError naming evidence[i].previous_source_revision, and nothing is written.
+	MaxRevisionRelationships int
 }
 
 // Defaults.
@@ -106,6 +111,8 @@ const (
 	DefaultMaxPageItems = 500
 	// DefaultMaxReassignItems is Limits.MaxReassignItems' default.
 	DefaultMaxReassignItems = 200
+	// DefaultMaxRevisionRelationships is Limits.MaxRevisionRelationships' default.
+	DefaultMaxRevisionRelationships = 10000
 )
 
 func (c *Config) withDefaults() Config {
@@ -138,7 +145,8 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
 		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
 		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems},
-		{&l.MaxPageItems, DefaultMaxPageItems}, {&l.MaxReassignItems, DefaultMaxReassignItems}} {
+		{&l.MaxPageItems, DefaultMaxPageItems}, {&l.MaxReassignItems, DefaultMaxReassignItems},
+		{&l.MaxRevisionRelationships, DefaultMaxRevisionRelationships}} {
 		if *f.v <= 0 {
 			*f.v = f.def
 		}

@@ -7,7 +7,10 @@ import (
 	"slices"
 	"time"
 
+	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/store"
 )
 
@@ -71,7 +74,8 @@ func (c *Client) Erase(ctx context.Context, p Principal, req EraseRequest) (*Era
 		return nil, err
 	}
 	// 2. Authorise an erasure; a retry with a used key replays its stored result.
-	if _, err := c.authorize(ctx, p, identity.ScopeErasure); err != nil {
+	pr, err := c.authorize(ctx, p, identity.ScopeErasure)
+	if err != nil {
 		return nil, err
 	}
 	hash := requestHash(opErase, req)
@@ -89,7 +93,7 @@ func (c *Client) Erase(ctx context.Context, p Principal, req EraseRequest) (*Era
 		if tombs, err = tx.EvidenceErase(ctx, params); err != nil {
 			return err
 		}
-		return c.erasureSupportLoss(ctx, tx, p, params.ErasureID, tombs, now)
+		return c.erasureSupportLoss(ctx, tx, p, pr.Policy, params.ErasureID, req.Reason, tombs, now)
 	})
 	if errors.Is(err, ErrIdempotencyConflict) {
 		// A concurrent erasure recorded the key first: its result is this call's, when the request is the same.
@@ -160,22 +164,58 @@ func eraseResult(id string, tombs []store.FragmentTombstone) *EraseResult {
 	return out
 }
 
-// erasureSupportLoss is the seam between privacy erasure and the support re-evaluation of source
-// revisions (DESIGN §6.2, §13): an erased fragment's support links stop being effective, so a
-// relationship whose only effective support was erased drops to pending_evidence, and every other
-// supported relationship has its tier recomputed, by system transitions in the erasure's own
-// transaction. tombs lists, per named fragment, the relationships it supports; those with
-// ErasureID == erasure were erased by this call.
-//
-// The retirement core (fragment_retirements with cause 'erasure', and the ledger verb that
-// re-evaluates the relationships whose supports changed) is built on the revision branch. Once it
-// is merged, this function appends one retirement (cause 'erasure') per fragment this call erased,
-// locks the keys of the relationships they support (KeysLock), loads the ledger, runs that verb,
-// maintains the touched keys' cases and applies the write set (WriteSetApply, which commits). Until
-// then it changes nothing, and an erased fragment's support links stay effective (TestErasureDrops
-// SupportToPendingEvidence is skipped until the merge).
-func (c *Client) erasureSupportLoss(ctx context.Context, tx store.Tx, p Principal, erasure string,
+// erasureSupportLoss carries out what an erasure does to support (DESIGN §6.2): the fragments this
+// call erased are retired (one fragment_retirements row each, cause erasure, unless a source revision
+// retired it already), so their support links stop being effective; in the erasure's transaction,
+// under the keys of every relationship they support (any owner's), the ledger's Retire recomputes
+// those relationships by system transitions naming the retirement — one left without effective
+// support drops to pending_evidence — re-plans the held statements whose prior left current state,
+// and the touched keys' cases (and identity cases) are repaired or dismissed. tombs lists, per named
+// fragment, the relationships it supports with their keys; those with ErasureID == erasure were
+// erased by this call.
+func (c *Client) erasureSupportLoss(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, erasure, reason string,
 	tombs []store.FragmentTombstone, now time.Time) error {
-	_, _, _, _, _, _ = ctx, tx, p, erasure, tombs, now
-	return nil
+	var keys []conflict.Key
+	var erased []evidence.FragmentID
+	for _, t := range tombs {
+		if t.ErasureID != erasure {
+			continue
+		}
+		if !t.Retired {
+			erased = append(erased, t.FragmentID)
+		}
+		for _, k := range t.Keys {
+			if !slices.Contains(keys, k) {
+				keys = append(keys, k)
+			}
+		}
+	}
+	if len(erased) == 0 {
+		return nil
+	}
+	l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.SystemActor, IngestID: erasure, Now: now, Policy: policy,
+		NewID: func(prefix string) string { return c.newID(prefix, now) }}
+	if len(keys) > 0 {
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Predicates: true, Members: true,
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks})
+		if err != nil {
+			return err
+		}
+		l.Load(kl, kl.Predicates)
+	}
+	rows := make([]store.RetirementRow, 0, len(erased))
+	for _, f := range erased {
+		r := store.RetirementRow{Team: p.TeamID, ID: c.newID("ret", now), FragmentID: f, Cause: store.RetiredByErasure,
+			ActorKind: store.ActorHost, Reason: reason, IngestID: erasure, CreatedAt: now}
+		if !p.Host {
+			r.ActorKind, r.ActorProfile = store.ActorProfile, p.ProfileID
+		}
+		rows = append(rows, r)
+	}
+	l.Retire(rows)
+	for _, ks := range l.Touched() {
+		l.Maintain(ks)
+	}
+	l.MaintainIdentities()
+	return tx.WriteSetApply(ctx, l.WS)
 }

@@ -19,8 +19,10 @@ import (
 )
 
 // I-26 as a property: a seeded random history of remember (undated, dated same-owner supersession,
-// negative, evidence-less pending and its later support, restatements), forget, conflict responses
-// (fresh and stale) and the nightly review by three profiles on a few conflict keys, on a strictly
+// negative, evidence-less pending and its later support, restatements, evidence from versioned
+// sources), source revisions (the owner's new revision retires the previous one's fragments,
+// whoever stored them, and recomputes what they supported), forget, conflict responses (fresh and
+// stale) and the nightly review by three profiles on a few conflict keys, on a strictly
 // increasing clock (one minute per step; a nightly step also skips one to nine days). After every
 // step the current view is recorded and checked against the stored rows; at the end Recall with
 // known_at = each step's time (and just before the next step) must return exactly what was recorded
@@ -146,6 +148,16 @@ type knownAtWorld struct {
 	// eraser holds the erasure scope; erased are the fragments erased so far, with the time.
 	eraser densemem.Principal
 	erased map[densemem.FragmentID]time.Time
+	// sources are the versioned sources the history states evidence from, by source key.
+	sources map[string]*knownAtSource
+}
+
+// knownAtSource is one versioned source of the history: its owner (who stored its first fragment),
+// its current revision and how many fragments of that revision are stored (not retired).
+type knownAtSource struct {
+	owner densemem.ProfileID
+	rev   int
+	live  int
 }
 
 // newKnownAtWorld starts the history of seed on a new env.
@@ -153,7 +165,8 @@ func newKnownAtWorld(t *testing.T, seed uint64) *knownAtWorld {
 	e := newEnv(t)
 	w := &knownAtWorld{t: t, e: e, seed: seed, rng: rand.New(rand.NewPCG(seed, seed^0x6b6e6f776e5f6174)),
 		branches: []string{"main", "release", "hotfix"}, nextDate: date("2026-01-05"),
-		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}, erased: map[densemem.FragmentID]time.Time{}}
+		alias: map[string]string{}, aliasSeq: map[string]int{}, stats: map[string]int{}, erased: map[densemem.FragmentID]time.Time{},
+		sources: map[string]*knownAtSource{"doc:alpha": {}, "doc:beta": {}}}
 	w.eraser = e.mustProfile("eraser", "erasure")
 	w.profiles = []stepWriter{{"A", e.A}, {"B", e.B}, {"C", e.C}}
 	w.envs = []string{"production", "staging", "qa"}[:2+w.rng.IntN(2)]
@@ -194,6 +207,7 @@ func (w *knownAtWorld) step(n int) {
 	case r >= 23 && r < 29 && w.nightly(n):
 	case r >= 29 && r < 35 && w.adopt(n):
 	case r >= 35 && r < 41 && w.erase(n):
+	case r >= 41 && r < 48 && w.revise(n):
 	case r >= 70 && w.respond(n):
 	default:
 		w.remember(n)
@@ -268,12 +282,78 @@ func (w *knownAtWorld) remember(n int) {
 		}
 	}
 	req, desc := w.proposal(env, branch)
+	if w.rng.IntN(100) < 30 {
+		desc += w.fromSource(&req, who.p.ProfileID)
+	}
 	pl, err := w.e.client.Remember(w.e.ctx, who.p, req)
 	if err != nil {
 		w.fatalf("step %d: %s remember %s: %v", n, who.name, desc, err)
 	}
 	w.count("remember: " + w.category(pl))
 	w.record(fmt.Sprintf("%s remember %s -> %s", who.name, desc, w.outcome(pl)), nil)
+}
+
+// fromSource makes req's evidence a fragment of the current revision of a random source (whoever
+// stores a source's first fragment owns it) and returns the step log's note.
+func (w *knownAtWorld) fromSource(req *densemem.RememberRequest, by densemem.ProfileID) string {
+	keys := slices.Sorted(maps.Keys(w.sources))
+	key := keys[w.rng.IntN(len(keys))]
+	src := w.sources[key]
+	if src.owner == "" {
+		src.owner = by
+	}
+	src.live++
+	req.Evidence[0].SourceKey, req.Evidence[0].SourceRevision = key, fmt.Sprintf("r%d", src.rev)
+	return fmt.Sprintf(" source=%s@r%d", key, src.rev)
+}
+
+// revise has a source's owner state a new revision of it, naming the one it replaces: every stored
+// fragment of the previous revision retires, whoever stored it, and the relationships they
+// supported are recomputed. It reports false when no source has a fragment of its revision.
+func (w *knownAtWorld) revise(n int) bool {
+	w.t.Helper()
+	var keys []string
+	for _, k := range slices.Sorted(maps.Keys(w.sources)) {
+		// An erasure retires its fragment too: what a revision retires is what is left unretired.
+		w.sources[k].live = w.e.ledger().Int(`SELECT count(*) FROM evidence_fragments f WHERE f.source_key = $1
+			AND f.source_revision = $2 AND NOT EXISTS (SELECT 1 FROM fragment_retirements r WHERE r.fragment_id = f.fragment_id)`,
+			k, fmt.Sprintf("r%d", w.sources[k].rev))
+		if w.sources[k].live > 0 {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return false
+	}
+	key := keys[w.rng.IntN(len(keys))]
+	src := w.sources[key]
+	var who stepWriter
+	for _, p := range w.profiles {
+		if p.p.ProfileID == src.owner {
+			who = p
+		}
+	}
+	env, branch := w.envs[w.rng.IntN(len(w.envs))], w.branches[w.rng.IntN(len(w.branches))]
+	req, desc := w.proposal(env, branch)
+	req.Evidence[0].SourceKey, req.Evidence[0].SourceRevision = key, fmt.Sprintf("r%d", src.rev+1)
+	req.Evidence[0].PreviousSourceRevision = fmt.Sprintf("r%d", src.rev)
+	pl, err := w.e.client.Remember(w.e.ctx, who.p, req)
+	if err != nil {
+		w.fatalf("step %d: %s revise %s r%d -> r%d with %s: %v", n, who.name, key, src.rev, src.rev+1, desc, err)
+	}
+	if len(pl.Retired) != src.live {
+		w.t.Errorf("step %d: the revision of %s retired %d fragments, want the %d of r%d", n, key, len(pl.Retired), src.live, src.rev)
+	}
+	src.rev, src.live = src.rev+1, 1
+	var recomputed []string
+	for _, c := range pl.Recomputed {
+		recomputed = append(recomputed, fmt.Sprintf("%s %s/%s->%s/%s", w.name(string(c.RelationshipID), ""), c.Before.Status,
+			c.Before.Tier, c.After.Status, c.After.Tier))
+	}
+	w.count(fmt.Sprintf("revise: %d retired", len(pl.Retired)))
+	w.record(fmt.Sprintf("%s revise %s to r%d (retired %d; recomputed %v) with %s -> %s", who.name, key, src.rev, len(pl.Retired),
+		recomputed, desc, w.outcome(pl)), nil)
+	return true
 }
 
 // supportPending gives one of a profile's pending_evidence relationships the evidence it lacked
@@ -627,7 +707,9 @@ func (w *knownAtWorld) snapshot() storedState {
 		if rows.Close(); rows.Err() != nil {
 			w.fatalf("snapshot cases: %v", rows.Err())
 		}
-		rows, err = l.q.Query(l.ctx, `SELECT relationship_id, fragment_id FROM support_links WHERE team_id = $1
+		// Only effective supports: Recall leaves out the supports of retired fragments.
+		rows, err = l.q.Query(l.ctx, `SELECT relationship_id, fragment_id FROM support_links s WHERE team_id = $1
+			AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id)
 			ORDER BY relationship_id, created_at, support_id`, e.team)
 		if err != nil {
 			w.fatalf("snapshot supports: %v", err)

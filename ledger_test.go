@@ -70,7 +70,7 @@ func readSnapshot(t testing.TB, pool *pgxpool.Pool, read func(q pgx.Tx)) {
 // dataTables are every table a Remember or Forget may write outside the conflict tables.
 var dataTables = []string{"entities", "entity_names", "literal_values", "evidence_fragments", "fragment_contents",
 	"observations", "verification_events", "entity_resolution_events", "relationships", "support_links",
-	"relationship_transitions", "idempotency_records", "review_items"}
+	"relationship_transitions", "idempotency_records", "review_items", "fragment_retirements"}
 
 // conflictTables are the tables of cross-references and team conflict cases.
 var conflictTables = []string{"relationship_cross_references", "conflict_cases", "conflict_positions",
@@ -98,6 +98,7 @@ var appendOnlyTables = []appendOnlyTable{
 	{"support_links", []string{"support_id"}},
 	{"relationship_transitions", []string{"transition_id"}},
 	{"idempotency_records", []string{"profile_id", "idempotency_key"}},
+	{"fragment_retirements", []string{"retirement_id"}},
 }
 
 // ---- generic reads ----

@@ -63,7 +63,8 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	var kl store.KeysLocked
 	locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: p.TeamID, Profile: p.ProfileID,
 		IdempotencyKey: req.IdempotencyKey, NameLocks: in.Names, Names: in.Names, KnownEntities: in.Known,
-		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, AdoptFragments: in.Adopt})
+		MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, AdoptFragments: in.Adopt, AdoptSources: in.AdoptSources(), Revisions: in.Revisions(),
+		MaxRevisionRelationships: c.cfg.Limits.MaxRevisionRelationships})
 	if err != nil || locked.Idempotency != nil {
 		return nil, kl, locked.Idempotency, err
 	}
@@ -73,9 +74,20 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	pl := placement.New(params)
 	pl.Resolve(locked.Candidates, locked.Known)
 	pl.Adoptable(locked.Adoptable)
+	// A source revision's retired fragments: the keys of every relationship they support, any
+	// owner's, are locked with the request's own.
+	revised, err := pl.Revise(locked.Sources, c.cfg.Limits.MaxRevisionRelationships)
+	if err != nil {
+		return nil, kl, nil, err
+	}
 	keys, cases := pl.Keys(), in.Responses()
-	for _, k := range params.AlsoLock {
-		if !slices.Contains(keys, k) {
+	seen := map[conflict.Key]bool{}
+	for _, k := range keys {
+		seen[k] = true
+	}
+	for _, k := range append(slices.Clip(params.AlsoLock), revised...) {
+		if !seen[k] {
+			seen[k] = true
 			keys = append(keys, k)
 		}
 	}

@@ -154,7 +154,8 @@ type RelationshipDetail struct {
 	PredicateVersion   int                      `json:"predicate_version"`
 	RelationshipKind   relationship.Kind        `json:"relationship_kind"`
 	CurrentCardinality relationship.Cardinality `json:"current_cardinality"`
-	// SourceCount is the number of independent source groups among its supports.
+	// SourceCount is the number of independent source groups among its effective supports (a retired
+	// fragment's support does not count).
 	SourceCount int       `json:"source_count"`
 	CreatedAt   time.Time `json:"created_at"`
 	UpdatedAt   time.Time `json:"updated_at"`
@@ -190,6 +191,26 @@ type TraceEvidence struct {
 	// Excerpt stay empty whatever was asked, and the entry costs nothing of the content budget.
 	Erased    bool      `json:"erased,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
+	// Retired is set when the fragment was retired (a newer source revision replaced it, or the
+	// erasure workflow): the support stays in the history but no longer counts (DESIGN §6.2).
+	Retired *TraceRetirement `json:"retired,omitempty"`
+}
+
+// TraceRetirement says why and when a support's fragment was retired: a retirement row, never an
+// edit of the fragment.
+type TraceRetirement struct {
+	RetirementID string `json:"retirement_id"`
+	// Cause is "source_revision" or "erasure".
+	Cause string `json:"cause"`
+	// ReplacedByFragmentID is the new revision's fragment that replaced it, if any.
+	ReplacedByFragmentID FragmentID `json:"replaced_by_fragment_id,omitempty"`
+	// ActorKind is "profile" (ActorProfileID's call retired it) or "host".
+	ActorKind      string    `json:"actor_kind"`
+	ActorProfileID ProfileID `json:"actor_profile_id,omitempty"`
+	Reason         string    `json:"reason"`
+	// IngestID is the call that retired it (a Remember's ingest for a source revision).
+	IngestID  string    `json:"ingest_id"`
+	RetiredAt time.Time `json:"retired_at"`
 }
 
 // TraceObservation is one immutable observation behind the relationship.
@@ -437,6 +458,10 @@ func (out *TraceResult) addEvidence(d store.TraceData, content bool, budget int)
 			VerificationID: s.VerificationID, Start: s.Start, End: s.End, SourceType: s.SourceType, Authority: s.Authority,
 			SourceGroup: s.SourceGroup, AuthorProfileID: s.Author, ProfileID: s.Profile, Adopted: s.Profile != s.Author,
 			CreatedAt: s.CreatedAt, Erased: s.Erased}
+		if r := s.Retirement; r != nil {
+			te.Retired = &TraceRetirement{RetirementID: r.ID, Cause: r.Cause, ReplacedByFragmentID: r.ReplacedBy,
+				ActorKind: r.ActorKind, ActorProfileID: r.ActorProfile, Reason: r.Reason, IngestID: r.IngestID, RetiredAt: r.CreatedAt}
+		}
 		if content && !s.Erased {
 			fits := omitFrom < 0 && !s.ContentOmitted && s.End <= len(s.Content) && len(s.Content)+s.End-s.Start <= budget
 			switch {

@@ -98,6 +98,8 @@ type (
 	Placement = api.Placement
 	// FragmentOutcome names the fragment stored for one request evidence item.
 	FragmentOutcome = api.FragmentOutcome
+	// RetiredFragment is one fragment a source revision retired.
+	RetiredFragment = api.RetiredFragment
 	// EntityOutcome is how one proposal entity was resolved.
 	EntityOutcome = api.EntityOutcome
 	// EntityCandidate is a server-supplied entity a client may select in identity review.

@@ -95,6 +95,7 @@ func validateRemember(req *RememberRequest, l Limits) error {
 			ps.Add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
 		}
 	}
+	checkRevisionAlone(&ps, req)
 	return ps.Err()
 }
 
@@ -131,6 +132,89 @@ func checkEvidence(ps *problems, items []EvidenceInput, l Limits, adopt bool) {
 		checkText(ps, p+".source_revision", ev.SourceRevision, false, l.MaxTextBytes)
 		if ev.SourceRevision != "" && ev.SourceKey == "" {
 			ps.Add(p+".source_revision", "requires source_key")
+		}
+		checkRevision(ps, p, ev, l)
+	}
+	checkRevisionsAgree(ps, items)
+}
+
+// MaxSupersededFragments bounds supersedes_fragment_ids of one evidence item.
+const MaxSupersededFragments = 100
+
+// checkRevision checks an evidence item's revision fields at path p: previous_source_revision needs
+// source_key and a different source_revision; supersedes_fragment_ids needs previous_source_revision,
+// and lists distinct IDs within MaxSupersededFragments.
+func checkRevision(ps *problems, p string, ev EvidenceInput, l Limits) {
+	checkText(ps, p+".previous_source_revision", ev.PreviousSourceRevision, false, l.MaxTextBytes)
+	if ev.Revises() {
+		switch {
+		case ev.SourceKey == "":
+			ps.Add(p+".previous_source_revision", "requires source_key")
+		case ev.SourceRevision == "":
+			ps.Add(p+".source_revision", "is required with previous_source_revision")
+		case ev.SourceRevision == ev.PreviousSourceRevision:
+			ps.Add(p+".source_revision", "must differ from previous_source_revision %q", ev.PreviousSourceRevision)
+		}
+	}
+	if len(ev.SupersedesFragmentIDs) > 0 && !ev.Revises() {
+		ps.Add(p+".supersedes_fragment_ids", "requires previous_source_revision")
+	}
+	if !checkCount(ps, p+".supersedes_fragment_ids", len(ev.SupersedesFragmentIDs), MaxSupersededFragments) {
+		return
+	}
+	seen := map[FragmentID]bool{}
+	for j, id := range ev.SupersedesFragmentIDs {
+		q := fmt.Sprintf("%s.supersedes_fragment_ids[%d]", p, j)
+		checkText(ps, q, string(id), true, l.MaxTextBytes)
+		if seen[id] {
+			ps.Add(q, "duplicate fragment ID %q", id)
+		}
+		seen[id] = true
+	}
+}
+
+// checkRevisionsAgree checks that the items of one source_key in a request that revises it state one
+// revision: the same source_revision and previous_source_revision (a call revises a source once).
+func checkRevisionsAgree(ps *problems, items []EvidenceInput) {
+	first := map[string]int{}
+	for i, ev := range items {
+		if ev.SourceKey == "" {
+			continue
+		}
+		j, ok := first[ev.SourceKey]
+		if !ok {
+			first[ev.SourceKey] = i
+			continue
+		}
+		o := items[j]
+		if (ev.Revises() || o.Revises()) && (ev.SourceRevision != o.SourceRevision || ev.PreviousSourceRevision != o.PreviousSourceRevision) {
+			ps.Add(fmt.Sprintf("evidence[%d].previous_source_revision", i),
+				"revises source_key %q differently from evidence[%d]: one call states one revision of a source", ev.SourceKey, j)
+		}
+	}
+}
+
+// checkRevisionAlone refuses a request that mixes a source revision with a profile-local correction
+// (DESIGN §13): a relationship naming corrects_relationship_id (the caller's correction of its own
+// or another profile's relationship) or a conflict_response (the caller's answer to a team case at
+// the version it read). A revision recomputes other profiles' relationships and cases by system
+// transitions; a correction or an answer is the caller's own decision about one key. In one call the
+// two could not be told apart in the ledger, and the answer would be judged against a case the same
+// call changes; they go in separate calls.
+func checkRevisionAlone(ps *problems, req *RememberRequest) {
+	revision := slices.ContainsFunc(req.Evidence, EvidenceInput.Revises)
+	if !revision {
+		return
+	}
+	for i, r := range req.Proposal.Relationships {
+		p := fmt.Sprintf("proposal.relationships[%d]", i)
+		if r.CorrectsRelationshipID != "" {
+			ps.Add(p+".corrects_relationship_id", "cannot go with a source revision (previous_source_revision): "+
+				"a profile-local correction and a team-wide source retirement are separate calls")
+		}
+		if r.ConflictResponse != nil {
+			ps.Add(p+".conflict_response", "cannot go with a source revision (previous_source_revision): "+
+				"answer the case in a separate call")
 		}
 	}
 }

@@ -72,6 +72,8 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 	rc := RecallConflict{ConflictID: string(cs.ID), Kind: string(cs.Kind), Version: cs.Version, Status: string(cs.Status), ReviewDueAt: cs.ReviewDueAt,
 		Predicate: cs.Key.PredicateKey, Scope: cs.Key.Scope, Positions: []RecallPosition{}}
 	identityCase := cs.Kind == conflict.KindIdentityCorrection
+	// ev holds effective evidence only (RecallDetails leaves out the supports of fragments retired by
+	// the read's instant), so every support counted here is effective.
 	groups := countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support {
 		var sups []evidence.Support
 		for _, e := range ev[id] {

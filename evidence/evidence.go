@@ -77,6 +77,8 @@ func GroupLabel(sourceKey, sourceGroup, contentHash string) string {
 
 // Support is one support path as the counting rules see it.
 type Support struct {
+	// Fragment is the supporting fragment, when known: what a retirement names.
+	Fragment    FragmentID
 	Group       string
 	ContentHash string
 	// AllowedAuthority is true when the fragment is labelled authoritative and its author is one of

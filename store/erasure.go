@@ -3,6 +3,8 @@ package store
 import (
 	"time"
 
+	"github.com/densemem/densemem/conflict"
+
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -46,6 +48,11 @@ type FragmentTombstone struct {
 	ContentLength int
 	ErasedAt      time.Time
 	Relationships []relationship.ID
+	// Keys are the conflict keys of Relationships, aligned with them, and Retired reports that the
+	// fragment was retired before (EvidenceErase fills both: the erasure retires the fragment, once,
+	// and locks the keys to re-evaluate the relationships' support).
+	Keys    []conflict.Key
+	Retired bool
 }
 
 // Erasure is one recorded erasure request.

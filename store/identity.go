@@ -39,6 +39,9 @@ type IdentityObservation struct {
 type IdentitySupport struct {
 	SupportLinkRow
 	ConfirmedFrom *time.Time
+	// Retirement is the retirement of the support's fragment, "" while it is not retired: a copy of
+	// the support is no more effective than the support.
+	Retirement string
 }
 
 // IdentityRelationship is one of the profile's relationships on the read's entity with the

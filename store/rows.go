@@ -12,10 +12,12 @@ import (
 // WriteSet is every row one call writes, applied in one round trip inside a Tx. Inserts happen in
 // dependency order; updates are fenced by the version they expect.
 type WriteSet struct {
-	Entities      []EntityRow
-	EntityNames   []EntityNameRow
-	Values        []ValueRow
-	Fragments     []FragmentRow
+	Entities    []EntityRow
+	EntityNames []EntityNameRow
+	Values      []ValueRow
+	Fragments   []FragmentRow
+	// Retirements retire fragments (the new ones of this write set or stored ones), once each.
+	Retirements   []RetirementRow
 	Observations  []ObservationRow
 	Verifications []VerificationRow
 	Resolutions   []ResolutionRow
@@ -91,6 +93,36 @@ type FragmentRow struct {
 	// Erased is set by reads when privacy erasure redacted Content (it is then empty); writes
 	// ignore it.
 	Erased bool
+}
+
+// Retirement causes (fragment_retirements.cause).
+const (
+	// RetiredBySourceRevision: a newer revision of the fragment's source replaced it.
+	RetiredBySourceRevision = "source_revision"
+	// RetiredByErasure: the privacy erasure workflow retired it.
+	RetiredByErasure = "erasure"
+)
+
+// ActorHost is the actor kind of a retirement the host itself made (not a profile's call).
+const ActorHost = "host"
+
+// RetirementRow retires one evidence fragment: from CreatedAt on, its support links are no longer
+// effective (DESIGN §6.2). The fragment, its content and its support links stay as they are; a
+// fragment retires at most once (a second retirement of it fails the write set with ErrIntegrity).
+type RetirementRow struct {
+	Team       identity.TeamID
+	ID         string
+	FragmentID evidence.FragmentID
+	// Cause is RetiredBySourceRevision or RetiredByErasure.
+	Cause string
+	// ReplacedBy is the fragment of the new revision that replaced it, "" for none.
+	ReplacedBy evidence.FragmentID
+	// ActorKind is ActorProfile (ActorProfile names the profile whose call retired it) or ActorHost.
+	ActorKind    string
+	ActorProfile identity.ProfileID
+	Reason       string
+	IngestID     string
+	CreatedAt    time.Time
 }
 
 // ObservationRow is one immutable observation.

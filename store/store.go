@@ -139,8 +139,9 @@ type Store interface {
 // is IntakeLock or KeysLock, whose params name the team, and a later call or a written row of another
 // team fails (nothing of the transaction remains).
 type Tx interface {
-	// IntakeLock takes the idempotency lock and the entity-name locks (sorted), then re-reads the
-	// idempotency record, the caller's profile (held FOR SHARE) and the entities of the named names.
+	// IntakeLock takes the idempotency lock, the entity-name locks (sorted) and the source-key locks
+	// of the call's revisions (sorted), then re-reads the idempotency record, the caller's profile
+	// (held FOR SHARE), the entities of the named names and the revised sources' states.
 	IntakeLock(ctx context.Context, p IntakeLockParams) (IntakeLocked, error)
 	// KeysLock takes the conflict-key locks (sorted), then locks and returns every owner's
 	// relationships of those keys (FOR UPDATE in ID order) with their supports, then locks and
@@ -320,6 +321,54 @@ type IntakeLockParams struct {
 	DistinctionsOf identity.EntityID
 	// AdoptFragments are re-read after the locks, as RememberPrepare reads them (without content).
 	AdoptFragments []evidence.FragmentID
+	// AdoptSources are the source keys of the adopted fragments (as read before the transaction):
+	// they are locked with the revisions' source keys, so an adoption and a revision of the same
+	// source serialise and a revision sees every support an adoption added.
+	AdoptSources []string
+	// Revisions are the source revisions the call makes: their source keys are locked after the
+	// entity names (sorted; past MaxLocks, the team's source lock exclusively), then each source's
+	// state is read (IntakeLocked.Sources).
+	Revisions []SourceRevision
+	// MaxRevisionRelationships bounds the relationships IntakeLocked.Sources lists per source: at most
+	// one more is read, so the caller sees the bound was passed.
+	MaxRevisionRelationships int
+}
+
+// SourceRevision is one source revision of a call: the source key, the revision it replaces, and the
+// fragments it names besides (supersedes_fragment_ids).
+type SourceRevision struct {
+	Key        string
+	Previous   string
+	Supersedes []evidence.FragmentID
+}
+
+// SourceState is what IntakeLock read of one revised source under its lock.
+type SourceState struct {
+	Key string
+	// Owner is the author of the source's first stored fragment (by created_at, then fragment ID),
+	// "" when the team has none.
+	Owner identity.ProfileID
+	// Fragments are the fragments of the previous revision and the named ones that exist, in ID
+	// order, each with its source key, revision, author and whether it is retired.
+	Fragments []SourceFragment
+	// Relationships are the relationships of any owner that the fragments support, in ID order: at
+	// most MaxRevisionRelationships+1 of them.
+	Relationships []RelationshipKey
+}
+
+// SourceFragment is a stored fragment as a source revision checks it.
+type SourceFragment struct {
+	ID        evidence.FragmentID
+	SourceKey string
+	Revision  string
+	Author    identity.ProfileID
+	Retired   bool
+}
+
+// RelationshipKey names a relationship with its conflict key.
+type RelationshipKey struct {
+	ID  relationship.ID
+	Key conflict.Key
 }
 
 // IntakeLocked is what IntakeLock read after its locks.
@@ -334,6 +383,8 @@ type IntakeLocked struct {
 	// Adoptable are the fragments among IntakeLockParams.AdoptFragments that may still be adopted,
 	// as RememberPrepared.Adoptable but without their content.
 	Adoptable []FragmentRow
+	// Sources are the states of IntakeLockParams.Revisions' sources, in the params' order.
+	Sources []SourceState
 }
 
 // KeysLockParams names the conflict keys one call touches.
@@ -358,7 +409,10 @@ type SupportRow struct {
 	RelationshipID relationship.ID
 	// FragmentID is the supporting fragment (an adoption links the adopter's relationship to the other
 	// owners' relationships the fragment supports).
-	FragmentID  evidence.FragmentID
+	FragmentID evidence.FragmentID
+	// Retirement is the ID of the retirement of the support's fragment, "" while it is not retired:
+	// a support of a retired fragment is not effective.
+	Retirement  string
 	Group       string
 	ContentHash string
 	Authority   evidence.Authority

@@ -77,6 +77,9 @@ type TraceSupport struct {
 	// Erased reports that privacy erasure redacted the fragment's content: Content is empty and the
 	// fragment costs nothing of the budget.
 	Erased bool
+	// Retirement is the retirement of the support's fragment, nil while it is not retired: a retired
+	// fragment's support is shown but no longer effective.
+	Retirement *RetirementRow
 	// Key is the support's position in the list.
 	Key TraceKey
 }
@@ -99,8 +102,8 @@ type RelationshipView struct {
 // rows in its order, starting after its TraceAfter position.
 type TraceData struct {
 	Relationship RelationshipView
-	// SupportKeys are the distinct (source group, content hash) pairs of all of the relationship's
-	// supports, not only those of the page, for counting its source groups.
+	// SupportKeys are the distinct (source group, content hash, effective) triples of all of the
+	// relationship's supports, not only those of the page, for counting its source groups.
 	SupportKeys   []evidence.Support
 	Supports      []TraceSupport
 	Observations  []ObservationRow

@@ -41,10 +41,23 @@ type EvidenceInput struct {
 	// fragment brings its own), and citations index the fragment's stored content. The claim is
 	// verified against that content like any evidence.
 	AdoptFragmentID evidence.FragmentID `json:"adopt_fragment_id,omitempty"`
+	// PreviousSourceRevision makes this item a new revision of its source that replaces the named
+	// one (a source revision, DESIGN §13): in the call's transaction every fragment of SourceKey at
+	// PreviousSourceRevision that is not retired yet is retired for the whole team, whoever adopted
+	// it, and the relationships it supported are recomputed. Only the source's owner (the profile
+	// that stored its first fragment) may revise it; the previous revision must have a fragment not
+	// retired yet, and SourceRevision must differ from it and be new to the source.
+	PreviousSourceRevision string `json:"previous_source_revision,omitempty"`
+	// SupersedesFragmentIDs, with PreviousSourceRevision, retires these fragments too: each must be
+	// the caller's own fragment of the same SourceKey (of any earlier revision), not retired yet.
+	SupersedesFragmentIDs []evidence.FragmentID `json:"supersedes_fragment_ids,omitempty"`
 }
 
 // Adopts reports whether the item adopts an existing fragment instead of bringing content.
 func (e EvidenceInput) Adopts() bool { return e.AdoptFragmentID != "" }
+
+// Revises reports whether the item is a source revision (it names the revision it replaces).
+func (e EvidenceInput) Revises() bool { return e.PreviousSourceRevision != "" }
 
 // Proposal holds the entities and relationships the host extracted.
 type Proposal struct {
@@ -154,6 +167,21 @@ type Placement struct {
 	Fragments            []FragmentOutcome     `json:"fragments"`
 	Entities             []EntityOutcome       `json:"entities"`
 	RelationshipOutcomes []RelationshipOutcome `json:"relationship_outcomes"`
+	// Retired lists the fragments a source revision of the request retired, team-wide.
+	Retired []RetiredFragment `json:"retired_fragments,omitempty"`
+	// Recomputed lists the system changes the retirements caused, before the request's own
+	// proposals were placed: every relationship, of any profile, whose tier or status its lost
+	// support changed (transition reason "support_retired:<retirement_id>"), and the held statements
+	// then re-planned ("prior_gone").
+	Recomputed []RelationshipChange `json:"recomputed_relationships,omitempty"`
+}
+
+// RetiredFragment is one fragment a source revision retired.
+type RetiredFragment struct {
+	FragmentID   evidence.FragmentID `json:"fragment_id"`
+	RetirementID string              `json:"retirement_id"`
+	// ReplacedBy is the new revision's fragment that replaces it.
+	ReplacedBy evidence.FragmentID `json:"replaced_by_fragment_id"`
 }
 
 // FragmentOutcome names the fragment stored for one request evidence item, or the existing fragment

@@ -93,6 +93,9 @@ type Params struct {
 	// between an environment and a git_branch; ManyPredicate (default works_on) a registered
 	// predicate of cardinality many. Load uses the latest version of each.
 	StatePredicate, ManyPredicate string
+	// SourceKey and SourceRevision, when set, make every fragment one of that revision of that source
+	// (its source group "source:<key>"), as a source revision's tests need; else fragments have none.
+	SourceKey, SourceRevision string
 	// SkipResolutions leaves entity_resolution_events empty (Recall does not read them; Trace does).
 	SkipResolutions bool
 	// Seed varies the generated evidence text; names and IDs do not depend on it.
@@ -561,8 +564,8 @@ func (l *loader) fragmentsTable() table {
 		"source_type", "authority", "source_group", "source_key", "source_revision", "content_sha256", "content_length", "created_at"},
 		len(rels), func(i int) ([]any, error) {
 			r := &rels[i]
-			return []any{p.Team, l.id("frg", r), l.id("ing", r), 0, p.Owner, "manual", "standard", evidence.GroupLabel("", "", r.hash),
-				"", "", r.hash, len(r.content), r.at}, nil
+			return []any{p.Team, l.id("frg", r), l.id("ing", r), 0, p.Owner, "manual", "standard", evidence.GroupLabel(p.SourceKey, "", r.hash),
+				p.SourceKey, p.SourceRevision, r.hash, len(r.content), r.at}, nil
 		}}
 }
 
@@ -658,7 +661,7 @@ func (l *loader) supportsTable() table {
 		len(rels), func(i int) ([]any, error) {
 			r := &rels[i]
 			return []any{p.Team, l.id("sup", r), l.id("rel", r), l.id("frg", r), l.id("obs", r), l.id("ver", r), 0,
-				r.spanEnd, evidence.GroupLabel("", "", r.hash), r.hash, "standard", p.Owner, p.Owner, l.id("ing", r), r.at}, nil
+				r.spanEnd, evidence.GroupLabel(p.SourceKey, "", r.hash), r.hash, "standard", p.Owner, p.Owner, l.id("ing", r), r.at}, nil
 		}}
 }
 

@@ -22,7 +22,7 @@ import (
 
 // Actor is who the transaction's rows name as acting: a profile, or the system Conflict reviewer.
 type Actor struct {
-	Kind    string // store.ActorProfile or store.ActorSystemConflictReviewer
+	Kind    string // store.ActorProfile, store.ActorSystemConflictReviewer or store.ActorSystem
 	Profile identity.ProfileID
 }
 
@@ -109,10 +109,11 @@ func (ks *KeyState) Owned(owner identity.ProfileID) []relationship.Relationship 
 	return out
 }
 
-// Support is a stored support link as the counting rules see it: effective, and carrying authority
+// Support is a stored support link as the counting rules see it: effective while its fragment is not
+// retired, and carrying authority
 // only when its author is one of the policy's authoritative profiles.
 func Support(s store.SupportRow, authoritative []identity.ProfileID) evidence.Support {
-	return evidence.Support{Group: s.Group, ContentHash: s.ContentHash, Effective: true,
+	return evidence.Support{Fragment: s.FragmentID, Group: s.Group, ContentHash: s.ContentHash, Effective: s.Retirement == "",
 		AllowedAuthority: evidence.AllowedAuthority(s.Authority, s.Author, authoritative)}
 }
 

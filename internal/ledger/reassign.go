@@ -179,7 +179,11 @@ func (l *Ledger) restate(next relationship.Relationship, links []store.IdentityS
 	owned := slices.DeleteFunc(ks.Owned(old.Owner), func(r relationship.Relationship) bool { return r.ID == old.ID })
 	confirmed := false
 	rows := make([]store.SupportLinkRow, 0, len(links))
+	retired := map[evidence.FragmentID]bool{}
 	for _, s := range links {
+		if s.Retirement != "" {
+			retired[s.FragmentID] = true
+		}
 		confirmed = confirmed || evidence.ConfirmsValidFrom(s.ConfirmedFrom, next.Validity.From)
 		row := s.SupportLinkRow
 		row.ID, row.Profile, row.IngestID, row.CreatedAt = l.NewID("sup"), old.Owner, l.IngestID, l.Now
@@ -199,13 +203,18 @@ func (l *Ledger) restate(next relationship.Relationship, links []store.IdentityS
 	if d.Action == relationship.ActionSupport {
 		target := ks.Find(d.Target)
 		l.Support(target.ID, rows)
+		l.markRetired(target.ID, retired)
 		l.promote(ks, target, d, confirmed, why)
 		return target.ID
 	}
 	rel := next
 	rel.ID, rel.Version = relationship.ID(l.NewID("rel")), 1
 	l.Support(rel.ID, rows)
+	l.markRetired(rel.ID, retired)
 	rel.Tier = relationship.TierFor(l.Supports(rel.ID))
+	if groups, _ := evidence.CountGroups(l.Supports(rel.ID)); groups == 0 {
+		d = relationship.Decision{} // every copied support retired: restated pending
+	}
 	switch d.Action {
 	case relationship.ActionCreate, relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive

@@ -77,3 +77,36 @@ func TestReassignSplitsAMixedStatement(t *testing.T) {
 		t.Errorf("%d transitions and %d supports, want 3 and 2", len(l.WS.Transitions), len(l.WS.Supports))
 	}
 }
+
+// TestReassignKeepsRetiredCopiesIneffective: a split moving a statement whose moved support's
+// fragment is retired restates it pending (tier candidate) on the new entity: the copy of a retired
+// support is no more effective than the support; the statement staying with its effective support
+// stays active.
+func TestReassignKeepsRetiredCopiesIneffective(t *testing.T) {
+	l := newLedger(ProfileActor(alice))
+	r := rel("rel_old", alice, objA, nil, nil)
+	load(l, []relationship.Relationship{r})
+	retired := idSupport("rel_old", "obs_m")
+	retired.Retirement = "ret_1"
+	to := identity.Entity{ID: "ent_new", Kind: "person", Names: []identity.Name{{Name: "Sam", Normalized: "sam", Kind: identity.NameCanonical}}}
+	got, _ := l.Reassign(Reassignment{DecisionID: "dec_1", Action: store.IdentitySplit, From: key.Subject, To: to, Create: true,
+		Observations: []store.IdentityObservation{{ID: "obs_m", Profile: alice, Current: []store.ResolutionRow{
+			{ObservationID: "obs_m", MentionRef: "s", EntityID: key.Subject}, {ObservationID: "obs_m", MentionRef: "o", EntityID: "ent_a"}}}},
+		Relationships: []store.IdentityRelationship{{Relationship: r, ObservationID: "obs_s",
+			Supports: []store.IdentitySupport{retired, idSupport("rel_old", "obs_s")}}}})
+	if len(got) != 1 || got[0].Moved == "" || got[0].Stayed == "" {
+		t.Fatalf("re-derived %+v, want rel_old restated on both entities", got)
+	}
+	for _, tr := range l.WS.Transitions {
+		switch tr.RelationshipID {
+		case got[0].Moved:
+			if tr.ToStatus != relationship.StatusPendingEvidence || tr.ToTier != relationship.TierCandidate {
+				t.Errorf("the moved restatement %s/%s, want pending_evidence/candidate: its only support is retired", tr.ToStatus, tr.ToTier)
+			}
+		case got[0].Stayed:
+			if tr.ToStatus != relationship.StatusActive || tr.ToTier != relationship.TierValidatedClaim {
+				t.Errorf("the staying restatement %s/%s, want active/validated_claim", tr.ToStatus, tr.ToTier)
+			}
+		}
+	}
+}

@@ -80,7 +80,7 @@ func (l *Ledger) Support(id relationship.ID, links []store.SupportLinkRow) {
 	for i := range links {
 		links[i].RelationshipID = id
 		s := links[i]
-		l.supports[id] = append(l.supports[id], Support(store.SupportRow{Group: s.SourceGroup, ContentHash: s.ContentHash,
+		l.supports[id] = append(l.supports[id], Support(store.SupportRow{FragmentID: s.FragmentID, Group: s.SourceGroup, ContentHash: s.ContentHash,
 			Authority: s.Authority, Author: s.Author}, l.Policy.AuthoritativeProfiles))
 		l.fragments[id] = append(l.fragments[id], s.FragmentID)
 	}

@@ -105,6 +105,19 @@ func (in *Intake) CheckKnown(known []identity.Entity) error {
 	return ps.Err()
 }
 
+// AdoptSources returns the source keys of the adopted fragments (after CheckAdopted), sorted, each
+// once: the call locks them, so a source revision never misses a support it adds.
+func (in *Intake) AdoptSources() []string {
+	var out []string
+	for _, f := range in.adopted {
+		if f.SourceKey != "" && !slices.Contains(out, f.SourceKey) {
+			out = append(out, f.SourceKey)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // CheckAdopted fails the call when an adopted fragment is not one the caller's team may adopt
 // (missing, another team's: the same problem, so nothing says whether it exists elsewhere), or when
 // a citation of an adopted item does not fit the fragment's stored content. adoptable are the

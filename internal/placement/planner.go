@@ -71,6 +71,8 @@ type Planner struct {
 	values    map[string]bool
 	// objectNames names the object of every relationship the planner knows, for review questions.
 	objectNames map[relationship.ID]string
+	// retiring are the request's checked source revisions (Revise) and the fragments they retire.
+	retiring []retiring
 }
 
 // New returns the planner of one transaction attempt.
@@ -198,6 +200,7 @@ func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, er
 		RelationshipOutcomes: []api.RelationshipOutcome{}}
 	pl.writeFragments(out)
 	pl.writeEntities(out)
+	pl.retire(out)
 	for i, r := range pl.req.Proposal.Relationships {
 		out.RelationshipOutcomes = append(out.RelationshipOutcomes, pl.place(i, r))
 	}

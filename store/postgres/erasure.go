@@ -5,6 +5,8 @@ import (
 	"errors"
 	"time"
 
+	"github.com/densemem/densemem/conflict"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem/evidence"
@@ -29,6 +31,16 @@ SELECT erasure_id, reason, request_hash, created_at FROM {schema}.privacy_erasur
 WHERE team_id = $1 AND actor_kind = 'host' AND actor_profile_id IS NULL AND idempotency_key = $2`
 	// fragmentTombstonesSQL reads the tombstones of fragments (their primary key) with the
 	// relationships each supports (support_links_fragment).
+	// erasedKeysSQL reads the conflict keys of the relationships the named fragments support
+	// (support_links_fragment, then the primary key), after the erasure in the same transaction.
+	erasedKeysSQL = `-- name: ErasedRelationshipKeys
+SELECT r.relationship_id, r.subject_entity_id, r.predicate_key, r.scope
+FROM {schema}.relationships r
+WHERE r.team_id = $1 AND r.relationship_id IN (
+    SELECT s.relationship_id FROM {schema}.support_links s WHERE s.team_id = $1 AND s.fragment_id = ANY($2::text[]))`
+	// retiredFragmentsSQL reads which of the named fragments are retired (fragment_retirements' key).
+	retiredFragmentsSQL = `-- name: RetiredFragments
+SELECT fragment_id FROM {schema}.fragment_retirements WHERE team_id = $1 AND fragment_id = ANY($2::text[])`
 	fragmentTombstonesSQL = `-- name: FragmentTombstones
 SELECT e.fragment_id, e.erasure_id, e.content_sha256, e.content_length, e.created_at,
        ARRAY(SELECT DISTINCT s.relationship_id FROM {schema}.support_links s
@@ -51,8 +63,34 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 		out, err = collectTombstones(rows)
 		return err
 	})
+	keys := map[relationship.ID]conflict.Key{}
+	b.Queue(erasedKeysSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id relationship.ID
+			k := conflict.Key{Team: p.Team}
+			if err := rows.Scan(&id, &k.Subject, &k.PredicateKey, &k.Scope); err != nil {
+				return err
+			}
+			keys[id] = k
+		}
+		return rows.Err()
+	})
+	retired := map[evidence.FragmentID]bool{}
+	b.Queue(retiredFragmentsSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) error {
+		ids, err := pgx.CollectRows(rows, pgx.RowTo[evidence.FragmentID])
+		for _, id := range ids {
+			retired[id] = true
+		}
+		return err
+	})
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return nil, translate(err)
+	}
+	for i := range out {
+		out[i].Retired = retired[out[i].FragmentID]
+		for _, id := range out[i].Relationships {
+			out[i].Keys = append(out[i].Keys, keys[id])
+		}
 	}
 	return out, nil
 }

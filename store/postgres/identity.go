@@ -59,9 +59,10 @@ ORDER BY r.relationship_id`
 	identitySupportsSQL = `-- name: IdentitySupports
 SELECT s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verification_id, s.span_start, s.span_end,
        s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id, s.created_at,
-       v.confirmed_valid_from
+       v.confirmed_valid_from, COALESCE(fr.retirement_id, '')
 FROM {schema}.support_links s
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+` + retiredJoin + `
 WHERE s.team_id = $1 AND s.relationship_id IN (` + identityRelationshipsFilter + `)
 ORDER BY s.relationship_id, s.created_at, s.support_id`
 )
@@ -128,7 +129,7 @@ func (r *identityReader) queue(b *pgx.Batch) {
 			s := store.IdentitySupport{SupportLinkRow: store.SupportLinkRow{Team: p.Team}}
 			var auth string
 			err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
-				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &s.ConfirmedFrom)
+				&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &s.ConfirmedFrom, &s.Retirement)
 			s.Authority = evidence.Authority(auth)
 			return s, err
 		})

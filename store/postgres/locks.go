@@ -10,11 +10,12 @@ import (
 )
 
 // Advisory lock identifiers. Every writer takes its locks in one global order — idempotency key,
-// entity names, conflict keys, then case and relationship rows — and within a class in ascending
+// entity names, source keys (a source revision), conflict keys, then case and relationship rows — and
+// within a class in ascending
 // identifier order, so concurrent calls cannot deadlock on them. A hash collision only serialises
 // two unrelated keys.
 //
-// Each class (entity names, conflict keys) also has one lock per team, taken before the keys of the
+// Each class (entity names, source keys, conflict keys) also has one lock per team, taken before the keys of the
 // class: shared by a transaction that locks its keys one by one, exclusive by a transaction with more
 // keys than its bound, which then takes no key locks at all. Either way two transactions touching one
 // key exclude each other, and no transaction holds more than its bound of a class's locks.

@@ -49,10 +49,9 @@ WHERE team_id = $1 AND profile_id = $2 AND idempotency_key = $3`
 
 // adoptableFragmentsSQL reads the fragments of a team among $2 that may be adopted (DESIGN §13), by
 // primary key, with their content when $3. This filter is the one place that decides which stored
-// fragments are adoptable: every fragment of the team whose content was not erased (an erased one
-// has nothing to verify a claim against); a fragment retirement ledger adds its "not retired"
-// condition here, and Remember's read before its transaction and its re-read under its locks both
-// see it.
+// fragments are adoptable: every fragment of the team that is neither erased (nothing to verify a
+// claim against) nor retired (its support would not count); Remember's read before its transaction
+// and its re-read under its locks both apply it.
 const adoptableFragmentsSQL = `-- name: AdoptableFragments
 SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
        f.source_key, f.source_revision, f.content_sha256, CASE WHEN $3 THEN c.content ELSE '' END, f.created_at
@@ -60,6 +59,7 @@ FROM {schema}.evidence_fragments f
 JOIN {schema}.fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
 WHERE f.team_id = $1 AND f.fragment_id = ANY($2::text[])
   AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = f.team_id AND x.fragment_id = f.fragment_id)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements r WHERE r.team_id = f.team_id AND r.fragment_id = f.fragment_id)
 ORDER BY f.fragment_id`
 
 // queueAdoptable queues the read of the adoptable fragments among ids into *dst (content when

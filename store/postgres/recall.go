@@ -157,6 +157,9 @@ FROM {schema}.support_links s
 JOIN {schema}.evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
 JOIN {schema}.fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
 WHERE s.team_id = $1 AND s.relationship_id = ANY($2::text[]) AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
+                  WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+                    AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))
 ORDER BY s.relationship_id, s.created_at, s.support_id`
 
 const recallCasesSQL = `-- name: RecallCases

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 
@@ -101,7 +102,10 @@ SELECT p.support_id, p.relationship_id, p.fragment_id, p.observation_id, p.verif
        CASE WHEN $8 AND sum(CASE WHEN x.fragment_id IS NULL THEN f.content_length + p.span_end - p.span_start ELSE 0 END) OVER w <= $9
             THEN c.content ELSE '' END,
        $8 AND sum(CASE WHEN x.fragment_id IS NULL THEN f.content_length + p.span_end - p.span_start ELSE 0 END) OVER w > $9,
-       x.fragment_id IS NOT NULL
+       x.fragment_id IS NOT NULL,
+       COALESCE(fr.retirement_id, ''), COALESCE(fr.cause, ''), COALESCE(fr.replaced_by_fragment_id, ''),
+       COALESCE(fr.actor_kind, ''), COALESCE(fr.actor_profile_id, ''), COALESCE(fr.reason, ''), COALESCE(fr.ingest_id, ''),
+       fr.created_at
 FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verification_id, s.span_start,
              s.span_end, s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id,
              s.created_at
@@ -112,11 +116,16 @@ FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observ
 JOIN {schema}.evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
 JOIN {schema}.fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
 LEFT JOIN {schema}.fragment_erasures x ON x.team_id = p.team_id AND x.fragment_id = p.fragment_id
+LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = p.team_id AND fr.fragment_id = p.fragment_id
 WINDOW w AS (ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id)
 ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
-	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash).
+	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash,
+	// effective): a support of a retired fragment is not effective.
 	traceSupportKeysSQL = `-- name: TraceSupportKeys
-SELECT DISTINCT source_group, content_sha256 FROM {schema}.support_links WHERE team_id = $1 AND relationship_id = $2`
+SELECT DISTINCT s.source_group, s.content_sha256, fr.retirement_id IS NULL
+FROM {schema}.support_links s
+LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+WHERE s.team_id = $1 AND s.relationship_id = $2`
 
 	// traceOwnObservation is the observation that created the relationship (o), when no support of the
 	// relationship came from it; the supports' observations are read from the support index.
@@ -265,15 +274,18 @@ CROSS JOIN LATERAL (
 	// order, and the read stops there (a case that reaches $6 is cut, and the caller does not count it).
 	traceCaseSupportsSQL = `-- name: TraceCaseSupports
 WITH page AS (` + traceCasePage + `)
-SELECT p.conflict_id, x.relationship_id, x.source_group, x.content_sha256
+SELECT p.conflict_id, x.relationship_id, x.source_group, x.content_sha256, x.effective
 FROM page p
 CROSS JOIN LATERAL (
-    SELECT s.relationship_id, s.source_group, s.content_sha256
+    SELECT s.relationship_id, s.source_group, s.content_sha256, s.effective
     FROM ` + traceCaseLatest + ` e
     CROSS JOIN LATERAL jsonb_array_elements(e.positions) pos
     CROSS JOIN LATERAL jsonb_array_elements(CASE jsonb_typeof(pos.value->'members') WHEN 'array'
                                             THEN pos.value->'members' ELSE '[]' END) m
-    CROSS JOIN LATERAL (SELECT s.relationship_id, s.source_group, s.content_sha256 FROM {schema}.support_links s
+    CROSS JOIN LATERAL (SELECT s.relationship_id, s.source_group, s.content_sha256,
+                               NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
+                                           WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id) AS effective
+                        FROM {schema}.support_links s
                         WHERE s.team_id = $1 AND s.relationship_id = m.value->>'relationship_id'
                         ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $6) s
     LIMIT $6) x`
@@ -498,20 +510,27 @@ func (r *traceReads) queueLists(b *pgx.Batch) {
 func (r *traceReads) scanSupport(row pgx.CollectableRow) (store.TraceSupport, store.TraceKey, error) {
 	var s store.TraceSupport
 	var auth, st string
+	var ret store.RetirementRow
+	var retAt *time.Time
 	err := row.Scan(&s.ID, &s.RelationshipID, &s.FragmentID, &s.ObservationID, &s.VerificationID, &s.Start, &s.End,
 		&s.SourceGroup, &s.ContentHash, &auth, &s.Author, &s.Profile, &s.IngestID, &s.CreatedAt, &st, &s.Content,
-		&s.ContentOmitted, &s.Erased)
+		&s.ContentOmitted, &s.Erased, &ret.ID, &ret.Cause, &ret.ReplacedBy, &ret.ActorKind, &ret.ActorProfile, &ret.Reason,
+		&ret.IngestID, &retAt)
 	s.Team, s.Authority, s.SourceType = r.p.Team, evidence.Authority(auth), evidence.SourceType(st)
+	if ret.ID != "" && retAt != nil {
+		ret.Team, ret.FragmentID, ret.CreatedAt = r.p.Team, s.FragmentID, *retAt
+		s.Retirement = &ret
+	}
 	s.Key = store.TraceKey{At: s.CreatedAt, IDs: []string{s.ObservationID, s.VerificationID, s.ID}}
 	return s, s.Key, err
 }
 
-// readSupportKeys reads the rows of traceSupportKeysSQL, every pair effective.
+// readSupportKeys reads the rows of traceSupportKeysSQL.
 func (r *traceReads) readSupportKeys(rows pgx.Rows) error {
 	var err error
 	r.out.SupportKeys, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (evidence.Support, error) {
-		s := evidence.Support{Effective: true}
-		return s, row.Scan(&s.Group, &s.ContentHash)
+		var s evidence.Support
+		return s, row.Scan(&s.Group, &s.ContentHash, &s.Effective)
 	})
 	return err
 }
@@ -647,17 +666,16 @@ func (r *traceReads) readCaseObjects(rows pgx.Rows) error {
 }
 
 // readCaseSupports reads the rows of traceCaseSupportsSQL: it counts each case's rows and keeps
-// each member's distinct supports, marked effective.
+// each member's distinct supports, effective unless their fragment is retired.
 func (r *traceReads) readCaseSupports(rows pgx.Rows) error {
 	var id conflict.ID
 	var rel relationship.ID
 	var sup evidence.Support
-	_, err := pgx.ForEachRow(rows, []any{&id, &rel, &sup.Group, &sup.ContentHash}, func() error {
+	_, err := pgx.ForEachRow(rows, []any{&id, &rel, &sup.Group, &sup.ContentHash, &sup.Effective}, func() error {
 		r.supportRows[id]++
 		if r.supports[id] == nil {
 			r.supports[id] = map[relationship.ID][]evidence.Support{}
 		}
-		sup.Effective = true
 		if k := (traceCaseSupport{id, rel, sup}); !r.seen[k] {
 			r.seen[k] = true
 			r.supports[id][rel] = append(r.supports[id][rel], sup)

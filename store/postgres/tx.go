@@ -76,6 +76,7 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 	var locks lockSet
 	locks.add(idempotencyLockID(p.Team, p.Profile, p.IdempotencyKey), false)
 	locks.class("entity-name", p.Team, nameLockIDs(p.Team, p.NameLocks), p.MaxLocks)
+	locks.class("source-key", p.Team, sourceLockIDs(p.Team, p.Revisions, p.AdoptSources), p.MaxLocks)
 	b.Queue(lockManySQL, locks.ids, locks.shared)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
 	b.Queue(profileShareSQL, p.Team, p.Profile).QueryRow(func(row pgx.Row) error {
@@ -99,6 +100,9 @@ func (t *tx) IntakeLock(ctx context.Context, p store.IntakeLockParams) (store.In
 			out.Distinctions = entityIDs(ids)
 			return err
 		})
+	}
+	if len(p.Revisions) > 0 {
+		queueSources(b, &out.Sources, p)
 	}
 	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
 		return store.IntakeLocked{}, translate(err)
@@ -128,11 +132,20 @@ WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
+// supportColumns are a support link's columns as scanKeySupport reads them, with the retirement
+// of its fragment (retiredJoin), if any.
+const supportColumns = `s.relationship_id, s.fragment_id, COALESCE(fr.retirement_id, ''), s.source_group, s.content_sha256,
+       s.authority, s.author_profile_id, v.confirmed_valid_from`
+
+// retiredJoin joins a support link (s) to the retirement of its fragment (fr), if any.
+const retiredJoin = `LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id`
+
 const keySupportsSQL = `-- name: KeySupports
-SELECT s.relationship_id, s.fragment_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
+SELECT ` + supportColumns + `
 FROM {schema}.relationships r
 JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+` + retiredJoin + `
 WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
@@ -185,10 +198,11 @@ ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const memberSupportsSQL = `-- name: CaseMemberSupports
-SELECT s.relationship_id, s.fragment_id, s.source_group, s.content_sha256, s.authority, s.author_profile_id, v.confirmed_valid_from
+SELECT ` + supportColumns + `
 FROM {schema}.relationships r
 JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+` + retiredJoin + `
 WHERE ` + memberFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
@@ -309,7 +323,7 @@ func scanRelationship(row pgx.Row, extra ...any) (relationship.Relationship, err
 func scanKeySupport(row pgx.CollectableRow) (store.SupportRow, error) {
 	var s store.SupportRow
 	var auth string
-	err := row.Scan(&s.RelationshipID, &s.FragmentID, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
+	err := row.Scan(&s.RelationshipID, &s.FragmentID, &s.Retirement, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
 	s.Authority = evidence.Authority(auth)
 	return s, err
 }
@@ -419,6 +433,10 @@ WITH u AS (
     WHERE team_id = $1 AND relationship_id = $2 AND version = $3
     RETURNING 1)
 SELECT {schema}.densemem_expect_rows(count(*), 1, 'relationship ' || $2::text || ' at version ' || $3::text) FROM u`
+	retirementInsertSQL = `-- name: RetirementInsert
+INSERT INTO {schema}.fragment_retirements (team_id, retirement_id, fragment_id, cause, replaced_by_fragment_id, actor_kind,
+    actor_profile_id, reason, ingest_id, created_at)
+VALUES ($1, $2, $3, $4, NULLIF($5, ''), $6, NULLIF($7, ''), $8, $9, $10)`
 	supportInsertSQL = `-- name: SupportInsert
 INSERT INTO {schema}.support_links (team_id, support_id, relationship_id, fragment_id, observation_id, verification_id,
     span_start, span_end, source_group, content_sha256, authority, author_profile_id, profile_id, ingest_id, created_at)
@@ -527,7 +545,7 @@ func (w writeBatch) queueEntities(ws *store.WriteSet) error {
 	return nil
 }
 
-// queueEvidence queues the fragments, observations, verification events and resolution events.
+// queueEvidence queues the fragments, the retirements of fragments, observations, verification events and resolution events.
 func (w writeBatch) queueEvidence(ws *store.WriteSet) {
 	b := w.b
 	for _, f := range ws.Fragments {
@@ -535,6 +553,11 @@ func (w writeBatch) queueEvidence(ws *store.WriteSet) {
 			f.SourceGroup, f.SourceKey, f.Revision, f.ContentHash, f.Content, f.CreatedAt)
 	}
 	w.step("fragments", len(ws.Fragments))
+	for _, r := range ws.Retirements {
+		b.Queue(retirementInsertSQL, r.Team, r.ID, r.FragmentID, r.Cause, r.ReplacedBy, r.ActorKind, r.ActorProfile,
+			r.Reason, r.IngestID, r.CreatedAt)
+	}
+	w.step("retirements", len(ws.Retirements))
 	for _, o := range ws.Observations {
 		var value any
 		if o.ObjectValue != nil {

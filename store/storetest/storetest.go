@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness) {
 		{"Observations", observationContracts},
 		{"IdentityCases", identityContracts},
 		{"Identity", reassignContracts},
+		{"Retirements", retirementContracts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
