@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -88,15 +87,9 @@ func (c *cli) pool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 }
 
 func (c *cli) teamCreate(ctx context.Context, args []string) error {
-	fs, url := c.flags("team create", "")
-	name := fs.String("name", "", "the team's name (required)")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"name": *name}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("team create", "")
+	name := s.require("name", "the team's name")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -110,17 +103,10 @@ func (c *cli) teamCreate(ctx context.Context, args []string) error {
 }
 
 func (c *cli) profileCreate(ctx context.Context, args []string) error {
-	fs, url := c.flags("profile create", "")
-	team := fs.String("team", "", "the team (required)")
-	name := fs.String("name", "", "the profile's name (required)")
-	scopes := fs.String("scopes", "read,write", "comma-separated scopes: read, write, vocabulary, erasure")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team, "name": *name}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("profile create", "")
+	team, name := s.require("team", "the team"), s.require("name", "the profile's name")
+	scopes := s.fs.String("scopes", "read,write", "comma-separated scopes: read, write, vocabulary, erasure")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -138,16 +124,9 @@ func (c *cli) profileCreate(ctx context.Context, args []string) error {
 }
 
 func (c *cli) profileDisable(ctx context.Context, args []string) error {
-	fs, url := c.flags("profile disable", "")
-	team := fs.String("team", "", "the team (required)")
-	profile := fs.String("profile", "", "the profile to disable (required)")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team, "profile": *profile}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("profile disable", "")
+	team, profile := s.require("team", "the team"), s.require("profile", "the profile to disable")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -160,10 +139,10 @@ func (c *cli) profileDisable(ctx context.Context, args []string) error {
 }
 
 func (c *cli) predicateRegister(ctx context.Context, args []string) error {
-	fs, url := c.flags("predicate register", "")
-	team := fs.String("team", "", "the team (required)")
+	s := c.sub("predicate register", "")
+	fs := s.fs
+	team, key := s.require("team", "the team"), s.require("key", "the predicate key, e.g. deploys_from")
 	var def densemem.PredicateDefinition
-	fs.StringVar(&def.Key, "key", "", "the predicate key, e.g. deploys_from (required)")
 	kind := fs.String("kind", "state", "relationship kind: state or event")
 	cardinality := fs.String("cardinality", "one", "current cardinality: one or many")
 	aliases := fs.String("aliases", "", "comma-separated phrases that mean the predicate")
@@ -171,19 +150,14 @@ func (c *cli) predicateRegister(ctx context.Context, args []string) error {
 	objects := fs.String("object-kinds", "", "comma-separated entity kinds an object may have (empty: any)")
 	fs.BoolVar(&def.ValueObject, "value-object", false, "the object is a literal value, not an entity")
 	fs.StringVar(&def.Description, "description", "", "what the predicate means")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team, "key": def.Key}); err != nil {
-		return err
-	}
-	def.RelationshipKind, def.CurrentCardinality = relationship.Kind(*kind), relationship.Cardinality(*cardinality)
-	def.Aliases, def.SubjectKinds, def.ObjectKinds = split(*aliases), split(*subjects), split(*objects)
-	client, done, err := c.client(ctx, *url, "")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
 	defer done()
+	def.Key = *key
+	def.RelationshipKind, def.CurrentCardinality = relationship.Kind(*kind), relationship.Cardinality(*cardinality)
+	def.Aliases, def.SubjectKinds, def.ObjectKinds = split(*aliases), split(*subjects), split(*objects)
 	got, err := client.RegisterPredicate(ctx, host(*team), def)
 	if err != nil {
 		return err
@@ -193,16 +167,10 @@ func (c *cli) predicateRegister(ctx context.Context, args []string) error {
 }
 
 func (c *cli) policyShow(ctx context.Context, args []string) error {
-	fs, url := c.flags("policy show", "")
-	team := fs.String("team", "", "the team (required)")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("policy show", "")
+	team := s.require("team", "the team")
+	asJSON := s.fs.Bool("json", false, "print JSON")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -219,20 +187,21 @@ func (c *cli) policyShow(ctx context.Context, args []string) error {
 }
 
 func (c *cli) policySet(ctx context.Context, args []string) error {
-	fs, url := c.flags("policy set", "")
-	team := fs.String("team", "", "the team (required)")
+	s := c.sub("policy set", "")
+	fs := s.fs
+	team := s.require("team", "the team")
 	version := fs.Int("version", 0, "the version in force this change replaces, as policy show prints it (required)")
 	ttl := fs.Duration("review-ttl", 7*24*time.Hour, "how long a new conflict case has before its deadline (1h..720h)")
 	threshold := fs.Float64("auto-write-threshold", 0.7, "the verifier confidence needed for support (0..1)")
 	authoritative := fs.String("authoritative", "", "comma-separated profiles whose authoritative evidence counts as authority")
 	zone := fs.String("time-zone", "UTC", "the IANA time zone of the nightly review's run dates")
-	if _, err := parse(fs, args, 0); err != nil {
+	if _, err := s.parse(args, 0); err != nil {
 		return err
 	}
-	if err := required(map[string]string{"team": *team, "version": strconv.Itoa(*version)}); err != nil || *version == 0 {
-		return fmt.Errorf("%w: --team and --version (the version in force) required", errUsage)
+	if *version == 0 {
+		return fmt.Errorf("%w: --version (the version in force) required", errUsage)
 	}
-	client, done, err := c.client(ctx, *url, "")
+	client, done, err := c.client(ctx, *s.url, "")
 	if err != nil {
 		return err
 	}

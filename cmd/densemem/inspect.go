@@ -15,18 +15,11 @@ import (
 const maxEventPages = 20
 
 func (c *cli) trace(ctx context.Context, args []string) error {
-	fs, url := c.flags("trace", "RELATIONSHIP_ID")
-	team := fs.String("team", "", "the team (required)")
-	asJSON := fs.Bool("json", false, "print the Trace result as JSON")
-	limit := fs.Int("limit", 0, "the most items per list (0: the library's default)")
-	pos, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("trace", "RELATIONSHIP_ID")
+	team := s.require("team", "the team")
+	asJSON := s.fs.Bool("json", false, "print the Trace result as JSON")
+	limit := s.fs.Int("limit", 0, "the most items per list (0: the library's default)")
+	pos, client, done, err := s.open(ctx, args, 1)
 	if err != nil {
 		return err
 	}
@@ -83,17 +76,10 @@ func (c *cli) printTrace(tr *densemem.TraceResult) {
 }
 
 func (c *cli) showCase(ctx context.Context, args []string) error {
-	fs, url := c.flags("case", "CONFLICT_ID")
-	team := fs.String("team", "", "the team (required)")
-	asJSON := fs.Bool("json", false, "print the case and its events as JSON")
-	pos, err := parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("case", "CONFLICT_ID")
+	team := s.require("team", "the team")
+	asJSON := s.fs.Bool("json", false, "print the case and its events as JSON")
+	pos, client, done, err := s.open(ctx, args, 1)
 	if err != nil {
 		return err
 	}

@@ -200,6 +200,55 @@ func summaryOf(name string) string {
 	return ""
 }
 
+// sub is one subcommand being set up: its flag set with the database URL flag, the flags it
+// requires, and the reviewer's URL when it has one.
+type sub struct {
+	c        *cli
+	fs       *flag.FlagSet
+	url      *string
+	reviewer *string
+	need     map[string]*string
+}
+
+// sub starts the set-up of subcommand name, whose positional arguments argsUsage names.
+func (c *cli) sub(name, argsUsage string) *sub {
+	fs, url := c.flags(name, argsUsage)
+	return &sub{c: c, fs: fs, url: url, need: map[string]*string{}}
+}
+
+// require defines a string flag the subcommand cannot run without.
+func (s *sub) require(name, usage string) *string {
+	v := s.fs.String(name, "", usage+" (required)")
+	s.need[name] = v
+	return v
+}
+
+// parse parses args, wanting positional arguments, and checks the required flags.
+func (s *sub) parse(args []string, positional int) ([]string, error) {
+	pos, err := parse(s.fs, args, positional)
+	if err != nil {
+		return nil, err
+	}
+	values := map[string]string{}
+	for name, v := range s.need {
+		values[name] = *v
+	}
+	return pos, required(values)
+}
+
+// open parses args as parse does and opens the client; done closes it.
+func (s *sub) open(ctx context.Context, args []string, positional int) (pos []string, client *densemem.Client, done func(), err error) {
+	if pos, err = s.parse(args, positional); err != nil {
+		return nil, nil, nil, err
+	}
+	reviewer := ""
+	if s.reviewer != nil {
+		reviewer = *s.reviewer
+	}
+	client, done, err = s.c.client(ctx, *s.url, reviewer)
+	return pos, client, done, err
+}
+
 // required checks that every named flag value is set.
 func required(values map[string]string) error {
 	var missing []string

@@ -15,18 +15,16 @@ import (
 var errCasesFailed = errors.New("cases failed")
 
 func (c *cli) reviewRun(ctx context.Context, args []string) error {
-	fs, url := c.flags("review run", "")
-	reviewerURL := fs.String("reviewer-database-url", c.getenv(envReviewerDatabaseURL),
+	s := c.sub("review run", "")
+	fs := s.fs
+	s.reviewer = fs.String("reviewer-database-url", c.getenv(envReviewerDatabaseURL),
 		"PostgreSQL URL as the reviewer role (default $"+envReviewerDatabaseURL+", else --database-url)")
 	var teams multi
 	fs.Var(&teams, "team", "review only this team (repeatable; default: every team with due cases)")
 	worker := fs.String("worker", "densemem-cli", "the worker name recorded in run reservations")
 	maxCases := fs.Int("max-cases", 0, "the most cases claimed per team (0: no bound)")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, *reviewerURL)
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
@@ -71,17 +69,11 @@ func (c *cli) printReport(rep *densemem.NightlyReviewReport) {
 }
 
 func (c *cli) reviewList(ctx context.Context, args []string) error {
-	fs, url := c.flags("review list", "")
-	team := fs.String("team", "", "the team (required)")
-	limit := fs.Int("limit", 100, "the most cases listed")
-	asJSON := fs.Bool("json", false, "print JSON")
-	if _, err := parse(fs, args, 0); err != nil {
-		return err
-	}
-	if err := required(map[string]string{"team": *team}); err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *url, "")
+	s := c.sub("review list", "")
+	team := s.require("team", "the team")
+	limit := s.fs.Int("limit", 100, "the most cases listed")
+	asJSON := s.fs.Bool("json", false, "print JSON")
+	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
 	}
