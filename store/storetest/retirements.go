@@ -19,6 +19,7 @@ var retirementContracts = []contract{
 	{"RetirementIsOnceAndAppendOnly", testRetirementOnce},
 	{"RetiredSupportsAreMarkedAsOfTheirTime", testRetiredSupportsMarked},
 	{"IntakeLockReadsRevisedSources", testIntakeLockReadsSources},
+	{"RetiredFragmentsAreNotAdoptable", testAdoptableFragments},
 }
 
 // testIntakeLockReadsSources: IntakeLock with a source revision reads, under the source's lock, the
@@ -175,4 +176,31 @@ func testRetiredSupportsMarked(e *env) {
 	if len(td.SupportKeys) != 2 || effective != 1 {
 		e.t.Errorf("TraceLoad support keys %+v, want two, one effective", td.SupportKeys)
 	}
+}
+
+// testAdoptableFragments: RememberPrepare reads the adoptable fragments among the named ones with
+// their content, IntakeLock again without it; a retired fragment, a missing one and another team's
+// are not adoptable.
+func testAdoptableFragments(e *env) {
+	w := e.world("tm_adopt")
+	other := e.world("tm_adopt_other")
+	_, f1, f2, _ := w.retiredStory() // f1 retired, f2 not
+	var ows store.WriteSet
+	other.relRows(&ows, relSpec{content: "Another team's evidence."})
+	other.apply(ows)
+	named := []evidence.FragmentID{f1, f2, "frg_missing", ows.Fragments[0].ID}
+	prep, err := e.s.RememberPrepare(e.ctx, store.RememberPrepareParams{Team: w.team, Profile: w.b, IdempotencyKey: "k",
+		AdoptFragments: named})
+	e.must(err, "RememberPrepare")
+	if len(prep.Adoptable) != 1 || prep.Adoptable[0].ID != f2 || prep.Adoptable[0].Content != "Ada works on Falcon, from the mail." {
+		e.t.Errorf("RememberPrepare adoptable = %+v, want only %s with its content", prep.Adoptable, f2)
+	}
+	e.must(e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error {
+		locked, err := tx.IntakeLock(ctx, store.IntakeLockParams{Team: w.team, Profile: w.b, IdempotencyKey: "k",
+			AdoptFragments: named})
+		if err == nil && (len(locked.Adoptable) != 1 || locked.Adoptable[0].ID != f2 || locked.Adoptable[0].Content != "") {
+			e.t.Errorf("IntakeLock adoptable = %+v, want only %s, without content", locked.Adoptable, f2)
+		}
+		return err
+	}), "IntakeLock")
 }
