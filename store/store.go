@@ -398,6 +398,10 @@ type KeysLockParams struct {
 	Cases []conflict.ID
 	// Predicates asks for the team's predicate list (as PredicateList) in the same round trip.
 	Predicates bool
+	// LiveOnly asks for only the keys' relationships that are active, pending_evidence or
+	// needs_review, with their supports: what a case review needs. A key's closed history
+	// (superseded, retracted, rejected) is then not read, so the cost does not grow with it.
+	LiveOnly bool
 	// Members asks for the current members of the returned cases that are not relationships of the
 	// keys (an identity_correction case's members lie on other keys): locked after the case rows,
 	// returned in KeysLocked.Members with their supports in KeysLocked.Supports.

@@ -274,7 +274,7 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 	var outcome conflict.Outcome
 	err := cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: []conflict.Key{c.Key},
-			Cases: []conflict.ID{c.ID}, Members: c.Key.Identity()})
+			Cases: []conflict.ID{c.ID}, Members: c.Key.Identity(), LiveOnly: true})
 		if err != nil {
 			return err
 		}

@@ -123,12 +123,28 @@ const keyFilter = `r.team_id = $1
   AND r.subject_entity_id = ANY($2::text[]) AND r.predicate_key = ANY($3::text[]) AND r.scope = ANY($4::text[])
   AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))`
 
+// liveFilter keeps the relationships that can still change a case or a decision: the statuses of
+// relationships_conflict_key_live (migration 19), so a key's closed history is never read.
+const liveFilter = `
+  AND r.status IN ('active', 'pending_evidence', 'needs_review')`
+
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
 SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
 FROM {schema}.relationships r
 LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
 LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
 WHERE ` + keyFilter + `
+ORDER BY r.relationship_id
+FOR UPDATE OF r`
+
+// keyLiveRelationshipsSQL is keyRelationshipsSQL for the live relationships only (KeysLockParams.
+// LiveOnly), along the partial index.
+const keyLiveRelationshipsSQL = `-- name: KeyLiveRelationshipsLock
+SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
+FROM {schema}.relationships r
+LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+WHERE ` + keyFilter + liveFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
@@ -147,6 +163,16 @@ JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r
 JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
 ` + retiredJoin + `
 WHERE ` + keyFilter + `
+ORDER BY s.relationship_id, s.support_id`
+
+// keyLiveSupportsSQL is keySupportsSQL for the live relationships only.
+const keyLiveSupportsSQL = `-- name: KeyLiveSupports
+SELECT ` + supportColumns + `
+FROM {schema}.relationships r
+JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+` + retiredJoin + `
+WHERE ` + keyFilter + liveFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
 // caseFilter selects the live cases of the keys and the cases named in $2.
@@ -224,10 +250,14 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 	}
 	// 3. The keys' relationships, locked, and their supports; the predicates when asked for.
 	out.ObjectNames = map[relationship.ID]string{}
-	b.Queue(keyRelationshipsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+	relsSQL, supsSQL := keyRelationshipsSQL, keySupportsSQL
+	if p.LiveOnly {
+		relsSQL, supsSQL = keyLiveRelationshipsSQL, keyLiveSupportsSQL
+	}
+	b.Queue(relsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, &out)
 	})
-	b.Queue(keySupportsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(supsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
 		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})

@@ -101,6 +101,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReviewItems", reviewItemContracts},
 		{"Observations", observationContracts},
 		{"IdentityCases", identityContracts},
+		{"Live", liveContracts},
 		{"Identity", reassignContracts},
 		{"Retirements", retirementContracts},
 	}
