@@ -145,6 +145,9 @@ const MaxSupersededFragments = 100
 // source_key and a different source_revision; supersedes_fragment_ids needs previous_source_revision,
 // and lists distinct IDs within MaxSupersededFragments.
 func checkRevision(ps *problems, p string, ev EvidenceInput, l Limits) {
+	if ev.PreviousSourceRevision == "" && len(ev.SupersedesFragmentIDs) == 0 {
+		return // no revision: nothing to check (and no field paths to build)
+	}
 	checkText(ps, p+".previous_source_revision", ev.PreviousSourceRevision, false, l.MaxTextBytes)
 	if ev.Revises() {
 		switch {

@@ -190,8 +190,13 @@ func Resolve(m Mention, known []Entity) Resolution {
 			lookAlike = append(lookAlike, e)
 		}
 	}
-	if covering := slices.DeleteFunc(slices.Clone(exact), func(e Entity) bool { return !covers(e.Context, ctx) }); len(exact) > 1 && len(covering) == 1 {
-		return Resolution{Decision: DecisionReused, EntityID: covering[0].ID}
+	if len(exact) > 1 {
+		if covering := slices.DeleteFunc(slices.Clone(exact), func(e Entity) bool { return !covers(e.Context, ctx) }); len(covering) == 1 {
+			return Resolution{Decision: DecisionReused, EntityID: covering[0].ID}
+		}
+	}
+	if len(exact) == 1 && (m.By == "" || exact[0].CreatedBy == "" || exact[0].CreatedBy == m.By || covers(exact[0].Context, ctx)) {
+		return Resolution{Decision: DecisionReused, EntityID: exact[0].ID} // the common case, without a copy
 	}
 	ids, similar, broader := entityIDs(exact), false, false
 	if len(ids) == 0 && len(lookAlike) > 0 {

@@ -28,6 +28,9 @@ func (l *Ledger) CorrectIdentity(rel *relationship.Relationship, from identity.E
 			VerificationID: verification, IngestID: l.IngestID, CreatedAt: l.Now}
 		l.WS.CrossRefs = append(l.WS.CrossRefs, x)
 		out = append(out, x)
+		if l.corrected == nil {
+			l.corrected = map[identity.EntityID][]relationship.ID{}
+		}
 		for _, id := range []relationship.ID{o.ID, rel.ID} {
 			if !slices.Contains(l.corrected[from], id) {
 				l.corrected[from] = append(l.corrected[from], id)
@@ -39,6 +42,9 @@ func (l *Ledger) CorrectIdentity(rel *relationship.Relationship, from identity.E
 
 // Corrected returns the entities whose identity the transaction corrected, sorted.
 func (l *Ledger) Corrected() []identity.EntityID {
+	if len(l.corrected) == 0 {
+		return nil
+	}
 	out := make([]identity.EntityID, 0, len(l.corrected))
 	for e := range l.corrected {
 		out = append(out, e)
@@ -59,6 +65,9 @@ func (l *Ledger) MaintainIdentities() map[relationship.ID]*CaseRef {
 		if k.Identity() && ks.Live != nil && !slices.Contains(entities, k.Subject) {
 			entities = append(entities, k.Subject)
 		}
+	}
+	if len(entities) == 0 {
+		return nil
 	}
 	slices.Sort(entities)
 	out := map[relationship.ID]*CaseRef{}

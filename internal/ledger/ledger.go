@@ -124,8 +124,6 @@ func (l *Ledger) init() {
 		l.fragments = map[relationship.ID][]evidence.FragmentID{}
 		l.confirmedFrom = map[relationship.ID][]time.Time{}
 		l.cases = map[conflict.ID]*store.CaseRow{}
-		l.others = map[relationship.ID]*relationship.Relationship{}
-		l.corrected = map[identity.EntityID][]relationship.ID{}
 	}
 }
 
@@ -141,6 +139,9 @@ func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
 		ks.Rels = append(ks.Rels, r)
 	}
 	for i := range kl.Members {
+		if l.others == nil {
+			l.others = map[relationship.ID]*relationship.Relationship{}
+		}
 		l.others[kl.Members[i].ID] = &kl.Members[i]
 	}
 	for _, s := range kl.Supports {

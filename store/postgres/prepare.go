@@ -102,13 +102,22 @@ func entityIDs(ss []string) []identity.EntityID {
 	return out
 }
 
-// contextJSON is an identity context as a jsonb argument: an empty object when it has no entries.
+// contextJSON is an identity context as a jsonb argument: nil (the statement's default, an empty
+// object) when it has no entries, which costs no allocation.
 func contextJSON(c map[string]string) []byte {
 	if len(c) == 0 {
-		return []byte("{}")
+		return nil
 	}
 	b, _ := json.Marshal(c) // a map of strings always marshals
 	return b
+}
+
+// optionalEntityStrings is entityStrings, nil (the statement's default, an empty array) for none.
+func optionalEntityStrings(ids []identity.EntityID) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return entityStrings(ids)
 }
 
 func entityStrings(ids []identity.EntityID) []string {

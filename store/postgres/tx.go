@@ -451,7 +451,7 @@ VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`
 	resolutionInsertSQL = `-- name: ResolutionInsert
 INSERT INTO {schema}.entity_resolution_events (team_id, resolution_id, observation_id, mention_ref, mention_name, entity_kind,
     entity_id, decision, candidate_ids, profile_id, ingest_id, created_at, identity_context, distinct_from_ids)
-VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, $13, $14)`
+VALUES ($1, $2, $3, $4, $5, $6, NULLIF($7, ''), $8, $9, $10, $11, $12, COALESCE($13::jsonb, '{}'), COALESCE($14::text[], '{}'))`
 	relationshipInsertSQL = `-- name: RelationshipInsert
 INSERT INTO {schema}.relationships (team_id, relationship_id, owner_profile_id, subject_entity_id, predicate_key,
     predicate_version, object_entity_id, object_value_id, polarity, scope, valid_from, valid_to, status, tier,
@@ -605,7 +605,7 @@ func (w writeBatch) queueEvidence(ws *store.WriteSet) {
 	for _, r := range ws.Resolutions {
 		b.Queue(resolutionInsertSQL, r.Team, r.ID, r.ObservationID, r.MentionRef, r.MentionName, r.EntityKind,
 			r.EntityID, r.Decision, entityStrings(r.Candidates), r.Profile, r.IngestID, r.CreatedAt, contextJSON(r.Context),
-			entityStrings(r.DistinctFrom))
+			optionalEntityStrings(r.DistinctFrom))
 	}
 }
 
