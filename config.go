@@ -75,7 +75,8 @@ type Limits struct {
 	// MaxRevisionRelationships bounds the relationships (of every profile) that the fragments one
 	// source revision retires may support (10,000). The revision retires them and recomputes them in
 	// the one transaction of its Remember (decision 111); a revision past the bound is refused with a
-	// *ValidationError naming evidence[i].previous_source_revision, and nothing is written.
+	// *ValidationError naming evidence[i].previous_source_revision, and nothing is written. It bounds
+	// an erasure likewise: fragments supporting more relationships are refused at fragment_ids.
 	MaxRevisionRelationships int
 }
 

@@ -87,7 +87,8 @@ func (c *Client) Erase(ctx context.Context, p Principal, req EraseRequest) (*Era
 	// 3. Erase in one transaction.
 	now := c.now()
 	params := store.EvidenceEraseParams{Team: p.TeamID, ErasureID: c.newID("ers", now), Actor: get.Actor,
-		Reason: req.Reason, Key: req.IdempotencyKey, RequestHash: hash, Fragments: get.Fragments, Now: now}
+		Reason: req.Reason, Key: req.IdempotencyKey, RequestHash: hash, Fragments: get.Fragments, Now: now,
+		MaxRelationships: c.cfg.Limits.MaxRevisionRelationships}
 	var tombs []store.FragmentTombstone
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		if tombs, err = tx.EvidenceErase(ctx, params); err != nil {
@@ -176,16 +177,25 @@ func eraseResult(id string, tombs []store.FragmentTombstone) *EraseResult {
 func (c *Client) erasureSupportLoss(ctx context.Context, tx store.Tx, p Principal, policy store.Policy, erasure, reason string,
 	tombs []store.FragmentTombstone, now time.Time) error {
 	var keys []conflict.Key
+	seen := map[conflict.Key]bool{}
 	var erased []evidence.FragmentID
 	for _, t := range tombs {
 		if t.ErasureID != erasure {
 			continue
 		}
+		if t.KeysTruncated {
+			var ps problems
+			ps.Add("fragment_ids", "the fragments support more than %d relationships (Limits.MaxRevisionRelationships): "+
+				"their support cannot be recomputed in one erasure; erase fewer fragments at a time, or raise the limit",
+				c.cfg.Limits.MaxRevisionRelationships)
+			return ps.Err()
+		}
 		if !t.Retired {
 			erased = append(erased, t.FragmentID)
 		}
 		for _, k := range t.Keys {
-			if !slices.Contains(keys, k) {
+			if !seen[k] {
+				seen[k] = true
 				keys = append(keys, k)
 			}
 		}

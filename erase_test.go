@@ -465,3 +465,26 @@ func TestErasureDropsSupportToPendingEvidence(t *testing.T) {
 		t.Errorf("relationship with another support: %s, want active", st)
 	}
 }
+
+// TestErasureIsBounded: an erasure whose fragments support more relationships than
+// Limits.MaxRevisionRelationships is refused at fragment_ids and writes nothing; within the bound
+// it erases.
+func TestErasureIsBounded(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, func(c *densemem.Config) { c.Limits.MaxRevisionRelationships = 1 })
+	eraser := e.mustProfile("privacy officer", "erasure")
+	one := e.rememberReq(e.A, deploy("production", "main").request(nextKey()))
+	two := e.rememberReq(e.A, deploy("staging", "main").request(nextKey()))
+	before := e.allCounts()
+	_, err := e.client.Erase(e.ctx, eraser, densemem.EraseRequest{Reason: "data subject request", IdempotencyKey: nextKey(),
+		FragmentIDs: []densemem.FragmentID{one.Fragments[0].FragmentID, two.Fragments[0].FragmentID}})
+	if !isFieldProblem(err, "fragment_ids") {
+		t.Fatalf("erasing fragments supporting two relationships past a bound of one: %v, want a validation error", err)
+	}
+	for table, n := range countDelta(before, e.allCounts()) {
+		if n != 0 {
+			t.Errorf("%s grew by %d after a refused erasure", table, n)
+		}
+	}
+	e.mustErase(eraser, one.Fragments[0].FragmentID)
+}

@@ -390,21 +390,7 @@ func TestConcurrentResolveOneItem(t *testing.T) {
 		}
 		_, errs[i] = e.client.Resolve(ctx, e.A, resolveRequest(h.ingestID, h.held, action))
 	})
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, densemem.ErrStaleDecision):
-			t.Errorf("decision %d: %v, want success or ErrStaleDecision", i, err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d decisions landed, want 1", won)
-	}
-	if rows := e.ledger().decisionRows(); len(rows) != 1 {
-		t.Errorf("%d decision rows, want 1", len(rows))
-	}
+	checkOneDecisionWon(t, e, errs)
 	e.checkLedger()
 	e.ledger().checkSupersededOnce()
 }
@@ -1067,21 +1053,7 @@ func TestConcurrentPlacingDecisions(t *testing.T) {
 		}
 		_, errs[i] = e.client.Resolve(ctx, e.A, req)
 	})
-	won := 0
-	for i, err := range errs {
-		switch {
-		case err == nil:
-			won++
-		case !errors.Is(err, densemem.ErrStaleDecision):
-			t.Errorf("decision %d: %v, want success or ErrStaleDecision", i, err)
-		}
-	}
-	if won != 1 {
-		t.Errorf("%d decisions landed, want 1", won)
-	}
-	if rows := e.ledger().decisionRows(); len(rows) != 1 {
-		t.Errorf("%d decision rows, want 1", len(rows))
-	}
+	checkOneDecisionWon(t, e, errs)
 	if trs := e.transitions(out.RelationshipID); len(trs) != 2 {
 		t.Errorf("transitions %v, want the creation and one decision", trs)
 	}
@@ -1215,5 +1187,26 @@ func TestResolveAfterTheReviewerClosedThePrior(t *testing.T) {
 			}
 			e.checkLedger()
 		})
+	}
+}
+
+// checkOneDecisionWon checks the outcome of concurrent decisions on one item: exactly one landed,
+// every other one failed with ErrStaleDecision, and one decision row was written.
+func checkOneDecisionWon(t *testing.T, e *env, errs []error) {
+	t.Helper()
+	won := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			won++
+		case !errors.Is(err, densemem.ErrStaleDecision):
+			t.Errorf("decision %d: %v, want success or ErrStaleDecision", i, err)
+		}
+	}
+	if won != 1 {
+		t.Errorf("%d decisions landed, want 1", won)
+	}
+	if rows := e.ledger().decisionRows(); len(rows) != 1 {
+		t.Errorf("%d decision rows, want 1", len(rows))
 	}
 }

@@ -36,6 +36,9 @@ type EvidenceEraseParams struct {
 	RequestHash string
 	Fragments   []evidence.FragmentID
 	Now         time.Time
+	// MaxRelationships bounds the conflict keys read of the relationships the fragments support: at
+	// most MaxRelationships+1 are read, and past the bound every tombstone says KeysTruncated.
+	MaxRelationships int
 }
 
 // FragmentTombstone is what remains of an erased fragment's content: the erasure that redacted it,
@@ -53,6 +56,9 @@ type FragmentTombstone struct {
 	// and locks the keys to re-evaluate the relationships' support).
 	Keys    []conflict.Key
 	Retired bool
+	// KeysTruncated reports that the named fragments support more than MaxRelationships
+	// relationships: Keys is incomplete, and the caller must not carry the erasure out.
+	KeysTruncated bool
 }
 
 // Erasure is one recorded erasure request.

@@ -4,12 +4,17 @@ package golden
 
 import (
 	"bytes"
+	"context"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/densemem/densemem/internal/exampledb"
+	"github.com/densemem/densemem/internal/testdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
@@ -86,4 +91,31 @@ func lineDiff(want, got string) string {
 		}
 	}
 	return b.String()
+}
+
+// Story is an example program's story: it writes to w against the database at dsn.
+type Story func(ctx context.Context, w io.Writer, dsn string) error
+
+// CheckStory runs story twice against one fresh database and compares each output with the golden
+// file testdata/<name>.golden: a rerun creates a fresh team and must print exactly the same story.
+func CheckStory(t *testing.T, name string, story Story) {
+	t.Helper()
+	dsn := testdb.NewHostURL(t)
+	var first, second bytes.Buffer
+	if err := story(context.Background(), &first, dsn); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := story(context.Background(), &second, dsn); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	Check(t, name, first.Bytes(), second.Bytes())
+}
+
+// CheckStoryNoDatabase runs story against UnreachableURL and checks its error as CheckNoDatabase
+// does, for the examples' environment variable.
+func CheckStoryNoDatabase(t *testing.T, story Story) {
+	t.Helper()
+	var out bytes.Buffer
+	err := story(context.Background(), &out, UnreachableURL)
+	CheckNoDatabase(t, err, out.Bytes(), exampledb.EnvURL)
 }

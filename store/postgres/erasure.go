@@ -37,7 +37,9 @@ WHERE team_id = $1 AND actor_kind = 'host' AND actor_profile_id IS NULL AND idem
 SELECT r.relationship_id, r.subject_entity_id, r.predicate_key, r.scope
 FROM {schema}.relationships r
 WHERE r.team_id = $1 AND r.relationship_id IN (
-    SELECT s.relationship_id FROM {schema}.support_links s WHERE s.team_id = $1 AND s.fragment_id = ANY($2::text[]))`
+    SELECT s.relationship_id FROM {schema}.support_links s WHERE s.team_id = $1 AND s.fragment_id = ANY($2::text[]))
+ORDER BY r.relationship_id
+LIMIT $3`
 	// retiredFragmentsSQL reads which of the named fragments are retired (fragment_retirements' key).
 	retiredFragmentsSQL = `-- name: RetiredFragments
 SELECT fragment_id FROM {schema}.fragment_retirements WHERE team_id = $1 AND fragment_id = ANY($2::text[])`
@@ -64,7 +66,7 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 		return err
 	})
 	keys := map[relationship.ID]conflict.Key{}
-	b.Queue(erasedKeysSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) error {
+	b.Queue(erasedKeysSQL, p.Team, fragmentStrings(p.Fragments), p.MaxRelationships+1).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id relationship.ID
 			k := conflict.Key{Team: p.Team}
@@ -87,7 +89,7 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 		return nil, translate(err)
 	}
 	for i := range out {
-		out[i].Retired = retired[out[i].FragmentID]
+		out[i].Retired, out[i].KeysTruncated = retired[out[i].FragmentID], len(keys) > p.MaxRelationships
 		for _, id := range out[i].Relationships {
 			out[i].Keys = append(out[i].Keys, keys[id])
 		}

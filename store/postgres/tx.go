@@ -123,16 +123,28 @@ const keyFilter = `r.team_id = $1
   AND r.subject_entity_id = ANY($2::text[]) AND r.predicate_key = ANY($3::text[]) AND r.scope = ANY($4::text[])
   AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))`
 
+// lockedRelationships is the column list and joins of a read of relationships (r) to lock, each with
+// its object's name: the statements that use it add their filter, order and lock.
+const lockedRelationships = relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
+FROM {schema}.relationships r
+LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id`
+
+// relationshipSupports is the column list and joins of a read of the supports of relationships
+// (r), with their verification's confirmed valid_from and their fragment's retirement.
+const relationshipSupports = supportColumns + `
+FROM {schema}.relationships r
+JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
+JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+` + retiredJoin
+
 // liveFilter keeps the relationships that can still change a case or a decision: the statuses of
 // relationships_conflict_key_live (migration 19), so a key's closed history is never read.
 const liveFilter = `
   AND r.status IN ('active', 'pending_evidence', 'needs_review')`
 
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
-SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
-FROM {schema}.relationships r
-LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
-LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+SELECT ` + lockedRelationships + `
 WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
@@ -140,10 +152,7 @@ FOR UPDATE OF r`
 // keyLiveRelationshipsSQL is keyRelationshipsSQL for the live relationships only (KeysLockParams.
 // LiveOnly), along the partial index.
 const keyLiveRelationshipsSQL = `-- name: KeyLiveRelationshipsLock
-SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
-FROM {schema}.relationships r
-LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
-LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+SELECT ` + lockedRelationships + `
 WHERE ` + keyFilter + liveFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
@@ -157,21 +166,13 @@ const supportColumns = `s.relationship_id, s.fragment_id, COALESCE(fr.retirement
 const retiredJoin = `LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id`
 
 const keySupportsSQL = `-- name: KeySupports
-SELECT ` + supportColumns + `
-FROM {schema}.relationships r
-JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
-` + retiredJoin + `
+SELECT ` + relationshipSupports + `
 WHERE ` + keyFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
 // keyLiveSupportsSQL is keySupportsSQL for the live relationships only.
 const keyLiveSupportsSQL = `-- name: KeyLiveSupports
-SELECT ` + supportColumns + `
-FROM {schema}.relationships r
-JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
-` + retiredJoin + `
+SELECT ` + relationshipSupports + `
 WHERE ` + keyFilter + liveFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
@@ -215,20 +216,13 @@ const memberFilter = `r.team_id = $1 AND r.relationship_id IN (
   AND (r.subject_entity_id, r.predicate_key, r.scope) NOT IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))`
 
 const memberRelationshipsSQL = `-- name: CaseMemberRelationshipsLock
-SELECT ` + relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
-FROM {schema}.relationships r
-LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
-LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+SELECT ` + lockedRelationships + `
 WHERE ` + memberFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
 const memberSupportsSQL = `-- name: CaseMemberSupports
-SELECT ` + supportColumns + `
-FROM {schema}.relationships r
-JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
-` + retiredJoin + `
+SELECT ` + relationshipSupports + `
 WHERE ` + memberFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
