@@ -99,7 +99,9 @@ func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams
 }
 
 // caseClaimSQL claims due cases in one statement: the CTE picks them in due order, skipping rows
-// other workers hold, and the UPDATE stamps the claim. The version never changes here.
+// other workers hold, and the UPDATE stamps the claim. The version never changes here. The claimed
+// rows are reached by primary key from the CTE's array: a join could be planned as a scan of every
+// case the team ever had, resolved ones included (decision 127).
 const caseClaimSQL = `-- name: CaseClaimDue
 WITH due AS (
     SELECT conflict_id FROM {schema}.conflict_cases
@@ -113,8 +115,7 @@ UPDATE {schema}.conflict_cases c
 SET claim_token = $5, lease_expires_at = $2 + make_interval(secs => $6),
     review_attempts = CASE WHEN c.attempts_date IS NOT DISTINCT FROM $3::date THEN c.review_attempts + 1 ELSE 1 END,
     attempts_date = $3::date, last_evaluated_at = $2
-FROM due
-WHERE c.team_id = $1 AND c.conflict_id = due.conflict_id
+WHERE c.team_id = $1 AND c.conflict_id = ANY(ARRAY(SELECT conflict_id FROM due))
 RETURNING c.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, c.review_attempts, c.policy_version`
 
 // CaseClaimDue claims up to Batch due cases for one worker.

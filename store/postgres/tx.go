@@ -176,16 +176,18 @@ SELECT ` + relationshipSupports + `
 WHERE ` + keyFilter + liveFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
-// caseFilter selects the live cases of the keys and the cases named in $2.
 // caseFilter selects the live cases of the keys and the cases named in $2. Each half is an index
-// lookup (the primary key; conflict_cases_one_live), so the cost never grows with the team's cases.
-const caseFilter = `c.team_id = $1 AND c.conflict_id IN (
+// lookup (the primary key; conflict_cases_one_live), and the cases are reached by primary key from
+// the array of their IDs, so the cost never grows with the team's cases: a semi-join could be
+// planned, in a generic plan made while the team was small, as a scan of every case the team ever
+// had (decision 127).
+const caseFilter = `c.team_id = $1 AND c.conflict_id = ANY(ARRAY(
     SELECT n.conflict_id FROM {schema}.conflict_cases n WHERE n.team_id = $1 AND n.conflict_id = ANY($2::text[])
   UNION
     SELECT l.conflict_id FROM {schema}.conflict_cases l
     WHERE l.team_id = $1 AND l.status IN ('open', 'overdue')
       AND l.subject_entity_id = ANY($3::text[]) AND l.predicate_key = ANY($4::text[]) AND l.scope = ANY($5::text[])
-      AND (l.subject_entity_id, l.predicate_key, l.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[])))`
+      AND (l.subject_entity_id, l.predicate_key, l.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))))`
 
 const keyCasesSQL = `-- name: KeyCasesLock
 SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
