@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/nightly"
 	"github.com/densemem/densemem/store"
 )
 
@@ -23,6 +24,11 @@ type Client struct {
 	idMu   sync.Mutex
 	lastMS int64
 	seq    uint64
+
+	// lockedOnly turns the optimistic paths off (tests only: export_test.go).
+	lockedOnly bool
+	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).
+	nightlyHooks *nightly.Hooks
 }
 
 // New returns a Client over st. cfg may be nil for all defaults.

@@ -33,7 +33,8 @@ func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest)
 		st = c.store
 	}
 	rep, err := nightly.Run(ctx, nightly.Config{Store: st, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
-		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts}, req)
+		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts,
+		LockedOnly: c.lockedOnly, Hooks: c.nightlyHooks}, req)
 	return &rep, err
 }
 

@@ -718,6 +718,13 @@ func (t *hookedTx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.
 	return out, err
 }
 
+func (t *hookedTx) ReviewApplyFenced(ctx context.Context, f store.ReviewFence, ws store.WriteSet) error {
+	if t.beforeWrite != nil {
+		t.beforeWrite(ctx)
+	}
+	return t.Tx.ReviewApplyFenced(ctx, f, ws)
+}
+
 func (t *hookedTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if t.beforeWrite != nil {
 		t.beforeWrite(ctx)
@@ -726,7 +733,19 @@ func (t *hookedTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 }
 
 // faultingReviewClient returns a client over a fault store on the env's database and clock.
+//
+// The client reviews every case the locked way (KeysLock, then WriteSetApply): the tests' hooks run
+// between a review's locks and its write, a point the fenced way (one round trip, decision 128) does
+// not have. faultingFencedReviewClient keeps the fenced way.
 func faultingReviewClient(t *testing.T, e *env) (*densemem.Client, *faultingReviewStore) {
+	t.Helper()
+	c, fs := faultingFencedReviewClient(t, e)
+	densemem.ReviewUnderLocksOnly(c)
+	return c, fs
+}
+
+// faultingFencedReviewClient is faultingReviewClient reviewing the fenced way where it can.
+func faultingFencedReviewClient(t *testing.T, e *env) (*densemem.Client, *faultingReviewStore) {
 	t.Helper()
 	fs := &faultingReviewStore{Store: e.reviewStore}
 	c, err := densemem.New(e.store, &densemem.Config{Clock: e.clock.Now, Logger: slog.New(slog.DiscardHandler),
@@ -1019,12 +1038,26 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 // ran, so the database holds every review, the unknown ones included.
 func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
 	t.Parallel()
+	for _, fenced := range []bool{false, true} {
+		t.Run(fmt.Sprintf("fenced=%t", fenced), func(t *testing.T) {
+			t.Parallel()
+			testLostCommitAcknowledgements(t, fenced)
+		})
+	}
+}
+
+// testLostCommitAcknowledgements is TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown with
+// the reviews taken the locked way or the fenced way.
+func testLostCommitAcknowledgements(t *testing.T, fenced bool) {
 	const n = 12
 	lost := []int64{2, 5, 9} // the reviews whose COMMIT loses its answer
 	e := newEnv(t, quiet)
 	cases := mustSeedCases(t, e, n, seededMixed)
 	e.clock.Advance(pastReviewDeadline)
 	client, fs := faultingReviewClient(t, e)
+	if fenced {
+		client, fs = faultingFencedReviewClient(t, e)
+	}
 	before := readReviewState(e)
 	ctx, cancel := context.WithTimeout(context.Background(), reviewCallTimeout)
 	defer cancel()

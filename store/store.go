@@ -24,6 +24,8 @@ package store
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
@@ -125,6 +127,12 @@ type Store interface {
 	// sentinels.
 	ErasureGet(ctx context.Context, p ErasureGetParams) (ErasureRead, error)
 
+	// KeysRead returns what KeysLock with p would, without taking any lock and outside any
+	// transaction, in one round trip (p.Members and p.Predicates are not read). What it returns may
+	// be changing meanwhile: a plan made from it is written with Tx.ReviewApplyFenced, whose fence
+	// checks under the locks that what the plan relied on still holds.
+	KeysRead(ctx context.Context, p KeysLockParams) (KeysLocked, error)
+
 	// Tx runs fn in one transaction and commits when fn returns nil. On a deadlock or serialization
 	// failure it retries fn in a new transaction a bounded number of times, so fn must recompute
 	// everything from what it reads. Errors: ErrConflict after the retries, ErrUnavailable,
@@ -162,6 +170,12 @@ type Tx interface {
 	// ErrIdempotencyConflict (the actor's key was recorded meanwhile by another erasure); nothing
 	// of the transaction remains after any of them.
 	EvidenceErase(ctx context.Context, p EvidenceEraseParams) ([]FragmentTombstone, error)
+	// ReviewApplyFenced is the whole transaction of a case review planned from KeysRead, in one
+	// round trip: it takes the conflict-key lock of f.Key, locks the key's live relationships and
+	// its live cases and f.Case as KeysLock with LiveOnly does, checks f under those locks, and
+	// writes ws as WriteSetApply does, COMMIT included. It must be the transaction's first call. A
+	// fence that no longer holds fails with ErrStaleVersion, and nothing of the transaction remains.
+	ReviewApplyFenced(ctx context.Context, f ReviewFence, ws WriteSet) error
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
 	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the
@@ -406,6 +420,74 @@ type KeysLockParams struct {
 	// keys (an identity_correction case's members lie on other keys): locked after the case rows,
 	// returned in KeysLocked.Members with their supports in KeysLocked.Supports.
 	Members bool
+}
+
+// ReviewFence is what a case review planned from KeysRead relied on: the key's live relationships at
+// their versions, the number of their supports and of those whose fragment was retired, and the
+// key's live cases and the reviewed case at their versions and claim tokens. Every change a writer
+// can make to these moves one of them: a relationship's version moves with every change of it,
+// supports and retirements are only ever added, and a case's version moves with every change of its
+// status, positions or members.
+type ReviewFence struct {
+	Team identity.TeamID
+	Key  conflict.Key
+	Case conflict.ID
+	// MaxLocks is KeysLockParams.MaxLocks.
+	MaxLocks      int
+	Relationships []relationship.ID
+	Versions      []int
+	Supports      int
+	Retired       int
+	Cases         []conflict.ID
+	CaseVersions  []int
+	ClaimTokens   []string
+}
+
+// NewReviewFence returns the fence of a review of case id on key k planned from kl, a KeysRead of
+// the key (ForKey narrows a read of several keys to it).
+func NewReviewFence(k conflict.Key, id conflict.ID, maxLocks int, kl KeysLocked) ReviewFence {
+	f := ReviewFence{Team: k.Team, Key: k, Case: id, MaxLocks: maxLocks}
+	for _, r := range kl.Relationships {
+		f.Relationships, f.Versions = append(f.Relationships, r.ID), append(f.Versions, r.Version)
+	}
+	for _, s := range kl.Supports {
+		f.Supports++
+		if s.Retirement != "" {
+			f.Retired++
+		}
+	}
+	for _, c := range kl.Cases {
+		f.Cases, f.CaseVersions, f.ClaimTokens = append(f.Cases, c.ID), append(f.CaseVersions, c.Version), append(f.ClaimTokens, c.ClaimToken)
+	}
+	return f
+}
+
+// ForKey returns the part of kl a read of key k alone with the named cases would have returned: the
+// key's relationships with their supports and object names, and the key's cases and the named ones.
+// Its slices are copies: a ledger loaded from it changes none of kl's rows.
+func (kl KeysLocked) ForKey(k conflict.Key, cases ...conflict.ID) KeysLocked {
+	out := KeysLocked{ObjectNames: map[relationship.ID]string{}}
+	on := map[relationship.ID]bool{}
+	for _, r := range kl.Relationships {
+		if r.Subject == k.Subject && r.PredicateKey == k.PredicateKey && r.Scope == k.Scope {
+			out.Relationships = append(out.Relationships, r)
+			out.ObjectNames[r.ID] = kl.ObjectNames[r.ID]
+			on[r.ID] = true
+		}
+	}
+	for _, s := range kl.Supports {
+		if on[s.RelationshipID] {
+			out.Supports = append(out.Supports, s)
+		}
+	}
+	for _, c := range kl.Cases {
+		if c.Key == k || slices.Contains(cases, c.ID) {
+			c.Members = slices.Clone(c.Members)
+			c.Positions = maps.Clone(c.Positions)
+			out.Cases = append(out.Cases, c)
+		}
+	}
+	return out
 }
 
 // SupportRow is one stored support link as the counting rules need it.

@@ -34,6 +34,20 @@ type Config struct {
 	Batch       int
 	Lease       time.Duration
 	MaxAttempts int
+	// LockedOnly reviews every case the locked way (KeysLock, then WriteSetApply), never planned
+	// from the batch's read: the reference the fenced way is tested against.
+	LockedOnly bool
+	// Hooks are test seams; nil in production.
+	Hooks *Hooks
+}
+
+// Hooks are the reviewer's test seams.
+type Hooks struct {
+	// AfterRead runs once per claimed batch, after the batch's keys were read (or would have been),
+	// before any of its cases is reviewed.
+	AfterRead func(ctx context.Context)
+	// Relocked runs when a case planned from the batch's read is reviewed again the locked way.
+	Relocked func(id conflict.ID)
 }
 
 // errLost reports that the worker no longer holds the case's claim (its lease expired and another
@@ -182,6 +196,13 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		if err := r.readPolicies(ctx, claimed); err != nil {
 			return err
 		}
+		var read *store.KeysLocked
+		if !r.cfg.LockedOnly {
+			read = r.readKeys(ctx, claimed)
+		}
+		if r.cfg.Hooks != nil && r.cfg.Hooks.AfterRead != nil {
+			r.cfg.Hooks.AfterRead(ctx)
+		}
 		for _, c := range claimed {
 			var outcome conflict.Outcome
 			pol, ok := r.policies[c.PolicyVersion]
@@ -189,7 +210,7 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 				err = fmt.Errorf("densemem: nightly review: case %s pinned policy version %d, which the team does not have",
 					c.ID, c.PolicyVersion)
 			} else {
-				outcome, err = reviewCase(ctx, r.cfg, pol, r.preds, c, r.token, r.now, r.next)
+				outcome, err = reviewClaimed(ctx, r.cfg, pol, r.preds, c, r.token, r.now, r.next, read)
 			}
 			if err := r.record(ctx, c, outcome, err); err != nil {
 				return err
@@ -219,6 +240,31 @@ func (r *teamRun) readPolicies(ctx context.Context, claimed []store.ClaimedCase)
 		r.policies[p.Version] = p
 	}
 	return nil
+}
+
+// readKeys reads, in one round trip and without locks, the keys and cases of the claimed cases a
+// review can plan from that read (every kind but identity corrections, whose members lie on other
+// keys): each is then reviewed in one round trip, fenced (reviewClaimed). It returns nil when there
+// are none or the read failed; every case is then reviewed the locked way.
+func (r *teamRun) readKeys(ctx context.Context, claimed []store.ClaimedCase) *store.KeysLocked {
+	p := store.KeysLockParams{Team: r.team, LiveOnly: true}
+	for _, c := range claimed {
+		if !c.Key.Identity() {
+			p.Keys, p.Cases = append(p.Keys, c.Key), append(p.Cases, c.ID)
+		}
+	}
+	if len(p.Keys) == 0 {
+		return nil
+	}
+	kl, err := r.cfg.Store.KeysRead(ctx, p)
+	if err != nil {
+		if ctx.Err() == nil {
+			r.cfg.Logger.WarnContext(ctx, "densemem: nightly review: reading the claimed cases' keys failed; reviewing them with locks",
+				"team", r.team, "error", err)
+		}
+		return nil
+	}
+	return &kl
 }
 
 // record counts one case's review in the report. It returns an error only when the run must stop
@@ -264,6 +310,36 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 	return nil
 }
 
+// reviewClaimed reviews one claimed case. When read (readKeys) holds its key, the review is planned
+// from it and written in one round trip behind a fence that checks, under the locks reviewCase
+// takes, that nothing the plan read has changed (Tx.ReviewApplyFenced, decision 128); when the
+// fence fails, or read does not hold the key or the claim, the case is reviewed the locked way.
+// Both ways decide with the same code (decideCase) on the same rows, so they write the same.
+func reviewClaimed(ctx context.Context, cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,
+	token string, now, next time.Time, read *store.KeysLocked) (conflict.Outcome, error) {
+	if read == nil || c.Key.Identity() {
+		return reviewCase(ctx, cfg, pol, preds, c, token, now, next)
+	}
+	kl := read.ForKey(c.Key, c.ID)
+	fence := store.NewReviewFence(c.Key, c.ID, 0, kl)
+	l, outcome, err := decideCase(cfg, pol, preds, c, token, now, next, kl)
+	if err != nil {
+		// The read saw the case claimed by another worker, closed, or not at all: the locked
+		// review says which, under the locks.
+		return reviewCase(ctx, cfg, pol, preds, c, token, now, next)
+	}
+	err = cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.ReviewApplyFenced(ctx, fence, l.WS)
+	})
+	if errors.Is(err, store.ErrStaleVersion) {
+		if cfg.Hooks != nil && cfg.Hooks.Relocked != nil {
+			cfg.Hooks.Relocked(c.ID)
+		}
+		return reviewCase(ctx, cfg, pol, preds, c, token, now, next)
+	}
+	return outcome, err
+}
+
 // reviewCase evaluates one claimed case in one transaction fenced by the claim token: it reloads the
 // key's relationships, supports and the case under the global lock order, and the ledger repairs
 // membership and applies the resolution policy's decision (resolve, overdue, dismiss or keep open).
@@ -278,30 +354,44 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 		if err != nil {
 			return err
 		}
-		l := &ledger.Ledger{Team: c.Key.Team, Actor: ledger.ReviewerActor, IngestID: token, Now: now, Policy: pol,
-			NewID: func(prefix string) string { return cfg.NewID(prefix, now) }}
-		l.Load(kl, preds)
-		cs := l.Case(c.ID)
-		if cs == nil || cs.ClaimToken != token || !cs.Status.Live() {
-			return errLost
+		var l *ledger.Ledger
+		l, outcome, err = decideCase(cfg, pol, preds, c, token, now, next, kl)
+		if err != nil {
+			return err
 		}
-		if cs.PolicyVersion != pol.Version {
-			// Unreachable: a case's pinned version never changes.
-			return fmt.Errorf("densemem: nightly review: case %s pins policy version %d, not %d", c.ID, cs.PolicyVersion, pol.Version)
-		}
-		ks := l.Key(c.Key)
-		confirmed := confirmedFrom(ks, kl.Supports)
-		decide := conflict.Decide
-		if cs.Kind == conflict.KindIdentityCorrection {
-			decide = conflict.DecideIdentity
-		}
-		outcome = l.Review(ks, cs, token, next, func(positions []conflict.Position) conflict.Decision {
-			return decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
-				ReviewDueAt: cs.ReviewDueAt, ConfirmedFrom: confirmed, PolicyVersion: pol.Version})
-		})
 		return tx.WriteSetApply(ctx, l.WS)
 	})
 	return outcome, err
+}
+
+// decideCase loads kl, the case's key as read, into a ledger and takes the review's decision on it
+// (ledger.Review with conflict.Decide, or conflict.DecideIdentity for an identity correction),
+// returning the ledger holding the rows to write. errLost when the case is not live under this
+// worker's claim.
+func decideCase(cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,
+	token string, now, next time.Time, kl store.KeysLocked) (*ledger.Ledger, conflict.Outcome, error) {
+	l := &ledger.Ledger{Team: c.Key.Team, Actor: ledger.ReviewerActor, IngestID: token, Now: now, Policy: pol,
+		NewID: func(prefix string) string { return cfg.NewID(prefix, now) }}
+	l.Load(kl, preds)
+	cs := l.Case(c.ID)
+	if cs == nil || cs.ClaimToken != token || !cs.Status.Live() {
+		return nil, "", errLost
+	}
+	if cs.PolicyVersion != pol.Version {
+		// Unreachable: a case's pinned version never changes.
+		return nil, "", fmt.Errorf("densemem: nightly review: case %s pins policy version %d, not %d", c.ID, cs.PolicyVersion, pol.Version)
+	}
+	ks := l.Key(c.Key)
+	confirmed := confirmedFrom(ks, kl.Supports)
+	decide := conflict.Decide
+	if cs.Kind == conflict.KindIdentityCorrection {
+		decide = conflict.DecideIdentity
+	}
+	outcome := l.Review(ks, cs, token, next, func(positions []conflict.Position) conflict.Decision {
+		return decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
+			ReviewDueAt: cs.ReviewDueAt, ConfirmedFrom: confirmed, PolicyVersion: pol.Version})
+	})
+	return l, outcome, nil
 }
 
 // confirmedFrom maps each relationship of the key to its valid_from when a verification event of

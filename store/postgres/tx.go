@@ -157,6 +157,17 @@ WHERE ` + keyFilter + liveFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
+// keyRelationshipsReadSQL and keyLiveRelationshipsReadSQL are KeysRead's: the same rows, unlocked.
+const keyRelationshipsReadSQL = `-- name: KeyRelationshipsRead
+SELECT ` + lockedRelationships + `
+WHERE ` + keyFilter + `
+ORDER BY r.relationship_id`
+
+const keyLiveRelationshipsReadSQL = `-- name: KeyLiveRelationshipsRead
+SELECT ` + lockedRelationships + `
+WHERE ` + keyFilter + liveFilter + `
+ORDER BY r.relationship_id`
+
 // supportColumns are a support link's columns as scanKeySupport reads them, with the retirement
 // of its fragment (retiredJoin), if any.
 const supportColumns = `s.relationship_id, s.fragment_id, COALESCE(fr.retirement_id, ''), s.source_group, s.content_sha256,
@@ -189,13 +200,22 @@ const caseFilter = `c.team_id = $1 AND c.conflict_id = ANY(ARRAY(
       AND l.subject_entity_id = ANY($3::text[]) AND l.predicate_key = ANY($4::text[]) AND l.scope = ANY($5::text[])
       AND (l.subject_entity_id, l.predicate_key, l.scope) IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))))`
 
-const keyCasesSQL = `-- name: KeyCasesLock
-SELECT c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
+// caseColumns are a case row's columns as keyCaseReader.readCases scans them.
+const caseColumns = `c.conflict_id, c.kind, c.subject_entity_id, c.predicate_key, c.scope, c.status, c.version, c.opened_at,
        c.review_due_at, c.next_review_at, c.policy_version, c.opened_by_profile_id, c.resolved_at, c.effective_at,
-       COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, ''), COALESCE(c.claim_token, '')
+       COALESCE(c.effective_time_basis, ''), COALESCE(c.preferred_position_id, ''), COALESCE(c.claim_token, '')`
+
+const keyCasesSQL = `-- name: KeyCasesLock
+SELECT ` + caseColumns + `
 FROM {schema}.conflict_cases c WHERE ` + caseFilter + `
 ORDER BY c.conflict_id
 FOR UPDATE`
+
+// keyCasesReadSQL is KeysRead's: the same cases, unlocked.
+const keyCasesReadSQL = `-- name: KeyCasesRead
+SELECT ` + caseColumns + `
+FROM {schema}.conflict_cases c WHERE ` + caseFilter + `
+ORDER BY c.conflict_id`
 
 const keyCasePositionsSQL = `-- name: KeyCasePositions
 SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
@@ -232,26 +252,59 @@ ORDER BY s.relationship_id, s.support_id`
 // and the keys' live cases (and the named ones).
 func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
 	var out store.KeysLocked
-	// 1. The keys and the named cases as the statements' array arguments.
-	k := newKeyArrays(p)
 	b, err := t.batch(p.Team)
 	if err != nil {
 		return out, err
 	}
-	// 2. The conflict-key locks.
+	queueKeyLocks(b, p.Team, p.Keys, p.MaxLocks)
+	queueKeyReads(b, p, &out, true)
+	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
+		return store.KeysLocked{}, translate(err)
+	}
+	return out, nil
+}
+
+// KeysRead reads what KeysLock would, unlocked, in a read-only transaction of one round trip.
+func (s *Store) KeysRead(ctx context.Context, p store.KeysLockParams) (store.KeysLocked, error) {
+	var out store.KeysLocked
+	if p.Members || p.Predicates {
+		return out, fmt.Errorf("%w: KeysRead reads neither members on other keys nor predicates", store.ErrInternal)
+	}
+	b := &pgx.Batch{}
+	queueKeyReads(b, p, &out, false)
+	if err := s.send(ctx, p.Team, b, false); err != nil {
+		return store.KeysLocked{}, err
+	}
+	return out, nil
+}
+
+// queueKeyLocks queues the conflict-key advisory locks of keys (sorted; past maxLocks the team's key
+// lock, exclusive).
+func queueKeyLocks(b *pgx.Batch, team identity.TeamID, keys []conflict.Key, maxLocks int) {
 	var locks lockSet
-	locks.class("conflict-key", p.Team, keyLockIDs(p.Keys), p.MaxLocks)
+	locks.class("conflict-key", team, keyLockIDs(keys), maxLocks)
 	if len(locks.ids) > 0 {
 		b.Queue(lockManySQL, locks.ids, locks.shared)
 	}
-	// 3. The keys' relationships, locked, and their supports; the predicates when asked for.
+}
+
+// queueKeyReads queues the reads of KeysLock (lock) or KeysRead into out: the keys' relationships and
+// their supports, the predicates when asked for, the keys' live cases and the named ones with their
+// positions and current members, and the cases' members on other keys when asked for.
+func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, lock bool) {
+	k := newKeyArrays(p)
 	out.ObjectNames = map[relationship.ID]string{}
-	relsSQL, supsSQL := keyRelationshipsSQL, keySupportsSQL
-	if p.LiveOnly {
+	relsSQL, supsSQL, casesSQL := keyRelationshipsSQL, keySupportsSQL, keyCasesSQL
+	switch {
+	case p.LiveOnly && lock:
 		relsSQL, supsSQL = keyLiveRelationshipsSQL, keyLiveSupportsSQL
+	case p.LiveOnly:
+		relsSQL, supsSQL, casesSQL = keyLiveRelationshipsReadSQL, keyLiveSupportsSQL, keyCasesReadSQL
+	case !lock:
+		relsSQL, casesSQL = keyRelationshipsReadSQL, keyCasesReadSQL
 	}
 	b.Queue(relsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
-		return readKeyRelationships(rows, &out)
+		return readKeyRelationships(rows, out)
 	})
 	b.Queue(supsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
 		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
@@ -264,13 +317,13 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 			return err
 		})
 	}
-	// 4. The keys' live cases and the named ones, locked, with their positions and current members.
-	c := &keyCaseReader{out: &out, team: p.Team, byID: map[conflict.ID]int{},
+	// The keys' live cases and the named ones (locked), with their positions and current members.
+	c := &keyCaseReader{out: out, team: p.Team, byID: map[conflict.ID]int{},
 		positions: map[conflict.PositionID]conflict.PositionKey{}}
-	b.Queue(keyCasesSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readCases)
+	b.Queue(casesSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readCases)
 	b.Queue(keyCasePositionsSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readPositions)
 	b.Queue(keyCaseMembersSQL, p.Team, k.caseIDs, k.subjects, k.preds, k.scopes).Query(c.readMembers)
-	// 5. The cases' members on other keys, locked after the case rows, and their supports.
+	// The cases' members on other keys, locked after the case rows, and their supports.
 	if p.Members {
 		var members store.KeysLocked
 		members.ObjectNames = out.ObjectNames
@@ -285,10 +338,6 @@ func (t *tx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.KeysLo
 			return err
 		})
 	}
-	if err := t.s.sendOn(ctx, t.conn, b); err != nil {
-		return store.KeysLocked{}, translate(err)
-	}
-	return out, nil
 }
 
 // keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,
@@ -516,20 +565,26 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if err != nil {
 		return err
 	}
+	return t.applyOn(ctx, b, &ws)
+}
+
+// applyOn queues every row of ws on b, in dependency order, and sends b as the transaction's write
+// batch.
+func (t *tx) applyOn(ctx context.Context, b *pgx.Batch, ws *store.WriteSet) error {
 	w := writeBatch{ctx: ctx, b: b, armed: failpoint.Armed(ctx)}
 	// 1. Entities, their names and literal values.
-	if err := w.queueEntities(&ws); err != nil {
+	if err := w.queueEntities(ws); err != nil {
 		return err
 	}
 	// 2. Evidence: fragments, observations, verifications and resolutions.
-	w.queueEvidence(&ws)
+	w.queueEvidence(ws)
 	// 3. Relationships: new ones, updates, supports, transitions and cross-references.
-	w.queueRelationships(&ws)
+	w.queueRelationships(ws)
 	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
-	w.queueCases(&ws)
+	w.queueCases(ws)
 	// 5. Review items, the decisions on them and their closes, and the idempotency
 	// record.
-	w.queueRecords(&ws)
+	w.queueRecords(ws)
 	// 6. COMMIT, when it travels with the write batch, and the round trip.
 	return t.sendWrites(ctx, b, w.armed)
 }

@@ -102,6 +102,7 @@ func Run(t *testing.T, h Harness) {
 		{"Observations", observationContracts},
 		{"IdentityCases", identityContracts},
 		{"Live", liveContracts},
+		{"ReviewFence", reviewFenceContracts},
 		{"Identity", reassignContracts},
 		{"Retirements", retirementContracts},
 	}
