@@ -22,7 +22,8 @@ import (
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
 // entity IDs, $10 the rows each source of hits may contribute plus one (a source that reaches it was
-// cut: the statement reports a 'truncated' row).
+// cut: the statement reports a 'truncated_fulltext' or 'truncated_entity_name' row); for the named
+// entities' relationships, the rows each entity may contribute on each side.
 //
 // recallState is a relationship's state at known_at (or now): its last transition recorded then.
 const recallState = `JOIN LATERAL (
@@ -74,16 +75,24 @@ named AS (
     SELECT unnest($9::text[])
 ),
 subject_named AS (
-    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
-    LIMIT $10
+    -- Per named entity, its first relationships in creation order that the view shows: an ordered
+    -- scan of relationships_subject_created that stops at $10 (decision 122).
+    SELECT named.entity_id, x.relationship_id FROM named CROSS JOIN LATERAL (
+        SELECT r.relationship_id FROM {schema}.relationships r
+        ` + recallState + `
+        WHERE r.subject_entity_id = named.entity_id AND ` + recallFilter + `
+        ORDER BY r.created_at, r.relationship_id LIMIT $10) x
 ),
 object_named AS (
-    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id
-    LIMIT $10
+    SELECT named.entity_id, x.relationship_id FROM named CROSS JOIN LATERAL (
+        SELECT r.relationship_id FROM {schema}.relationships r
+        ` + recallState + `
+        WHERE r.object_entity_id = named.entity_id AND ` + recallFilter + `
+        ORDER BY r.created_at, r.relationship_id LIMIT $10) x
 ),
 entity_hits AS (
     SELECT r.relationship_id AS id, count(*) AS matched
-    FROM (SELECT * FROM subject_named UNION ALL SELECT * FROM object_named) r
+    FROM (SELECT relationship_id FROM subject_named UNION ALL SELECT relationship_id FROM object_named) r
     GROUP BY r.relationship_id
 ),
 entity_name AS (
@@ -99,14 +108,43 @@ SELECT 'fulltext', id, score, status, tier, valid_to, version FROM fulltext
 UNION ALL
 SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name
 UNION ALL
-SELECT 'truncated', '', 0, '', '', NULL, 0
+SELECT 'truncated_fulltext', '', 0, '', '', NULL, 0
 WHERE (SELECT count(*) FROM text_hits) >= $10 OR (SELECT count(*) FROM subject_hits) >= $10
-   OR (SELECT count(*) FROM object_hits) >= $10 OR (SELECT count(*) FROM subject_named) >= $10
-   OR (SELECT count(*) FROM object_named) >= $10`
+   OR (SELECT count(*) FROM object_hits) >= $10
+UNION ALL
+SELECT 'truncated_entity_name', '', 0, '', '', NULL, 0
+WHERE EXISTS (SELECT 1 FROM subject_named GROUP BY entity_id HAVING count(*) >= $10)
+   OR EXISTS (SELECT 1 FROM object_named GROUP BY entity_id HAVING count(*) >= $10)`
 
 // RecallSearch runs both ranking branches in one statement and returns each branch in rank order.
+//
+// Each source of candidates contributes at most a window of rows (decision 122): PerBranch at first,
+// so that the work of a recall is bounded by its result limit rather than by the number of matches.
+// When a source was cut and the view's filters left its branch with fewer than PerBranch
+// candidates, the search runs again with a window eight times as wide, up to MaxHits.
 func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (store.RecallSearch, error) {
+	window := int64(math.MaxInt64 - 1)
+	if p.MaxHits > 0 {
+		window = int64(min(max(p.PerBranch, 1), p.MaxHits))
+	}
+	for {
+		out, cut, err := s.recallSearch(ctx, p, window)
+		if err != nil {
+			return store.RecallSearch{}, err
+		}
+		short := (cut[0] && len(out.FullText) < p.PerBranch) || (cut[1] && len(out.EntityName) < p.PerBranch)
+		if !short || p.MaxHits <= 0 || window >= int64(p.MaxHits) {
+			return out, nil
+		}
+		window = min(window*8, int64(p.MaxHits))
+	}
+}
+
+// recallSearch runs the search with each source cut at window rows; cut reports, for the full-text
+// and the entity-name branch, that one of its sources had more.
+func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, window int64) (store.RecallSearch, [2]bool, error) {
 	var out store.RecallSearch
+	var cut [2]bool
 	expand := entityStrings(p.ExpandFrom)
 	names := p.Names
 	if names == nil {
@@ -115,11 +153,7 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	// One round trip; send runs it with its generic plan: planning it per call cost more than running
 	// it, and the custom plan at small team sizes chose a scan.
 	b := &pgx.Batch{}
-	hits := int64(math.MaxInt64)
-	if p.MaxHits > 0 {
-		hits = int64(p.MaxHits) + 1
-	}
-	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, hits).
+	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, window+1).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var branch, status, tier string
@@ -133,16 +167,18 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 					out.FullText = append(out.FullText, r)
 				case "entity_name":
 					out.EntityName = append(out.EntityName, r)
+				case "truncated_fulltext":
+					cut[0], out.HitsTruncated = true, true
 				default:
-					out.HitsTruncated = true
+					cut[1], out.HitsTruncated = true, true
 				}
 			}
 			return rows.Err()
 		})
 	if err := s.send(ctx, p.Team, b, false); err != nil {
-		return store.RecallSearch{}, err
+		return store.RecallSearch{}, cut, err
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // recallEvidenceSQL reads each support's cited span as bytes, at most $4 of them: the excerpt limit
