@@ -54,18 +54,28 @@ text_hits AS (SELECT id, score FROM search WHERE source = 'text'),
 subject_hits AS (SELECT id, score FROM search WHERE source = 'subject'),
 object_hits AS (SELECT id, score FROM search WHERE source = 'object'),
 hits AS (SELECT * FROM text_hits UNION ALL SELECT * FROM subject_hits UNION ALL SELECT * FROM object_hits),
-fulltext AS (
-    SELECT r.relationship_id AS id,
-           h.score + ts_rank_cd(to_tsvector('english', replace(r.predicate_key, '_', ' ') || ' ' ||
-               array_to_string(pd.aliases, ' ')), q.tsq)::float8 AS score,
+-- The full-text candidates the view shows, then each of their predicate versions' phrase score once
+-- (to_tsvector costs more than the rest of a candidate's row).
+candidates AS MATERIALIZED (
+    SELECT r.relationship_id AS id, h.score, r.predicate_key, r.predicate_version,
            st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
-    CROSS JOIN q
     JOIN LATERAL (SELECT * FROM {schema}.relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
-    JOIN {schema}.predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
     ` + recallState + `
     WHERE ` + recallFilter + `
-    ORDER BY score DESC, r.created_at, r.relationship_id
+),
+phrase AS MATERIALIZED (
+    SELECT pd.predicate_key, pd.version, ts_rank_cd(to_tsvector('english', replace(pd.predicate_key, '_', ' ') || ' ' ||
+               array_to_string(pd.aliases, ' ')), q.tsq)::float8 AS score
+    FROM (SELECT DISTINCT predicate_key, predicate_version FROM candidates) c
+    CROSS JOIN q
+    JOIN {schema}.predicate_definitions pd ON pd.team_id = $1 AND pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
+),
+fulltext AS (
+    SELECT c.id, c.score + pd.score AS score, c.status, c.tier, c.valid_to, c.version
+    FROM candidates c
+    JOIN phrase pd ON pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
+    ORDER BY score DESC, c.created_at, c.id
     LIMIT $6
 ),
 named AS (
