@@ -60,8 +60,9 @@ var boundedRecallUpSQL = []string{
 // gets a default estimate that, with a small LIMIT, can make it scan the whole team for a word that is
 // not there, and it underestimates the GIN bitmap of a common word (the team_id key of the
 // btree_gin index holds every row of the team). So densemem_search_dense decides: a query common
-// enough for a scan to fill the window quickly is read by a scan (bitmap scans off), any other by
-// its GIN index (plain and sequential scans off). Names are matched first (at most p_limit), then each matched entity's relationships are
+// enough for a scan to fill the window quickly is read along the team's primary key (bitmap and
+// sequential scans off: a sequential scan would read other teams' rows too), any other by its GIN
+// index (plain and sequential scans off). Names are matched first (at most p_limit), then each matched entity's relationships are
 // read in creation order (an ordered index scan).
 const boundedSearchHitsSQL = `CREATE OR REPLACE FUNCTION densemem_search_hits(p_team text, p_query text, p_known_at timestamptz, p_limit bigint)
 RETURNS TABLE (source text, relationship_id text, score double precision)
@@ -76,7 +77,7 @@ BEGIN
         RAISE EXCEPTION 'densemem: search outside the transaction''s team' USING ERRCODE = '42501';
     END IF;
     IF densemem_search_dense('fragment_contents', p_team, q, p_limit) THEN
-        PERFORM set_config('enable_bitmapscan', 'off', true);
+        PERFORM set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true);
     ELSE
         PERFORM set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true);
     END IF;
@@ -91,7 +92,7 @@ BEGIN
     PERFORM set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true),
         set_config('enable_bitmapscan', 'on', true);
     IF densemem_search_dense('entity_names', p_team, q, p_limit) THEN
-        PERFORM set_config('enable_bitmapscan', 'off', true);
+        PERFORM set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true);
     ELSE
         PERFORM set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true);
     END IF;
