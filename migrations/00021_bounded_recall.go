@@ -16,12 +16,12 @@ import (
 //     filters (an ordered index scan that stops at its limit) instead of all of them; the order is the
 //     documented tie-break among equal scores (earlier creation, then ID).
 //   - densemem_search_hits: the same three sources of full-text hits, each still cut at p_limit
-//     rows, but planned for each call's query (plan_cache_mode = force_custom_plan on the function):
-//     with the tsquery a constant, PostgreSQL estimates its matches from the tsvector statistics and
-//     reads a common word's fragments in table order until p_limit of them matched, a rare word's by
-//     its GIN index; a generic plan always built the whole GIN bitmap of every match first. The
+//     rows, but read by the access path the query needs (boundedSearchHitsSQL): a common word's
+//     fragments and names along the team's primary key until p_limit of them matched, a rare word's
+//     by its GIN index; before, every call built the GIN bitmap of every match first. The
 //     relationships of matching names are read in creation order through the new indexes, and
 //     relationships recorded after known_at are left out before the cut rather than after it.
+//   - densemem_search_dense: which of the two paths a query needs, from the planner's estimates.
 func boundedRecallMigration(r Roles) *goose.Migration {
 	return goose.NewGoMigration(21,
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
@@ -55,19 +55,21 @@ var boundedRecallUpSQL = []string{
 //
 // A plan that reads a table in key order until p_limit rows match is the cheap one for a common
 // word and a full scan for a word that matches nothing; a GIN bitmap is the cheap one for a rare word
-// and reads every match of a common one. With the tsquery a constant (force_custom_plan) the planner
-// estimates the matches from the column's most common lexemes, but a lexeme that is not among them
-// gets a default estimate that, with a small LIMIT, can make it scan the whole team for a word that is
-// not there, and it underestimates the GIN bitmap of a common word (the team_id key of the
-// btree_gin index holds every row of the team). So densemem_search_dense decides: a query common
-// enough for a scan to fill the window quickly is read along the team's primary key (bitmap and
-// sequential scans off: a sequential scan would read other teams' rows too), any other by its GIN
-// index (plain and sequential scans off). Names are matched first (at most p_limit), then each matched entity's relationships are
-// read in creation order (an ordered index scan).
+// and reads every match of a common one. Left to itself, the planner estimates a query's matches from
+// the column's most common lexemes, but a lexeme that is not among them gets a default estimate that,
+// with a small LIMIT, can make it scan the whole team for a word that is not there, and it
+// underestimates the GIN bitmap of a common word (the team_id key of the btree_gin index holds every
+// row of the team). So densemem_search_dense decides: a query common enough for a scan to fill the
+// window quickly is read along the team's primary key (bitmap and sequential scans off: a sequential
+// scan would read other teams' rows too), any other by its GIN index (plain and sequential scans
+// off). With the path fixed so, each read has one statement per path with its own generic plan,
+// instead of a plan made on every call, and none in parallel (starting workers costs more than a
+// bounded read). Names are matched first (at most p_limit), then each
+// matched entity's relationships are read in creation order (an ordered index scan).
 const boundedSearchHitsSQL = `CREATE OR REPLACE FUNCTION densemem_search_hits(p_team text, p_query text, p_known_at timestamptz, p_limit bigint)
 RETURNS TABLE (source text, relationship_id text, score double precision)
-LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT SET plan_cache_mode = force_custom_plan
-    SET enable_seqscan = on SET enable_indexscan = on SET enable_bitmapscan = on AS $$
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT SET plan_cache_mode = force_generic_plan
+    SET enable_seqscan = on SET enable_indexscan = on SET enable_bitmapscan = on SET max_parallel_workers_per_gather = 0 AS $$
 DECLARE
     q tsquery := websearch_to_tsquery('english', p_query);
     ids text[];
@@ -76,30 +78,24 @@ BEGIN
     IF p_team IS DISTINCT FROM current_setting('densemem.team', true) THEN
         RAISE EXCEPTION 'densemem: search outside the transaction''s team' USING ERRCODE = '42501';
     END IF;
+    -- Each read is written twice, one statement per access path, so that each keeps its own cached
+    -- generic plan, made under its path's settings.
     IF densemem_search_dense('fragment_contents', p_team, q, p_limit) THEN
         PERFORM set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true);
+        RETURN QUERY ` + textHitsSQL + `;
     ELSE
         PERFORM set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true);
+        RETURN QUERY ` + textHitsSQL + `;
     END IF;
-    RETURN QUERY SELECT 'text'::text, s.relationship_id, ts_rank_cd(c.search, q)::float8
-        FROM fragment_contents c
-        JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
-        WHERE c.team_id = p_team AND s.team_id = p_team AND c.search @@ q
-          AND (p_known_at IS NULL OR s.created_at <= p_known_at)
-          AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = p_team
-                          AND fr.fragment_id = s.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))
-        LIMIT p_limit;
     PERFORM set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true),
         set_config('enable_bitmapscan', 'on', true);
     IF densemem_search_dense('entity_names', p_team, q, p_limit) THEN
         PERFORM set_config('enable_bitmapscan', 'off', true), set_config('enable_seqscan', 'off', true);
+        ` + nameHitsSQL + `;
     ELSE
         PERFORM set_config('enable_seqscan', 'off', true), set_config('enable_indexscan', 'off', true);
+        ` + nameHitsSQL + `;
     END IF;
-    SELECT array_agg(n.entity_id), array_agg(n.score) INTO ids, scores
-        FROM (SELECT n.entity_id, ts_rank_cd(n.search, q)::float8 AS score FROM entity_names n
-              WHERE n.team_id = p_team AND n.search @@ q AND (p_known_at IS NULL OR n.created_at <= p_known_at)
-              LIMIT p_limit) n;
     PERFORM set_config('enable_seqscan', 'on', true), set_config('enable_indexscan', 'on', true),
         set_config('enable_bitmapscan', 'on', true);
     RETURN QUERY SELECT 'subject'::text, r.relationship_id, x.score
@@ -118,6 +114,24 @@ BEGIN
         LIMIT p_limit;
 END;
 $$`
+
+// textHitsSQL reads the hits of the query q among the team's effective fragment text as of
+// p_known_at, at most p_limit of them.
+const textHitsSQL = `SELECT 'text'::text, s.relationship_id, ts_rank_cd(c.search, q)::float8
+        FROM fragment_contents c
+        JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
+        WHERE c.team_id = p_team AND s.team_id = p_team AND c.search @@ q
+          AND (p_known_at IS NULL OR s.created_at <= p_known_at)
+          AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = p_team
+                          AND fr.fragment_id = s.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))
+        LIMIT p_limit`
+
+// nameHitsSQL reads into ids and scores at most p_limit entity names of the team that match q as of
+// p_known_at.
+const nameHitsSQL = `SELECT array_agg(n.entity_id), array_agg(n.score) INTO ids, scores
+        FROM (SELECT n.entity_id, ts_rank_cd(n.search, q)::float8 AS score FROM entity_names n
+              WHERE n.team_id = p_team AND n.search @@ q AND (p_known_at IS NULL OR n.created_at <= p_known_at)
+              LIMIT p_limit) n`
 
 // searchDenseSQL decides whether a query is common enough in a table's search column for a scan in
 // key order to find p_limit matches quickly. It asks the planner (EXPLAIN) for the query's estimated
