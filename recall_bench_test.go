@@ -86,12 +86,13 @@ func (w *bulkLoadedTeam) recall(tb testing.TB, i int, v benchload.View) *denseme
 	return res
 }
 
-// recallSearchPlanCounts sums, over the pool's idle connections, how many times the RecallSearch
-// statement ran a generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
+// recallSearchPlanCounts sums, over the idle connections of the client's pool (the runtime role's:
+// the env's own pool never runs RecallSearch), how many times the RecallSearch statement ran a
+// generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
 func recallSearchPlanCounts(tb testing.TB, w *bulkLoadedTeam) (generic, custom int64) {
 	tb.Helper()
 	ctx := context.Background()
-	for _, c := range w.pool.AcquireAllIdle(ctx) {
+	for _, c := range w.runtime.AcquireAllIdle(ctx) {
 		var g, cu int64
 		err := c.QueryRow(ctx, `SELECT COALESCE(sum(generic_plans), 0)::int8, COALESCE(sum(custom_plans), 0)::int8
 FROM pg_prepared_statements WHERE statement LIKE '-- name: RecallSearch%'`).Scan(&g, &cu)
