@@ -74,7 +74,16 @@ type benchEnv struct {
 // maxConns bounds the pool when positive.
 func newBenchEnv(tb testing.TB, maxConns int32) *benchEnv {
 	tb.Helper()
-	cfg, err := pgxpool.ParseConfig(testdb.NewURL(tb))
+	be, pool := newTracedPool(tb, testdb.NewURL(tb), maxConns)
+	be.env = newEnvOnPool(tb, pool)
+	return be
+}
+
+// newTracedPool returns a benchEnv without its env and a pool on url whose round trips it counts,
+// closed when tb ends. maxConns bounds the pool when positive.
+func newTracedPool(tb testing.TB, url string, maxConns int32) (*benchEnv, *pgxpool.Pool) {
+	tb.Helper()
+	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -97,8 +106,7 @@ func newBenchEnv(tb testing.TB, maxConns int32) *benchEnv {
 	}
 	// Cleanups run last in, first out: the pool closes before testdb drops the database.
 	tb.Cleanup(pool.Close)
-	be.env = newEnvOnPool(tb, pool)
-	return be
+	return be, pool
 }
 
 func (be *benchEnv) reset() {

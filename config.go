@@ -51,7 +51,10 @@ type Limits struct {
 	// the query is left out and the response says so.
 	MaxQueryTerms int
 	// MaxRecallHits bounds the rows each source of recall candidates contributes before ranking
-	// (2,000); past it the response reports candidates_truncated.
+	// (2,000). A recall reads first only as many rows per source as its branches keep (3 × limit,
+	// at most 150) and widens toward MaxRecallHits only when the view's filters rejected too many of
+	// them (decision 122); whenever a source had more rows than were read, the response reports
+	// candidates_truncated.
 	MaxRecallHits int
 	// StatementTimeout bounds every statement of every store call (5 s); a statement past it is
 	// cancelled by PostgreSQL and the call fails with ErrTimeout, writing nothing.

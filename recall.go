@@ -63,8 +63,10 @@ type RecallResponse struct {
 	// QueryTermsDropped counts the query's words past Limits.MaxQueryTerms that full-text search
 	// left out.
 	QueryTermsDropped int `json:"query_terms_dropped,omitempty"`
-	// CandidatesTruncated reports that a source of candidates matched more than Limits.MaxRecallHits
-	// rows and ranking saw only that many of them: a narrower query finds the rest.
+	// CandidatesTruncated reports that a source of candidates matched more rows than ranking saw
+	// (3 × Limit per source, widened up to Limits.MaxRecallHits when filters rejected too many): the
+	// ranking saw the first of them (an entity's relationships in creation order, text hits in table
+	// or index order), not the best by score. A narrower query finds the rest.
 	CandidatesTruncated bool       `json:"candidates_truncated,omitempty"`
 	ValidAt             *time.Time `json:"valid_at,omitempty"`
 	KnownAt             *time.Time `json:"known_at,omitempty"`

@@ -86,12 +86,13 @@ func (w *bulkLoadedTeam) recall(tb testing.TB, i int, v benchload.View) *denseme
 	return res
 }
 
-// recallSearchPlanCounts sums, over the pool's idle connections, how many times the RecallSearch
-// statement ran a generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
+// recallSearchPlanCounts sums, over the idle connections of the client's pool (the runtime role's:
+// the env's own pool never runs RecallSearch), how many times the RecallSearch statement ran a
+// generic and a custom plan (pg_prepared_statements, PostgreSQL 14+).
 func recallSearchPlanCounts(tb testing.TB, w *bulkLoadedTeam) (generic, custom int64) {
 	tb.Helper()
 	ctx := context.Background()
-	for _, c := range w.pool.AcquireAllIdle(ctx) {
+	for _, c := range w.runtime.AcquireAllIdle(ctx) {
 		var g, cu int64
 		err := c.QueryRow(ctx, `SELECT COALESCE(sum(generic_plans), 0)::int8, COALESCE(sum(custom_plans), 0)::int8
 FROM pg_prepared_statements WHERE statement LIKE '-- name: RecallSearch%'`).Scan(&g, &cu)
@@ -234,7 +235,9 @@ func TestRecallFindsSeededSubjects(t *testing.T) {
 // of 20k relationships: words common to half the team ("environment branch", "works on project")
 // and a 500-character query of 60 OR-ed note words. Each op runs the query once with the default
 // limits (MaxQueryTerms 16, MaxRecallHits 2,000) and once with both lifted (the behaviour before),
-// alternating, and the benchmark reports each side's p50 and their ratio.
+// alternating, and the benchmark reports each side's p50 and their ratio. Since decision 122 a recall
+// reads a window of 3 × limit rows per source whatever MaxRecallHits says (it only caps the
+// widening), so the lifted side differs by MaxQueryTerms alone.
 //
 //	go test -run '^$' -bench RecallHostileQueries -benchtime 30x .
 func BenchmarkRecallHostileQueries(b *testing.B) {

@@ -30,8 +30,10 @@ type RecallSearchParams struct {
 	// PerBranch bounds each branch's candidates.
 	PerBranch int
 	// MaxHits bounds the rows each source of candidates (matching fragment text, matching subject
-	// names, matching object names, each side of the named entities' relationships) contributes
-	// before ranking, so a common word costs at most MaxHits rows per source (0: no bound).
+	// names, matching object names, each named entity's relationships on each side) contributes
+	// before ranking (0: no bound). A search starts with PerBranch rows per source and widens only
+	// when filters left a cut branch short, up to MaxHits, so a common word costs about PerBranch
+	// rows per source, not MaxHits.
 	MaxHits int
 }
 
@@ -49,8 +51,10 @@ type RankedRelationship struct {
 type RecallSearch struct {
 	FullText   []RankedRelationship
 	EntityName []RankedRelationship
-	// HitsTruncated reports that some source had more than MaxHits rows: the ranking saw only
-	// MaxHits of them, in index order rather than by score.
+	// HitsTruncated reports that some source had more rows than the search's window (PerBranch, or
+	// up to MaxHits when widened): the ranking saw only the window's rows, the first in the order
+	// the source was read (an entity's relationships in creation order; text hits in table or index
+	// order) rather than the best by score.
 	HitsTruncated bool
 }
 

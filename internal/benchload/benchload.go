@@ -100,6 +100,12 @@ type Params struct {
 	SkipResolutions bool
 	// Seed varies the generated evidence text; names and IDs do not depend on it.
 	Seed uint64
+	// Zipf, when set, gives the filler a Zipf-like vocabulary, as BenchmarkRecallAtScale needs: the
+	// notes' words are drawn with probability proportional to 1/rank (the most common word is in
+	// most fragments), and a share of the many-predicate filler has one of the hub entities as its
+	// subject (HubName(h) is the subject of HubShare(h) of the filler, 10% down to 1%). Without it
+	// Load writes exactly what it wrote before hubs existed.
+	Zipf bool
 	// Logf, when set, receives the time each step of the load took.
 	Logf func(format string, args ...any)
 }
@@ -220,6 +226,63 @@ func (p Params) SupersededObject(i int) string { return subjectObjectName(i, 0) 
 // subjectObjectName is the object name of query subject i's relationship k. Names are drawn from
 // the top of the name space, filler from the bottom, so they never collide.
 func subjectObjectName(i, k int) string { return generatedName(nameSpace - 1 - (i*PerSubject + k)) }
+
+// hubNames are the names of the hub entities, none of them a word of the note vocabulary.
+var hubNames = [...]string{"orion", "vega", "altair", "sirius", "rigel", "deneb", "polaris", "antares", "capella", "procyon"}
+
+// HubCount is the number of hub entities a Zipf load has.
+const HubCount = len(hubNames)
+
+// HubName returns the name of hub h (0 <= h < HubCount), a single word: the recall query of a
+// common entity name.
+func (p Params) HubName(h int) string { return hubNames[h] }
+
+// HubShare returns the share of the filler whose subject is hub h in a Zipf load: 10%/(h+1), so
+// from 10% (hub 0) down to 1% (hub 9). Hubs are subjects of the many predicate only (a state
+// predicate of cardinality one cannot hold that many active objects for one subject).
+func (p Params) HubShare(h int) float64 { return 0.10 / float64(h+1) }
+
+// zipfCumulative is the cumulative distribution of the note words under Zipf's law (s = 1).
+var zipfCumulative = func() [len(words)]float64 {
+	var c [len(words)]float64
+	sum := 0.0
+	for i := range words {
+		sum += 1 / float64(i+1)
+		c[i] = sum
+	}
+	for i := range c {
+		c[i] /= sum
+	}
+	return c
+}()
+
+// zipfWord draws a note word with probability proportional to 1/rank.
+func zipfWord(rng *rand.Rand) string {
+	u := rng.Float64()
+	i, _ := slices.BinarySearch(zipfCumulative[:], u)
+	return words[min(i, len(words)-1)]
+}
+
+// ZipfWord returns the note word of rank i (0 the most common) of a Zipf load.
+func ZipfWord(i int) string { return words[i%len(words)] }
+
+// hubOf returns the hub whose subject filler relationship i (of the many predicate) has in a Zipf
+// load, or -1: a fixed function of i, so that names and IDs do not depend on the seed.
+func (p Params) hubOf(i int) int {
+	if !p.Zipf || i%2 == 0 {
+		return -1
+	}
+	// Many-predicate filler is half of it: twice the share among those gives the share of all.
+	u := float64(splitmix(uint64(i)^0x5a17f00d)>>11) / (1 << 53)
+	acc := 0.0
+	for h := range HubCount {
+		acc += 2 * p.HubShare(h)
+		if u < acc {
+			return h
+		}
+	}
+	return -1
+}
 
 // Load copies the team's relationships with their evidence in one transaction, then runs VACUUM
 // (ANALYZE) over the loaded tables, as autovacuum would have in production.
@@ -407,10 +470,22 @@ func (l *loader) plan() {
 	p := l.p
 	filler := p.Active - activePerSubject*p.Subjects
 	l.rels = make([]rel, 0, filler+PerSubject*p.Subjects)
+	hubFirst := [HubCount]int{}
+	for h := range hubFirst {
+		hubFirst[h] = -1
+	}
 	for i := range filler {
 		at := p.Start.Add(time.Duration(float64(p.Span) * float64(i) / float64(filler)))
 		r := rel{n: uint64(len(l.rels)), at: at, state: i%2 == 0, subjName: generatedName(2 * i),
 			objName: generatedName(2*i + 1), subjOwner: len(l.rels), newSubject: true, supersededBy: -1}
+		if h := p.hubOf(i); h >= 0 {
+			r.subjName, r.subjKind = hubNames[h], "person"
+			if hubFirst[h] < 0 {
+				hubFirst[h] = len(l.rels)
+			} else {
+				r.subjOwner, r.newSubject = hubFirst[h], false
+			}
+		}
 		l.rels = append(l.rels, l.describe(r))
 	}
 	for s := range p.Subjects {
@@ -457,7 +532,11 @@ func (l *loader) describe(r rel) rel {
 	// A note of 6 to 14 words from the list follows the cited sentence.
 	note := make([]string, 6+rng.IntN(9))
 	for i := range note {
-		note[i] = words[rng.IntN(len(words))]
+		if l.p.Zipf {
+			note[i] = zipfWord(rng)
+		} else {
+			note[i] = words[rng.IntN(len(words))]
+		}
 	}
 	r.content = sentence + " Notes: " + strings.Join(note, " ") + "."
 	r.spanEnd = len(sentence)

@@ -471,3 +471,33 @@ func randomHex(n int) string {
 	_, _ = rand.Read(b) // crypto/rand.Read never returns an error.
 	return hex.EncodeToString(b)
 }
+
+// Keep returns the admin URL and whether database name was just created: an existing database of
+// that name is left as it is, else name is cloned from the migrated template. Unlike New's clones it
+// is never dropped by this package: benchmarks keep large loaded databases between runs under a
+// name that fingerprints what they loaded, and drop them with Drop (or DROP DATABASE) themselves.
+func Keep(ctx context.Context, name string, logf func(string, ...any)) (admin string, created bool, err error) {
+	admin, err = AdminURL()
+	if err != nil {
+		return "", false, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	var exists bool
+	if err := withAdmin(ctx, admin, func(conn *pgx.Conn) error {
+		return conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists)
+	}); err != nil {
+		return "", false, fmt.Errorf("testdb: look up %s: %w", name, err)
+	}
+	if exists {
+		return admin, false, nil
+	}
+	tpl := templateName()
+	if err := ensureTemplate(ctx, admin, tpl); err != nil {
+		return "", false, fmt.Errorf("testdb: template %s: %w", tpl, err)
+	}
+	if err := clone(ctx, admin, tpl, name, logf); err != nil {
+		return "", false, fmt.Errorf("testdb: create %s from %s: %w", name, tpl, err)
+	}
+	return admin, true, nil
+}

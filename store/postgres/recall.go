@@ -22,7 +22,8 @@ import (
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
 // entity IDs, $10 the rows each source of hits may contribute plus one (a source that reaches it was
-// cut: the statement reports a 'truncated' row).
+// cut: the statement reports a 'truncated_fulltext' or 'truncated_entity_name' row); for the named
+// entities' relationships, the rows each entity may contribute on each side.
 //
 // recallState is a relationship's state at known_at (or now): its last transition recorded then.
 const recallState = `JOIN LATERAL (
@@ -53,18 +54,28 @@ text_hits AS (SELECT id, score FROM search WHERE source = 'text'),
 subject_hits AS (SELECT id, score FROM search WHERE source = 'subject'),
 object_hits AS (SELECT id, score FROM search WHERE source = 'object'),
 hits AS (SELECT * FROM text_hits UNION ALL SELECT * FROM subject_hits UNION ALL SELECT * FROM object_hits),
-fulltext AS (
-    SELECT r.relationship_id AS id,
-           h.score + ts_rank_cd(to_tsvector('english', replace(r.predicate_key, '_', ' ') || ' ' ||
-               array_to_string(pd.aliases, ' ')), q.tsq)::float8 AS score,
+-- The full-text candidates the view shows, then each of their predicate versions' phrase score once
+-- (to_tsvector costs more than the rest of a candidate's row).
+candidates AS MATERIALIZED (
+    SELECT r.relationship_id AS id, h.score, r.predicate_key, r.predicate_version,
            st.status, st.tier, st.valid_to, st.version, r.created_at
     FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
-    CROSS JOIN q
     JOIN LATERAL (SELECT * FROM {schema}.relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
-    JOIN {schema}.predicate_definitions pd ON pd.team_id = r.team_id AND pd.predicate_key = r.predicate_key AND pd.version = r.predicate_version
     ` + recallState + `
     WHERE ` + recallFilter + `
-    ORDER BY score DESC, r.created_at, r.relationship_id
+),
+phrase AS MATERIALIZED (
+    SELECT pd.predicate_key, pd.version, ts_rank_cd(to_tsvector('english', replace(pd.predicate_key, '_', ' ') || ' ' ||
+               array_to_string(pd.aliases, ' ')), q.tsq)::float8 AS score
+    FROM (SELECT DISTINCT predicate_key, predicate_version FROM candidates) c
+    CROSS JOIN q
+    JOIN {schema}.predicate_definitions pd ON pd.team_id = $1 AND pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
+),
+fulltext AS (
+    SELECT c.id, c.score + pd.score AS score, c.status, c.tier, c.valid_to, c.version
+    FROM candidates c
+    JOIN phrase pd ON pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
+    ORDER BY score DESC, c.created_at, c.id
     LIMIT $6
 ),
 named AS (
@@ -74,16 +85,24 @@ named AS (
     SELECT unnest($9::text[])
 ),
 subject_named AS (
-    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.subject_entity_id = named.entity_id
-    LIMIT $10
+    -- Per named entity, its first relationships in creation order that the view shows: an ordered
+    -- scan of relationships_subject_created that stops at $10 (decision 122).
+    SELECT named.entity_id, x.relationship_id FROM named CROSS JOIN LATERAL (
+        SELECT r.relationship_id FROM {schema}.relationships r
+        ` + recallState + `
+        WHERE r.subject_entity_id = named.entity_id AND ` + recallFilter + `
+        ORDER BY r.created_at, r.relationship_id LIMIT $10) x
 ),
 object_named AS (
-    SELECT r.relationship_id FROM named JOIN {schema}.relationships r ON r.team_id = $1 AND r.object_entity_id = named.entity_id
-    LIMIT $10
+    SELECT named.entity_id, x.relationship_id FROM named CROSS JOIN LATERAL (
+        SELECT r.relationship_id FROM {schema}.relationships r
+        ` + recallState + `
+        WHERE r.object_entity_id = named.entity_id AND ` + recallFilter + `
+        ORDER BY r.created_at, r.relationship_id LIMIT $10) x
 ),
 entity_hits AS (
     SELECT r.relationship_id AS id, count(*) AS matched
-    FROM (SELECT * FROM subject_named UNION ALL SELECT * FROM object_named) r
+    FROM (SELECT relationship_id FROM subject_named UNION ALL SELECT relationship_id FROM object_named) r
     GROUP BY r.relationship_id
 ),
 entity_name AS (
@@ -99,14 +118,43 @@ SELECT 'fulltext', id, score, status, tier, valid_to, version FROM fulltext
 UNION ALL
 SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name
 UNION ALL
-SELECT 'truncated', '', 0, '', '', NULL, 0
+SELECT 'truncated_fulltext', '', 0, '', '', NULL, 0
 WHERE (SELECT count(*) FROM text_hits) >= $10 OR (SELECT count(*) FROM subject_hits) >= $10
-   OR (SELECT count(*) FROM object_hits) >= $10 OR (SELECT count(*) FROM subject_named) >= $10
-   OR (SELECT count(*) FROM object_named) >= $10`
+   OR (SELECT count(*) FROM object_hits) >= $10
+UNION ALL
+SELECT 'truncated_entity_name', '', 0, '', '', NULL, 0
+WHERE EXISTS (SELECT 1 FROM subject_named GROUP BY entity_id HAVING count(*) >= $10)
+   OR EXISTS (SELECT 1 FROM object_named GROUP BY entity_id HAVING count(*) >= $10)`
 
 // RecallSearch runs both ranking branches in one statement and returns each branch in rank order.
+//
+// Each source of candidates contributes at most a window of rows (decision 122): PerBranch at first,
+// so that the work of a recall is bounded by its result limit rather than by the number of matches.
+// When a source was cut and the view's filters left its branch with fewer than PerBranch
+// candidates, the search runs again with a window eight times as wide, up to MaxHits.
 func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (store.RecallSearch, error) {
+	window := int64(math.MaxInt64 - 1)
+	if p.MaxHits > 0 {
+		window = int64(min(max(p.PerBranch, 1), p.MaxHits))
+	}
+	for {
+		out, cut, err := s.recallSearch(ctx, p, window)
+		if err != nil {
+			return store.RecallSearch{}, err
+		}
+		short := (cut[0] && len(out.FullText) < p.PerBranch) || (cut[1] && len(out.EntityName) < p.PerBranch)
+		if !short || p.MaxHits <= 0 || window >= int64(p.MaxHits) {
+			return out, nil
+		}
+		window = min(window*8, int64(p.MaxHits))
+	}
+}
+
+// recallSearch runs the search with each source cut at window rows; cut reports, for the full-text
+// and the entity-name branch, that one of its sources had more.
+func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, window int64) (store.RecallSearch, [2]bool, error) {
 	var out store.RecallSearch
+	var cut [2]bool
 	expand := entityStrings(p.ExpandFrom)
 	names := p.Names
 	if names == nil {
@@ -115,11 +163,7 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	// One round trip; send runs it with its generic plan: planning it per call cost more than running
 	// it, and the custom plan at small team sizes chose a scan.
 	b := &pgx.Batch{}
-	hits := int64(math.MaxInt64)
-	if p.MaxHits > 0 {
-		hits = int64(p.MaxHits) + 1
-	}
-	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, hits).
+	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, window+1).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var branch, status, tier string
@@ -133,16 +177,18 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 					out.FullText = append(out.FullText, r)
 				case "entity_name":
 					out.EntityName = append(out.EntityName, r)
+				case "truncated_fulltext":
+					cut[0], out.HitsTruncated = true, true
 				default:
-					out.HitsTruncated = true
+					cut[1], out.HitsTruncated = true, true
 				}
 			}
 			return rows.Err()
 		})
 	if err := s.send(ctx, p.Team, b, false); err != nil {
-		return store.RecallSearch{}, err
+		return store.RecallSearch{}, cut, err
 	}
-	return out, nil
+	return out, cut, nil
 }
 
 // recallEvidenceSQL reads each support's cited span as bytes, at most $4 of them: the excerpt limit
