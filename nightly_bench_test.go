@@ -18,6 +18,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/pgtrace"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
@@ -25,7 +26,7 @@ import (
 
 // Nightly review benchmark. Run it with
 //
-//	go test -run '^$' -bench NightlyReview -benchtime 1x -timeout 60m .
+//	go test -run '^$' -bench 'NightlyReview$' -benchtime 1x -timeout 0 .
 //
 // Each sub-benchmark reviews benchDueCases due conflict cases of one team with 1 or 4 concurrent workers,
 // in a team that holds no other relationships or 1M unrelated active ones (internal/benchload), and
@@ -375,6 +376,10 @@ type reviewBenchWorld struct {
 	team   densemem.TeamID
 	n      int
 	drop   func()
+	// trips counts the round trips of the world's pool from the start of the review.
+	trips *pgtrace.Counter
+	// reviewTrips is the round trips the last review took.
+	reviewTrips int64
 }
 
 // close closes the world's pool and drops its database.
@@ -392,6 +397,8 @@ func newReviewBenchWorld(tb testing.TB, tpl *reviewBenchTemplate, maxConns int) 
 		tb.Fatal(err)
 	}
 	cfg.MaxConns = int32(maxConns)
+	trips := &pgtrace.Counter{}
+	cfg.ConnConfig.Tracer = trips
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		tb.Fatal(err)
@@ -409,7 +416,8 @@ func newReviewBenchWorld(tb testing.TB, tpl *reviewBenchTemplate, maxConns int) 
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return &reviewBenchWorld{pool: pool, client: client, team: tpl.team, n: tpl.cases, drop: drop}
+	trips.Reset()
+	return &reviewBenchWorld{pool: pool, client: client, team: tpl.team, n: tpl.cases, drop: drop, trips: trips}
 }
 
 // ledger reads the world's database (a superuser's pool) through the tests' ledger view.
@@ -452,6 +460,7 @@ func (w *reviewBenchWorld) review(tb testing.TB, workers int) (time.Duration, de
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	w.reviewTrips = w.trips.Load()
 	for i, err := range errs {
 		if err != nil {
 			tb.Fatalf("worker %d: %v", i, err)
@@ -547,11 +556,15 @@ func BenchmarkNightlyReview(b *testing.B) {
 		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
 			runs := map[*reviewBenchTemplate][]time.Duration{}
 			var floor []time.Duration
+			var trips int64
 			for range b.N * repeats {
 				for _, tpl := range []*reviewBenchTemplate{none, loaded, hist} {
 					w := newReviewBenchWorld(b, tpl, workers+2)
 					d, rep := w.review(b, workers)
 					runs[tpl] = append(runs[tpl], d)
+					if tpl == none {
+						trips = w.reviewTrips
+					}
 					if rep.Resolved != n || rep.Failed != 0 {
 						b.Fatalf("report %+v, want %d resolved", rep, n)
 					}
@@ -581,6 +594,7 @@ func BenchmarkNightlyReview(b *testing.B) {
 			b.ReportMetric(mLoaded.Seconds()/mNone.Seconds(), "ratio-1M/none")
 			b.ReportMetric(mHist.Seconds()/mNone.Seconds(), "ratio-history/none")
 			b.ReportMetric(mFloor.Seconds()/mNone.Seconds(), "share-of-floor")
+			b.ReportMetric(float64(trips)/float64(n), "roundtrips/case")
 			for name, r := range map[string]float64{"1M/none": mLoaded.Seconds() / mNone.Seconds(),
 				"history/none": mHist.Seconds() / mNone.Seconds()} {
 				if r > benchMaxReviewRatio {
