@@ -7,9 +7,12 @@ import (
 	"maps"
 	"net"
 	"regexp"
+	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -185,6 +188,7 @@ func BenchmarkRemember(b *testing.B) {
 	be.rememberFresh(be.A, -1) // prepares the statements on the pool's connection
 	i := 0
 	be.reset()
+	b.ReportAllocs()
 	for b.Loop() {
 		be.rememberFresh(be.A, i)
 		i++
@@ -471,4 +475,79 @@ func BenchmarkTrace(b *testing.B) {
 		}
 	}
 	be.report(b)
+}
+
+// BenchmarkRememberVsFloor measures Remember against its floor, the cte variant of
+// BenchmarkRememberFloor (the rows of one fresh-data Remember as one statement), in one run on one
+// database: each op is one Remember and one floor op, their order alternating, so the machine's
+// drift hits both alike. It reports both medians, their ratio (issue 14's bound is 1.3), Remember's
+// round trips and allocations per op (counted around the Remembers only), and, with -benchmem,
+// allocs/op of the whole op (both halves).
+//
+//	go test -run '^$' -bench RememberVsFloor -benchtime 2000x -benchmem .
+func BenchmarkRememberVsFloor(b *testing.B) {
+	be := newBenchEnv(b, 0)
+	be.seedHistory(benchHistory)
+	ctx := be.ctx
+	var cte func(ctx context.Context, pool *pgxpool.Pool, fx *floorFixture, op []any) error
+	for _, v := range floorVariants {
+		if v.name == "cte" {
+			cte = v.run
+		}
+	}
+	// One Remember warms the connection and gives the floor its stored placement; one floor op
+	// warms the floor's statement.
+	fx := newFloorFixture(be, be.rememberFresh(be.A, -1))
+	// The floor's names must not be Remember's: op i of the floor writes fact floorOffset+i.
+	const floorOffset = 1 << 30
+	if err := cte(ctx, be.pool, fx, fx.op(be, floorOffset-1)); err != nil {
+		b.Fatalf("floor op: %v", err)
+	}
+	var rememberTimes, floorTimes []time.Duration
+	var trips, wire, mallocs uint64
+	var ms runtime.MemStats
+	remember := func(i int) {
+		be.reset()
+		runtime.ReadMemStats(&ms)
+		m0 := ms.Mallocs
+		start := time.Now()
+		be.rememberFresh(be.A, i)
+		rememberTimes = append(rememberTimes, time.Since(start))
+		runtime.ReadMemStats(&ms)
+		mallocs += ms.Mallocs - m0
+		trips += uint64(be.trips.Load())
+		wire += uint64(be.wire.Load())
+	}
+	floor := func(i int) {
+		op := fx.op(be, floorOffset+i)
+		start := time.Now()
+		if err := cte(ctx, be.pool, fx, op); err != nil {
+			b.Fatalf("floor op %d: %v", i, err)
+		}
+		floorTimes = append(floorTimes, time.Since(start))
+	}
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			remember(i)
+			floor(i)
+		} else {
+			floor(i)
+			remember(i)
+		}
+		i++
+	}
+	median := func(ds []time.Duration) time.Duration {
+		slices.Sort(ds)
+		return ds[len(ds)/2]
+	}
+	r, f := median(rememberTimes), median(floorTimes)
+	n := float64(len(rememberTimes))
+	b.ReportMetric(float64(r.Microseconds())/1000, "ms-median-remember")
+	b.ReportMetric(float64(f.Microseconds())/1000, "ms-median-cte")
+	b.ReportMetric(float64(r)/float64(f), "ratio-remember/cte")
+	b.ReportMetric(float64(trips)/n, "remember-roundtrips/op")
+	b.ReportMetric(float64(wire)/n, "remember-wire-roundtrips/op")
+	b.ReportMetric(float64(mallocs)/n, "remember-allocs/op")
 }
