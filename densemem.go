@@ -23,6 +23,9 @@ type Client struct {
 	idMu   sync.Mutex
 	lastMS int64
 	seq    uint64
+
+	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
+	lockedOnly bool
 }
 
 // New returns a Client over st. cfg may be nil for all defaults.

@@ -514,20 +514,69 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if err != nil {
 		return err
 	}
+	return t.applyOn(ctx, b, &ws)
+}
+
+// fenceSQL fails (densemem_expect_rows: SQLSTATE DM003, ErrStaleVersion) unless what an optimistic
+// plan read before its transaction still holds, read under the transaction's intake locks: no
+// idempotency record under the key ($3); the profile ($2) with the status and scopes read ($4, $5),
+// held FOR SHARE as IntakeLock holds it; and no entity name matching the kinds ($6) and skeletons
+// ($7), as entitiesByNameSQL matches them, other than the (entity, name) pairs read ($8, $9).
+// Entities and names are append-only, so a name the read saw cannot have changed.
+const fenceSQL = `-- name: WriteFence
+SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM {schema}.idempotency_records i
+        WHERE i.team_id = $1 AND i.profile_id = $2 AND i.idempotency_key = $3), 0, 'fence: idempotency key ' || $3::text),
+    {schema}.densemem_expect_rows((SELECT count(*) FROM (SELECT 1 FROM {schema}.profiles p
+        WHERE p.team_id = $1 AND p.profile_id = $2 AND p.status = $4 AND p.scopes = $5::text[] FOR SHARE) x),
+        1, 'fence: profile ' || $2::text),
+    {schema}.densemem_expect_rows((SELECT count(*) FROM {schema}.entity_names n
+        JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = n.entity_id
+        WHERE n.team_id = $1 AND n.skeleton = ANY($7::text[]) AND e.entity_kind = ANY($6::text[])
+          AND (n.entity_id, n.name) NOT IN (SELECT * FROM unnest($8::text[], $9::text[]))), 0, 'fence: entity names')`
+
+// WriteSetApplyFenced starts the transaction, takes IntakeLock's locks of f, checks f's fence under
+// them and writes ws, COMMIT included, in one round trip.
+func (t *tx) WriteSetApplyFenced(ctx context.Context, f store.WriteFence, ws store.WriteSet) error {
+	b, err := t.batch(f.Team)
+	if err != nil {
+		return err
+	}
+	var locks lockSet
+	locks.add(idempotencyLockID(f.Team, f.Profile, f.IdempotencyKey), false)
+	locks.class("entity-name", f.Team, nameLockIDs(f.Team, f.NameLocks), f.MaxLocks)
+	b.Queue(lockManySQL, locks.ids, locks.shared)
+	scopes := make([]string, len(f.ProfileScopes))
+	for i, sc := range f.ProfileScopes {
+		scopes[i] = string(sc)
+	}
+	kinds, skeletons := nameArgs(f.Names)
+	var ids, names []string
+	for _, e := range f.Candidates {
+		for _, n := range e.Names {
+			ids, names = append(ids, string(e.ID)), append(names, n.Name)
+		}
+	}
+	b.Queue(fenceSQL, f.Team, f.Profile, f.IdempotencyKey, string(f.ProfileStatus), scopes, kinds, skeletons, ids, names)
+	return t.applyOn(ctx, b, &ws)
+}
+
+// applyOn queues every row of ws on b, in dependency order, and sends b as the transaction's write
+// batch.
+func (t *tx) applyOn(ctx context.Context, b *pgx.Batch, ws *store.WriteSet) error {
 	w := writeBatch{ctx: ctx, b: b, armed: failpoint.Armed(ctx)}
 	// 1. Entities, their names and literal values.
-	if err := w.queueEntities(&ws); err != nil {
+	if err := w.queueEntities(ws); err != nil {
 		return err
 	}
 	// 2. Evidence: fragments, observations, verifications and resolutions.
-	w.queueEvidence(&ws)
+	w.queueEvidence(ws)
 	// 3. Relationships: new ones, updates, supports, transitions and cross-references.
-	w.queueRelationships(&ws)
+	w.queueRelationships(ws)
 	// 4. Conflict cases: cases, positions, updates, reviews, members and events.
-	w.queueCases(&ws)
+	w.queueCases(ws)
 	// 5. Review items, the decisions on them and their closes, and the idempotency
 	// record.
-	w.queueRecords(&ws)
+	w.queueRecords(ws)
 	// 6. COMMIT, when it travels with the write batch, and the round trip.
 	return t.sendWrites(ctx, b, w.armed)
 }
