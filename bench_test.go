@@ -412,7 +412,7 @@ var floorVariants = []struct {
 }
 
 // BenchmarkRememberFloor writes the rows of one fresh-data Remember with raw pgx and nothing else,
-// on the same schema, in three ways: begin-batch-commit (the round-trip shape of Remember's own
+// on the same schema, in three ways: begin-batch-commit (the round-trip shape of Remember's locked
 // write transaction, 3 round trips), pipelined (BEGIN, INSERTs and COMMIT in one batch, 1 round
 // trip) and cte (one statement, 1 round trip). The fewest round trips is one; the fastest variant is
 // the floor Remember is measured against.

@@ -3,6 +3,7 @@ package densemem_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"strings"
 	"sync"
@@ -149,5 +150,39 @@ func TestConcurrentWriterFailsRememberFence(t *testing.T) {
 				t.Errorf("rows: locked path against optimistic then fallback: %s", d)
 			}
 		})
+	}
+}
+
+// TestConcurrentDisableFailsRememberFence: a profile disabled between a Remember's read and its write
+// fails the fence (the profile is re-read FOR SHARE under the locks), and the locked path refuses the
+// call with ErrForbidden, writing nothing, as it does when it runs alone.
+func TestConcurrentDisableFailsRememberFence(t *testing.T) {
+	t.Parallel()
+	for _, locked := range []bool{false, true} {
+		logs := &lockedBuffer{}
+		var e *env
+		v := &hookVerifier{hook: func(ctx context.Context) {
+			if err := e.client.DisableProfile(ctx, e.team, e.A.ProfileID); err != nil {
+				t.Errorf("disable: %v", err)
+			}
+		}}
+		e = newEnv(t, func(c *densemem.Config) {
+			c.Verifier = v
+			c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		})
+		if locked {
+			densemem.PlaceUnderLocksOnly(e.client)
+		}
+		before := e.counts()
+		pl, err := e.client.Remember(e.ctx, e.A, deploy("production", "main").request("mine"))
+		if !errors.Is(err, densemem.ErrForbidden) {
+			t.Fatalf("locked path only %v: placement %+v, err %v; want ErrForbidden", locked, pl, err)
+		}
+		if d := countsDiff(before, e.counts()); d != "" {
+			t.Errorf("locked path only %v: wrote %s", locked, d)
+		}
+		if n, want := logs.count(fallbackLog), map[bool]int{false: 1, true: 0}[locked]; n != want {
+			t.Errorf("locked path only %v: %d fallbacks, want %d", locked, n, want)
+		}
 	}
 }
