@@ -522,17 +522,22 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 // idempotency record under the key ($3); the profile ($2) with the status and scopes read ($4, $5),
 // held FOR SHARE as IntakeLock holds it; and no entity name matching the kinds ($6) and skeletons
 // ($7), as entitiesByNameSQL matches them, other than the (entity, name) pairs read ($8, $9).
-// Entities and names are append-only, so a name the read saw cannot have changed.
+// Entities and names are append-only, so a name the read saw cannot have changed. The names are
+// found first (m, materialized as in entitiesByNameSQL): one probe of entity_names_skeleton per
+// skeleton under the generic plan, then one of the entities' primary key per match, so the fence
+// costs the matches, not the team's names.
 const fenceSQL = `-- name: WriteFence
+WITH m AS MATERIALIZED (
+    SELECT n.entity_id, n.name FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($7::text[]))
 SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM {schema}.idempotency_records i
         WHERE i.team_id = $1 AND i.profile_id = $2 AND i.idempotency_key = $3), 0, 'fence: idempotency key ' || $3::text),
     {schema}.densemem_expect_rows((SELECT count(*) FROM (SELECT 1 FROM {schema}.profiles p
         WHERE p.team_id = $1 AND p.profile_id = $2 AND p.status = $4 AND p.scopes = $5::text[] FOR SHARE) x),
         1, 'fence: profile ' || $2::text),
-    {schema}.densemem_expect_rows((SELECT count(*) FROM {schema}.entity_names n
-        JOIN {schema}.entities e ON e.team_id = $1 AND e.entity_id = n.entity_id
-        WHERE n.team_id = $1 AND n.skeleton = ANY($7::text[]) AND e.entity_kind = ANY($6::text[])
-          AND (n.entity_id, n.name) NOT IN (SELECT * FROM unnest($8::text[], $9::text[]))), 0, 'fence: entity names')`
+    {schema}.densemem_expect_rows((SELECT count(*) FROM m
+        WHERE (m.entity_id, m.name) NOT IN (SELECT * FROM unnest($8::text[], $9::text[]))
+          AND EXISTS (SELECT 1 FROM {schema}.entities e WHERE e.team_id = $1 AND e.entity_id = m.entity_id
+                      AND e.entity_kind = ANY($6::text[]))), 0, 'fence: entity names')`
 
 // WriteSetApplyFenced starts the transaction, takes IntakeLock's locks of f, checks f's fence under
 // them and writes ws, COMMIT included, in one round trip.
