@@ -136,7 +136,7 @@ type Store interface {
 
 // Tx is one open transaction. Each method is one round trip; WriteSetApply is the last call of a
 // transaction that writes, and may carry its COMMIT. A transaction belongs to one team: its first call
-// is IntakeLock or KeysLock, whose params name the team, and a later call or a written row of another
+// is IntakeLock, KeysLock or WriteSetApplyFenced, whose params name the team, and a later call or a written row of another
 // team fails (nothing of the transaction remains).
 type Tx interface {
 	// IntakeLock takes the idempotency lock, the entity-name locks (sorted) and the source-key locks
