@@ -25,8 +25,10 @@ type Client struct {
 	lastMS int64
 	seq    uint64
 
-	// lockedOnly turns the optimistic paths off (tests only: export_test.go).
+	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
 	lockedOnly bool
+	// reviewLockedOnly turns the nightly reviewer's fenced way off (tests only: export_test.go).
+	reviewLockedOnly bool
 	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).
 	nightlyHooks *nightly.Hooks
 }

@@ -34,7 +34,7 @@ func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest)
 	}
 	rep, err := nightly.Run(ctx, nightly.Config{Store: st, Clock: c.now, NewID: c.newID, Logger: c.cfg.Logger,
 		Batch: c.cfg.Nightly.Batch, Lease: c.cfg.Nightly.Lease, MaxAttempts: c.cfg.Nightly.MaxAttempts,
-		LockedOnly: c.lockedOnly, Hooks: c.nightlyHooks}, req)
+		LockedOnly: c.reviewLockedOnly, Hooks: c.nightlyHooks}, req)
 	return &rep, err
 }
 

@@ -735,7 +735,7 @@ func (t *hookedTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 // faultingReviewClient returns a client over a fault store on the env's database and clock.
 //
 // The client reviews every case the locked way (KeysLock, then WriteSetApply): the tests' hooks run
-// between a review's locks and its write, a point the fenced way (one round trip, decision 128) does
+// between a review's locks and its write, a point the fenced way (one round trip, decision 124) does
 // not have. faultingFencedReviewClient keeps the fenced way.
 func faultingReviewClient(t *testing.T, e *env) (*densemem.Client, *faultingReviewStore) {
 	t.Helper()

@@ -12,7 +12,7 @@ import (
 	"github.com/densemem/densemem/internal/nightly"
 )
 
-// The fenced review (decision 128): cases planned from the batch's read and written in one round trip
+// The fenced review (decision 124): cases planned from the batch's read and written in one round trip
 // behind a fence. Each test runs the same story twice, once with the fenced way and once under locks
 // only, and compares what the two left: the fenced way must never decide anything the locked way
 // would not, whatever changed between the batch's read and a case's write.

@@ -2,6 +2,7 @@ package densemem
 
 import (
 	"context"
+	"errors"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/placement"
@@ -58,21 +59,77 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		return nil, err
 	}
 
-	// 7-9. Gate, plan and commit in one transaction; the plan is recomputed from what the
-	// transaction reads after its locks, so a retry starts from scratch.
+	// 7-9. Gate, plan and commit in one transaction. A request that touches no existing conflict
+	// key, case or source is planned from the read above and written in one round trip behind a
+	// fence that re-checks that read under the locks; otherwise, or when the fence fails, the plan is
+	// recomputed from what the transaction reads after its locks, so a retry starts from scratch.
 	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &req, Intake: in, Now: c.now(),
 		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
 		Hash: hash, NewID: c.newID}
-	var out *Placement
+	out, err := c.placeOptimistic(ctx, p, params, prep)
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		if out, err = c.placeLocked(ctx, p, params); err != nil {
+			return nil, err
+		}
+	}
+	c.cfg.Logger.DebugContext(ctx, "densemem: remember", "team", p.TeamID, "profile", p.ProfileID,
+		"ingest_id", out.IngestID, "replayed", out.Replayed, "relationships", len(out.RelationshipOutcomes))
+	return out, nil
+}
+
+// placeOptimistic plans a placement from what preparePlacement read and writes it in one round trip
+// (Tx.WriteSetApplyFenced), when the request touches nothing the plan needs its locks to read: no
+// existing subject's conflict key, no case, no source revision or adoption. It returns nil without an
+// error when the request does not qualify, when the plan fails (the locked path decides, and reports,
+// from fresh state), and when the fence finds that the read changed (or a concurrent write kept
+// conflicting): the caller then places under the locks, so correctness never rests on this path.
+func (c *Client) placeOptimistic(ctx context.Context, p Principal, params placement.Params, prep store.RememberPrepared) (*Placement, error) {
+	in := params.Intake
+	if c.lockedOnly || len(in.Adopt) > 0 || len(in.Revisions()) > 0 || len(in.Responses()) > 0 || len(params.AlsoLock) > 0 {
+		return nil, nil
+	}
+	// As lockPlacement plans, from the prepared read instead of the locked one.
+	pl := placement.New(params)
+	pl.Resolve(prep.Candidates, prep.Known)
+	pl.Adoptable(nil)
+	if _, err := pl.Revise(nil, c.cfg.Limits.MaxRevisionRelationships); err != nil || len(pl.Keys()) > 0 {
+		return nil, nil
+	}
+	ws, out, err := pl.Plan(store.KeysLocked{})
+	if err != nil {
+		return nil, nil
+	}
+	fence := store.WriteFence{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: params.Request.IdempotencyKey,
+		NameLocks: in.Names, MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, ProfileStatus: prep.Principal.Profile.Status,
+		ProfileScopes: prep.Principal.Profile.Scopes, Names: in.Names, Candidates: prep.Candidates}
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.WriteSetApplyFenced(ctx, fence, ws)
+	})
+	if errors.Is(err, store.ErrStaleVersion) || errors.Is(err, store.ErrConflict) {
+		c.cfg.Logger.DebugContext(ctx, "densemem: remember placed under locks", "team", p.TeamID, "profile", p.ProfileID,
+			"reason", err.Error())
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// placeLocked places the request in a transaction that plans from what it reads under its locks.
+func (c *Client) placeLocked(ctx context.Context, p Principal, params placement.Params) (*Placement, error) {
+	var out *Placement
+	err := c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		var err error
 		out, err = c.place(ctx, tx, p, params)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	c.cfg.Logger.DebugContext(ctx, "densemem: remember", "team", p.TeamID, "profile", p.ProfileID,
-		"ingest_id", out.IngestID, "replayed", out.Replayed, "relationships", len(out.RelationshipOutcomes))
 	return out, nil
 }
 

@@ -144,7 +144,7 @@ type Store interface {
 
 // Tx is one open transaction. Each method is one round trip; WriteSetApply is the last call of a
 // transaction that writes, and may carry its COMMIT. A transaction belongs to one team: its first call
-// is IntakeLock or KeysLock, whose params name the team, and a later call or a written row of another
+// is IntakeLock, KeysLock or WriteSetApplyFenced, whose params name the team, and a later call or a written row of another
 // team fails (nothing of the transaction remains).
 type Tx interface {
 	// IntakeLock takes the idempotency lock, the entity-name locks (sorted) and the source-key locks
@@ -176,6 +176,14 @@ type Tx interface {
 	// writes ws as WriteSetApply does, COMMIT included. It must be the transaction's first call. A
 	// fence that no longer holds fails with ErrStaleVersion, and nothing of the transaction remains.
 	ReviewApplyFenced(ctx context.Context, f ReviewFence, ws WriteSet) error
+	// WriteSetApplyFenced is the only call of a transaction whose write set was planned from reads
+	// made before it (Remember's optimistic plan): in one round trip it starts the transaction, takes
+	// the locks IntakeLock takes for f, checks under them that what the plan read still holds (f's
+	// fence: the idempotency record absent, the profile as read, no name of f.Names held by an entity
+	// name the plan did not read), then writes ws as WriteSetApply does, COMMIT included. When the
+	// fence fails it returns ErrStaleVersion and nothing of the transaction remains: plan again under
+	// the locks (IntakeLock, KeysLock, WriteSetApply).
+	WriteSetApplyFenced(ctx context.Context, f WriteFence, ws WriteSet) error
 	// WriteSetApply writes every row of ws and ends the transaction's work: no Tx call may follow.
 	// An update whose expected version no longer matches fails with ErrStaleVersion; a database
 	// integrity rule fails with ErrIntegrity. Either way nothing of the transaction remains. When the
@@ -383,6 +391,27 @@ type SourceFragment struct {
 type RelationshipKey struct {
 	ID  relationship.ID
 	Key conflict.Key
+}
+
+// WriteFence is what a write set planned before its transaction relied on (WriteSetApplyFenced):
+// the locks to take, as IntakeLockParams names them, and what was read without them.
+type WriteFence struct {
+	Team           identity.TeamID
+	Profile        identity.ProfileID
+	IdempotencyKey string
+	// NameLocks and MaxLocks are IntakeLockParams' (the names that may be created).
+	NameLocks []NameLookup
+	MaxLocks  int
+	// ProfileStatus and ProfileScopes are the profile as read; the fence holds its row FOR SHARE
+	// and fails unless it still has them.
+	ProfileStatus identity.ProfileStatus
+	ProfileScopes []identity.Scope
+	// Names are the names whose entities were read (RememberPrepareParams.Names), and Candidates
+	// what was read of them: the fence fails when an entity name matching Names (by kind and
+	// skeleton, as the read matched them) is not among the Candidates' names. Entities and their
+	// names are append-only, so nothing else about them can change.
+	Names      []NameLookup
+	Candidates []identity.Entity
 }
 
 // IntakeLocked is what IntakeLock read after its locks.

@@ -312,7 +312,7 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 
 // reviewClaimed reviews one claimed case. When read (readKeys) holds its key, the review is planned
 // from it and written in one round trip behind a fence that checks, under the locks reviewCase
-// takes, that nothing the plan read has changed (Tx.ReviewApplyFenced, decision 128); when the
+// takes, that nothing the plan read has changed (Tx.ReviewApplyFenced, decision 124); when the
 // fence fails, or read does not hold the key or the claim, the case is reviewed the locked way.
 // Both ways decide with the same code (decideCase) on the same rows, so they write the same.
 func reviewClaimed(ctx context.Context, cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,

@@ -101,7 +101,7 @@ func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams
 // caseClaimSQL claims due cases in one statement: the CTE picks them in due order, skipping rows
 // other workers hold, and the UPDATE stamps the claim. The version never changes here. The claimed
 // rows are reached by primary key from the CTE's array: a join could be planned as a scan of every
-// case the team ever had, resolved ones included (decision 127).
+// case the team ever had, resolved ones included (decision 123).
 const caseClaimSQL = `-- name: CaseClaimDue
 WITH due AS (
     SELECT conflict_id FROM {schema}.conflict_cases

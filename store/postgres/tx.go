@@ -191,7 +191,7 @@ ORDER BY s.relationship_id, s.support_id`
 // lookup (the primary key; conflict_cases_one_live), and the cases are reached by primary key from
 // the array of their IDs, so the cost never grows with the team's cases: a semi-join could be
 // planned, in a generic plan made while the team was small, as a scan of every case the team ever
-// had (decision 127).
+// had (decision 123).
 const caseFilter = `c.team_id = $1 AND c.conflict_id = ANY(ARRAY(
     SELECT n.conflict_id FROM {schema}.conflict_cases n WHERE n.team_id = $1 AND n.conflict_id = ANY($2::text[])
   UNION
@@ -565,6 +565,54 @@ func (t *tx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if err != nil {
 		return err
 	}
+	return t.applyOn(ctx, b, &ws)
+}
+
+// fenceSQL fails (densemem_expect_rows: SQLSTATE DM003, ErrStaleVersion) unless what an optimistic
+// plan read before its transaction still holds, read under the transaction's intake locks: no
+// idempotency record under the key ($3); the profile ($2) with the status and scopes read ($4, $5),
+// held FOR SHARE as IntakeLock holds it; and no entity name matching the kinds ($6) and skeletons
+// ($7), as entitiesByNameSQL matches them, other than the (entity, name) pairs read ($8, $9).
+// Entities and names are append-only, so a name the read saw cannot have changed. The names are
+// found first (m, materialized as in entitiesByNameSQL): one probe of entity_names_skeleton per
+// skeleton under the generic plan, then one of the entities' primary key per match, so the fence
+// costs the matches, not the team's names.
+const fenceSQL = `-- name: WriteFence
+WITH m AS MATERIALIZED (
+    SELECT n.entity_id, n.name FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = ANY($7::text[]))
+SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM {schema}.idempotency_records i
+        WHERE i.team_id = $1 AND i.profile_id = $2 AND i.idempotency_key = $3), 0, 'fence: idempotency key ' || $3::text),
+    {schema}.densemem_expect_rows((SELECT count(*) FROM (SELECT 1 FROM {schema}.profiles p
+        WHERE p.team_id = $1 AND p.profile_id = $2 AND p.status = $4 AND p.scopes = $5::text[] FOR SHARE) x),
+        1, 'fence: profile ' || $2::text),
+    {schema}.densemem_expect_rows((SELECT count(*) FROM m
+        WHERE (m.entity_id, m.name) NOT IN (SELECT * FROM unnest($8::text[], $9::text[]))
+          AND EXISTS (SELECT 1 FROM {schema}.entities e WHERE e.team_id = $1 AND e.entity_id = m.entity_id
+                      AND e.entity_kind = ANY($6::text[]))), 0, 'fence: entity names')`
+
+// WriteSetApplyFenced starts the transaction, takes IntakeLock's locks of f, checks f's fence under
+// them and writes ws, COMMIT included, in one round trip.
+func (t *tx) WriteSetApplyFenced(ctx context.Context, f store.WriteFence, ws store.WriteSet) error {
+	b, err := t.batch(f.Team)
+	if err != nil {
+		return err
+	}
+	var locks lockSet
+	locks.add(idempotencyLockID(f.Team, f.Profile, f.IdempotencyKey), false)
+	locks.class("entity-name", f.Team, nameLockIDs(f.Team, f.NameLocks), f.MaxLocks)
+	b.Queue(lockManySQL, locks.ids, locks.shared)
+	scopes := make([]string, len(f.ProfileScopes))
+	for i, sc := range f.ProfileScopes {
+		scopes[i] = string(sc)
+	}
+	kinds, skeletons := nameArgs(f.Names)
+	var ids, names []string
+	for _, e := range f.Candidates {
+		for _, n := range e.Names {
+			ids, names = append(ids, string(e.ID)), append(names, n.Name)
+		}
+	}
+	b.Queue(fenceSQL, f.Team, f.Profile, f.IdempotencyKey, string(f.ProfileStatus), scopes, kinds, skeletons, ids, names)
 	return t.applyOn(ctx, b, &ws)
 }
 

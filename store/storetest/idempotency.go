@@ -15,6 +15,7 @@ import (
 var idempotencyContracts = []contract{
 	{"RecordIsReadBack", testIdempotencyReadBack},
 	{"RecordIsNeverReplaced", testIdempotencyNeverReplaced},
+	{"FencedWriteChecksItsRead", testFencedWrite},
 }
 
 // sameRecord reports whether got holds want's operation, hash, ingest ID and (as JSON) result.
@@ -100,4 +101,71 @@ func testIdempotencyNeverReplaced(e *env) {
 	if get, _, _ := w.readRecord(w.a, first.Key); !sameRecord(get, first) {
 		t.Errorf("the record after a second write = %+v, want the first", get)
 	}
+}
+
+// testFencedWrite plans a write from RememberPrepare's read and writes it with WriteSetApplyFenced:
+// each change of what the read saw (an entity of a look-alike name, a record under the key, the
+// profile disabled) fails the fence with ErrStaleVersion and writes nothing; the read as it was
+// writes the rows and the record.
+func testFencedWrite(e *env) {
+	t := e.t
+	w := e.world("tm_f")
+	names := []store.NameLookup{lookup(kindPerson, "Grace")}
+	fenced := func(key string) (store.WriteSet, store.WriteFence, identity.EntityID) {
+		prep, err := e.s.RememberPrepare(e.ctx, store.RememberPrepareParams{Team: w.team, Profile: w.a, IdempotencyKey: key,
+			Names: names})
+		w.must(err, "RememberPrepare")
+		if prep.Principal == nil {
+			t.Fatalf("RememberPrepare: no principal for %s", w.a)
+		}
+		var ws store.WriteSet
+		mark := w.marker(&ws, "Marker "+key)
+		ws.Idempotency = &store.IdempotencyRow{Team: w.team, Profile: w.a, Key: key, Operation: "remember", RequestHash: "h",
+			IngestID: w.id("ing"), Result: json.RawMessage(`{}`), CreatedAt: t0}
+		return ws, store.WriteFence{Team: w.team, Profile: w.a, IdempotencyKey: key, NameLocks: names,
+			ProfileStatus: prep.Principal.Profile.Status, ProfileScopes: prep.Principal.Profile.Scopes, Names: names,
+			Candidates: prep.Candidates}, mark
+	}
+	apply := func(ws store.WriteSet, f store.WriteFence) error {
+		return e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error { return tx.WriteSetApplyFenced(ctx, f, ws) })
+	}
+
+	// The read as it was: written.
+	ws, f, mark := fenced("key-ok")
+	w.must(apply(ws, f), "WriteSetApplyFenced on an unchanged read")
+	if get, _, _ := w.readRecord(w.a, "key-ok"); !sameRecord(get, *ws.Idempotency) {
+		t.Errorf("the fenced write's record = %+v, want %+v", get, ws.Idempotency)
+	}
+	prep, err := e.s.RememberPrepare(e.ctx, store.RememberPrepareParams{Team: w.team, Profile: w.a,
+		KnownEntities: []identity.EntityID{mark}})
+	w.must(err, "RememberPrepare")
+	if len(prep.Known) != 1 {
+		t.Errorf("the fenced write's entity %s was not written", mark)
+	}
+
+	// A record under the key since the read.
+	ws, f, mark = fenced("key-used")
+	w.apply(store.WriteSet{Idempotency: &store.IdempotencyRow{Team: w.team, Profile: w.a, Key: "key-used", Operation: "forget",
+		RequestHash: "h2", IngestID: w.id("ing"), Result: json.RawMessage(`{}`), CreatedAt: t0}})
+	e.checkErr(apply(ws, f), store.ErrStaleVersion, "a fenced write after a record under its key")
+	w.absent(mark, "a fenced write after a record under its key")
+
+	// An entity whose name has the read's skeleton since the read (a look-alike: Cyrillic а).
+	ws, f, mark = fenced("key-name")
+	var other store.WriteSet
+	w.entityRows(&other, kindPerson, "Grаce", t0)
+	w.apply(other)
+	e.checkErr(apply(ws, f), store.ErrStaleVersion, "a fenced write after a look-alike entity")
+	w.absent(mark, "a fenced write after a look-alike entity")
+
+	// The read again, with that entity: written.
+	ws, f, _ = fenced("key-name")
+	w.must(apply(ws, f), "WriteSetApplyFenced on a read with the look-alike entity")
+
+	// The profile disabled since the read.
+	ws, f, mark = fenced("key-disabled")
+	w.must(e.s.ProfileSetStatus(e.ctx, store.ProfileSetStatusParams{Team: w.team, Profile: w.a, Status: identity.ProfileDisabled,
+		UpdatedAt: t0}), "ProfileSetStatus")
+	e.checkErr(apply(ws, f), store.ErrStaleVersion, "a fenced write after its profile was disabled")
+	w.absent(mark, "a fenced write after its profile was disabled")
 }
