@@ -124,10 +124,15 @@ const keyFilter = `r.team_id = $1
   AND (r.subject_entity_id, r.predicate_key, r.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))`
 
 // lockedRelationships is the column list and joins of a read of relationships (r) to lock, each with
-// its object's name: the statements that use it add their filter, order and lock.
+// its object's name: the statements that use it add their filter, order and lock. The name is one
+// probe of entity_names_canonical per relationship under any plan (a join planned while the team
+// was small scanned every canonical name of the team for each relationship, decision 123).
 const lockedRelationships = relationshipColumns + `, COALESCE(obn.name, v.value_text, '')
 FROM {schema}.relationships r
-LEFT JOIN {schema}.entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+LEFT JOIN LATERAL (
+    SELECT n.name FROM {schema}.entity_names n
+    WHERE n.team_id = r.team_id AND n.entity_id = r.object_entity_id AND n.name_kind = 'canonical'
+    LIMIT 1) obn ON true
 LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id`
 
 // relationshipSupports is the column list and joins of a read of the supports of relationships
