@@ -718,13 +718,6 @@ func (t *hookedTx) KeysLock(ctx context.Context, p store.KeysLockParams) (store.
 	return out, err
 }
 
-func (t *hookedTx) ReviewApplyFenced(ctx context.Context, f store.ReviewFence, ws store.WriteSet) error {
-	if t.beforeWrite != nil {
-		t.beforeWrite(ctx)
-	}
-	return t.Tx.ReviewApplyFenced(ctx, f, ws)
-}
-
 func (t *hookedTx) WriteSetApply(ctx context.Context, ws store.WriteSet) error {
 	if t.beforeWrite != nil {
 		t.beforeWrite(ctx)

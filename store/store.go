@@ -458,11 +458,9 @@ type KeysLockParams struct {
 // supports and retirements are only ever added, and a case's version moves with every change of its
 // status, positions or members.
 type ReviewFence struct {
-	Team identity.TeamID
-	Key  conflict.Key
-	Case conflict.ID
-	// MaxLocks is KeysLockParams.MaxLocks.
-	MaxLocks      int
+	Team          identity.TeamID
+	Key           conflict.Key
+	Case          conflict.ID
 	Relationships []relationship.ID
 	Versions      []int
 	Supports      int
@@ -474,8 +472,8 @@ type ReviewFence struct {
 
 // NewReviewFence returns the fence of a review of case id on key k planned from kl, a KeysRead of
 // the key (ForKey narrows a read of several keys to it).
-func NewReviewFence(k conflict.Key, id conflict.ID, maxLocks int, kl KeysLocked) ReviewFence {
-	f := ReviewFence{Team: k.Team, Key: k, Case: id, MaxLocks: maxLocks}
+func NewReviewFence(k conflict.Key, id conflict.ID, kl KeysLocked) ReviewFence {
+	f := ReviewFence{Team: k.Team, Key: k, Case: id}
 	for _, r := range kl.Relationships {
 		f.Relationships, f.Versions = append(f.Relationships, r.ID), append(f.Versions, r.Version)
 	}

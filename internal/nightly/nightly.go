@@ -321,7 +321,7 @@ func reviewClaimed(ctx context.Context, cfg Config, pol store.Policy, preds []re
 		return reviewCase(ctx, cfg, pol, preds, c, token, now, next)
 	}
 	kl := read.ForKey(c.Key, c.ID)
-	fence := store.NewReviewFence(c.Key, c.ID, 0, kl)
+	fence := store.NewReviewFence(c.Key, c.ID, kl)
 	l, outcome, err := decideCase(cfg, pol, preds, c, token, now, next, kl)
 	if err != nil {
 		// The read saw the case claimed by another worker, closed, or not at all: the locked

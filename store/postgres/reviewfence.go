@@ -58,7 +58,7 @@ func (t *tx) ReviewApplyFenced(ctx context.Context, f store.ReviewFence, ws stor
 	if err != nil {
 		return err
 	}
-	queueKeyLocks(b, f.Team, []conflict.Key{f.Key}, f.MaxLocks)
+	queueKeyLocks(b, f.Team, []conflict.Key{f.Key}, 0)
 	rels, cases := make([]string, len(f.Relationships)), make([]string, len(f.Cases))
 	for i, id := range f.Relationships {
 		rels[i] = string(id)

@@ -61,7 +61,7 @@ func testReviewFenceChecks(e *env) {
 		Token: "tok_1", MaxAttempts: 5}); len(got) != 1 {
 		e.t.Fatalf("claim = %v, want the case", claimedIDs(got))
 	}
-	fence := store.NewReviewFence(sc.key, sc.cs.ID, 0, w.liveRead(e.rv, sc, false))
+	fence := store.NewReviewFence(sc.key, sc.cs.ID, w.liveRead(e.rv, sc, false))
 	// A review that keeps the case open, fenced: it writes the case's next review time.
 	next := at(24 * time.Hour)
 	keep := store.WriteSet{CaseReviews: []store.CaseReviewUpdate{{Team: w.team, ID: sc.cs.ID, Token: "tok_1", ExpectVersion: sc.cs.Version,
