@@ -32,7 +32,10 @@ type ForgetResult struct {
 	// Conflict names the team conflict case of the relationship's key after the retraction (for
 	// example dismissed, when the retraction left no material disagreement).
 	Conflict *ConflictRef `json:"conflict,omitempty"`
-	Replayed bool         `json:"replayed"`
+	// ReviewItems are the items the retraction issued: the new questions of the caller's statements
+	// that were held against the retracted relationship and are still held against another one.
+	ReviewItems []AskedItem `json:"review_items,omitempty"`
+	Replayed    bool        `json:"replayed"`
 }
 
 // Forget retracts a relationship the caller owns: in one transaction it appends a retraction
@@ -109,7 +112,7 @@ func (c *Client) retract(ctx context.Context, tx store.Tx, p Principal, policy s
 	} else {
 		l.Retract(cur, req.Reason)
 		res.TransitionID, res.Version = l.LastTransitionID(), cur.Version
-		l.Replan(ks, p.ProfileID) // a relationship held against cur may now be current (DESIGN §6.7)
+		res.ReviewItems = askedItems(l.Settle()) // a relationship held against cur: re-planned (DESIGN §6.7)
 		if ref := l.Maintain(ks); ref != nil {
 			res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}

@@ -59,6 +59,9 @@ func TestRuntimeRoleCannotBypassTheLedger(t *testing.T) {
 	if b.Conflict == nil {
 		t.Fatalf("no case opened: %+v", b)
 	}
+	if held := e.remember(e.A, deploy("production", "release")); held.Review == nil {
+		t.Fatalf("A's release: %+v, want it held with an item the forged items copy", held)
+	}
 	if cases, err := e.client.ListConflicts(e.ctx, e.admin, densemem.ListConflictsRequest{}); err != nil || len(cases.Conflicts) != 1 {
 		t.Fatalf("open conflict cases: %+v, %v; want the one the forged rows copy", cases, err)
 	}
@@ -100,7 +103,17 @@ func TestRuntimeRoleCannotBypassTheLedger(t *testing.T) {
 		{"reviewer writes a profile transition", e.reviewer, `INSERT INTO relationship_transitions SELECT (jsonb_populate_record(
 			NULL::relationship_transitions, to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'to_version', 99,
 			'actor_kind', 'profile'))).* FROM relationship_transitions x LIMIT 1`, nil, []string{"DM004"}},
-		{"reviewer opens a review item", e.reviewer, `INSERT INTO review_items SELECT * FROM review_items LIMIT 1`, nil, []string{"42501"}},
+		// The reviewer may issue a held statement's question again and close one as superseded
+		// (migration 22), nothing else of review items.
+		{"reviewer opens an identity item", e.reviewer, `INSERT INTO review_items SELECT (jsonb_populate_record(NULL::review_items,
+			to_jsonb(x) || jsonb_build_object('review_id', 'rev_forged', 'placement_item_id', 'item_forged', 'kind', 'identity'))).*
+			FROM review_items x LIMIT 1`, nil, []string{"DM004"}},
+		{"reviewer opens a resolved item", e.reviewer, `INSERT INTO review_items SELECT (jsonb_populate_record(NULL::review_items,
+			to_jsonb(x) || jsonb_build_object('review_id', 'rev_forged', 'placement_item_id', 'item_forged', 'status', 'resolved',
+			'resolved_at', now()))).* FROM review_items x LIMIT 1`, nil, []string{"DM004"}},
+		{"reviewer resolves an item", e.reviewer, "UPDATE review_items SET status = 'resolved', resolved_at = now()", nil, []string{"DM004"}},
+		{"reviewer decides an item", e.reviewer, "UPDATE review_items SET decision_id = 'dec_x'", nil, []string{"42501"}},
+		{"reviewer deletes an item", e.reviewer, "DELETE FROM review_items", nil, []string{"42501"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			code, err := asRole(e.ctx, tc.pool, e.team, tc.stmt, tc.args...)

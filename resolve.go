@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/densemem/densemem/identity"
@@ -83,7 +84,33 @@ type ResolveResult struct {
 	CrossReferences []CrossReferenceOutcome `json:"cross_references,omitempty"`
 	// Conflict names the team conflict case of the decided key after the decision, if it has one.
 	Conflict *ConflictRef `json:"conflict,omitempty"`
-	Replayed bool         `json:"replayed"`
+	// ReviewItems are the items the decision issued: the new questions of the caller's statements
+	// held on the decided key whose question the decision moved (DESIGN §6.7).
+	ReviewItems []AskedItem `json:"review_items,omitempty"`
+	Replayed    bool        `json:"replayed"`
+}
+
+// AskedItem is a review item a call issued because it moved the question of one of the caller's held
+// statements (DESIGN §6.7): Resolve names it by IngestID and PlacementItemID; Review is its prompt.
+type AskedItem struct {
+	RelationshipID  RelationshipID `json:"relationship_id"`
+	IngestID        string         `json:"ingest_id"`
+	PlacementItemID string         `json:"placement_item_id"`
+	Review          *ReviewPrompt  `json:"review"`
+}
+
+// askedItems lists the items a transaction issued (ledger.Settle), in relationship order.
+func askedItems(asked map[relationship.ID]ledger.Asked) []AskedItem {
+	out := make([]AskedItem, 0, len(asked))
+	for _, a := range asked {
+		out = append(out, AskedItem{RelationshipID: a.RelationshipID, IngestID: a.IngestID, PlacementItemID: a.PlacementItemID,
+			Review: a.Review})
+	}
+	slices.SortFunc(out, func(a, b AskedItem) int { return strings.Compare(string(a.RelationshipID), string(b.RelationshipID)) })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // Resolve carries out the caller's decision on one of its open review items. In one transaction it
@@ -206,13 +233,13 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 		return nil, err
 	}
 	l, ks := k.l, k.ks
-	if err := stillAsked(item, ks.Find, p); err != nil {
+	if err := stillAsked(item, ks.Find, ks.Priors, p); err != nil {
 		return nil, err
 	}
 	res := &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
 	held := ks.Find(item.RelationshipID)
 	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, callerReason(req, "")))
-	l.Replan(ks, p.ProfileID) // a relationship held against a prior the decision closed (DESIGN §6.7)
+	res.ReviewItems = askedItems(l.Settle()) // held statements whose question the decision moved (DESIGN §6.7)
 	if ref := l.Maintain(ks); ref != nil {
 		res.Conflict = &ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 	}
@@ -221,39 +248,52 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{keepOpen: req.Action == ActionAccept})
 }
 
-// stillAsked checks that item is still open and that the relationships it asks about are the
-// caller's and still at the versions it was issued for.
-func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.Relationship, p Principal) error {
+// stillAsked checks that item still asks its question (DESIGN §6.7: an item is answerable only while
+// everything it asked about is unchanged): it is open; the relationship it asks about is the caller's,
+// still in review, at the version it was issued for; every related relationship is the caller's,
+// current, at its version; and, for a held statement, the caller's current relationships it
+// contradicts (priorsOf) are exactly the related ones. Versions 0 were not recorded (items issued
+// before migration 11) and are not compared.
+func stillAsked(item store.ReviewItem, find func(relationship.ID) *relationship.Relationship,
+	priorsOf func(*relationship.Relationship) []*relationship.Relationship, p Principal) error {
 	stale := func(why string, args ...any) error {
 		return fmt.Errorf("%w: review item %s: %s", ErrStaleDecision, item.ID, fmt.Sprintf(why, args...))
 	}
 	if item.Status != store.ReviewOpen {
 		return stale("it is %s", item.Status)
 	}
-	if r := find(item.RelationshipID); r != nil && r.Status != relationship.StatusNeedsReview &&
-		r.Status != relationship.StatusPendingEvidence {
-		return stale("relationship %s is %s, no longer in review", r.ID, r.Status)
-	}
 	if item.RelationshipID == "" {
 		return nil // an item about an observation: its question is open while the item is
 	}
-	ids := append([]string{string(item.RelationshipID)}, item.Related...)
-	versions := append([]int{item.RelationshipVersion}, item.RelatedVersions...)
-	for i, id := range ids {
+	held := find(item.RelationshipID)
+	switch {
+	case held == nil:
+		return stale("relationship %s is not on the item's key", item.RelationshipID)
+	case held.Owner != p.ProfileID:
+		return fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, held.ID, held.Owner)
+	case held.Status != relationship.StatusNeedsReview && held.Status != relationship.StatusPendingEvidence:
+		return stale("relationship %s is %s, no longer in review", held.ID, held.Status)
+	case item.RelationshipVersion != 0 && item.RelationshipVersion != held.Version:
+		return stale("relationship %s moved from version %d to %d since the item was issued", held.ID, item.RelationshipVersion, held.Version)
+	}
+	for i, id := range item.Related {
 		r := find(relationship.ID(id))
 		switch {
 		case r == nil:
 			return stale("relationship %s is not on the item's key", id)
 		case r.Owner != p.ProfileID:
 			return fmt.Errorf("%w: relationship %s belongs to profile %s", ErrNotOwner, r.ID, r.Owner)
-		case i > 0 && r.Status != relationship.StatusActive && r.Status != relationship.StatusNeedsReview &&
-			r.Status != relationship.StatusPendingEvidence:
-			// A prior that left current state by another writer's change (the nightly reviewer's
-			// resolution of a team case: the owner's own changes re-plan the held statement and
-			// close the item) leaves the question about the held statement standing: every choice
-			// still says what becomes of it (decision 90).
-		case i < len(versions) && versions[i] != 0 && versions[i] != r.Version:
-			return stale("relationship %s moved from version %d to %d since the item was issued", id, versions[i], r.Version)
+		case i < len(item.RelatedVersions) && item.RelatedVersions[i] != 0 && item.RelatedVersions[i] != r.Version:
+			return stale("relationship %s moved from version %d to %d since the item was issued", id, item.RelatedVersions[i], r.Version)
+		case r.Status != relationship.StatusActive:
+			return stale("relationship %s is %s, no longer current", id, r.Status)
+		}
+	}
+	if held.Status == relationship.StatusNeedsReview && priorsOf != nil {
+		for _, prior := range priorsOf(held) {
+			if !slices.Contains(item.Related, string(prior.ID)) {
+				return stale("relationship %s of yours is current now and contradicts %s: the question changed", prior.ID, held.ID)
+			}
 		}
 	}
 	return nil

@@ -1149,12 +1149,15 @@ func TestPendingItemGivesWayToAHold(t *testing.T) {
 	}
 }
 
-// TestResolveAfterTheReviewerClosedThePrior: A's statement held against A1 stays answerable after the
-// nightly reviewer superseded A1 by the team's case: the reviewer may not touch A's held statement or
-// its item, so A decides, and the choice says what becomes of the held statement (decision 90).
+// TestResolveAfterTheReviewerClosedThePrior: when the nightly reviewer supersedes the prior A's
+// statement was held against (A lost the team's case), the held statement's question is gone: in the
+// review's transaction the reviewer closes A's item as superseded and issues the new question — is
+// the held statement current, now that nothing of A's contradicts it? — without changing A's
+// statement (DESIGN §6.7, §9; decision 90 amended). The old item is refused as stale; the new one
+// answers as its choices say.
 func TestResolveAfterTheReviewerClosedThePrior(t *testing.T) {
 	t.Parallel()
-	for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionKeepPriorRejectNew} {
+	for _, action := range []string{densemem.ActionSupersedePrior, densemem.ActionReject} {
 		t.Run(action, func(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
@@ -1171,18 +1174,48 @@ func TestResolveAfterTheReviewerClosedThePrior(t *testing.T) {
 			if status, _, _, _ := e.relationshipState(s.A1); status != "superseded" {
 				t.Fatalf("A1 is %s after the resolution, want superseded", status)
 			}
-			res, err := e.client.Resolve(e.ctx, e.A, resolveRequest(pl.IngestID, held, action))
-			if err != nil {
-				t.Fatalf("%s after the reviewer closed the prior: %v", action, err)
+			if status, _, _, _ := e.relationshipState(held.RelationshipID); status != "needs_review" {
+				t.Fatalf("the reviewer changed A's held statement: %s, want needs_review", status)
 			}
-			want := map[string]string{densemem.ActionSupersedePrior: "active", densemem.ActionKeepPriorRejectNew: "rejected"}[action]
+			if got := e.reviewItemStatus(e.A, held.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+				t.Errorf("the old item is %s, want superseded", got)
+			}
+			if _, err := e.client.Resolve(e.ctx, e.A, resolveRequest(pl.IngestID, held, densemem.ActionSupersedePrior)); !errors.Is(err, densemem.ErrStaleDecision) {
+				t.Fatalf("deciding the superseded item: %v, want ErrStaleDecision", err)
+			}
+			items, err := e.client.ListReviewItems(e.ctx, e.A, densemem.ListReviewItemsRequest{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var next *densemem.ReviewItem
+			for i := range items.ReviewItems {
+				if items.ReviewItems[i].RelationshipID == held.RelationshipID {
+					next = &items.ReviewItems[i]
+				}
+			}
+			if next == nil || len(next.RelatedRelationshipID) != 0 || next.Prompt == nil {
+				t.Fatalf("open items %+v, want A's new question about the held statement, with no prior", items.ReviewItems)
+			}
+			var offered []string
+			for _, c := range next.Prompt.Choices {
+				offered = append(offered, c.Action)
+			}
+			if d := diff([]string{densemem.ActionSupersedePrior, densemem.ActionReject}, offered); d != "" {
+				t.Errorf("choices (-want +got):\n%s", d)
+			}
+			res, err := e.client.Resolve(e.ctx, e.A, densemem.ResolveRequest{IngestID: next.IngestID, PlacementItemID: next.PlacementItemID,
+				Action: action, IdempotencyKey: nextKey()})
+			if err != nil {
+				t.Fatalf("%s on the new question: %v", action, err)
+			}
+			want := map[string]string{densemem.ActionSupersedePrior: "active", densemem.ActionReject: "rejected"}[action]
 			if status, _, _, _ := e.relationshipState(held.RelationshipID); status != want {
 				t.Errorf("held statement is %s, want %s", status, want)
 			}
 			if len(res.Changes) != 1 || res.Changes[0].RelationshipID != held.RelationshipID {
 				t.Errorf("changes %+v, want only the held statement's (A1 is already closed)", res.Changes)
 			}
-			if got := e.reviewItemStatus(e.A, held.Review.ReviewID); got != densemem.ReviewItemStatusResolved {
+			if got := e.reviewItemStatus(e.A, next.ReviewID); got != densemem.ReviewItemStatusResolved {
 				t.Errorf("item is %s, want resolved", got)
 			}
 			e.checkLedger()

@@ -147,8 +147,11 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 		ps.Add("proposal", "a correction must state the subject, predicate and scope of relationship %s", item.RelationshipID)
 		return nil, ps.Err()
 	}
-	if err := stillAsked(item, find, p); err != nil {
+	if err := stillAsked(item, find, priorsIn(kl, params.Predicates), p); err != nil {
 		return nil, err
+	}
+	if req.Action == ActionCorrect || req.Action == ActionBothValid {
+		pl.Decided = func(l *ledger.Ledger) { rejectReplaced(l, kl, item, req.Action) }
 	}
 	l, out, err := pl.Rows(kl)
 	if err != nil {
@@ -162,10 +165,24 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 		res.FragmentIDs = append(res.FragmentIDs, f.FragmentID)
 		what.fragments = append(what.fragments, string(f.FragmentID))
 	}
-	if req.Action == ActionCorrect || req.Action == ActionBothValid {
-		rejectReplaced(l, kl, item, req.Action)
-	}
+	res.ReviewItems = askedItems(l.Settle())
 	return res, c.recordDecision(ctx, tx, l, p, req, params.Hash, item, res, what)
+}
+
+// priorsIn returns the function that finds, among the relationships kl locked, the owner's current
+// relationships a held statement contradicts (ledger.KeyState.Priors on its key).
+func priorsIn(kl store.KeysLocked, preds []relationship.Predicate) func(*relationship.Relationship) []*relationship.Relationship {
+	return func(held *relationship.Relationship) []*relationship.Relationship {
+		pred, _ := relationship.MatchPredicate(held.PredicateKey, preds)
+		ks := &ledger.KeyState{Pred: pred}
+		for i := range kl.Relationships {
+			r := &kl.Relationships[i]
+			if r.Subject == held.Subject && r.PredicateKey == held.PredicateKey && r.Scope == held.Scope {
+				ks.Rels = append(ks.Rels, r)
+			}
+		}
+		return ks.Priors(held)
+	}
 }
 
 // correction is the Remember request of a correct decision: its evidence and proposal, every
@@ -186,8 +203,8 @@ func correction(req ResolveRequest, item store.ReviewItem) RememberRequest {
 }
 
 // rejectReplaced rejects the relationship a correct or both_valid decision replaced, unless the
-// decision's own placement already took it out of review (it supported a pending one), and
-// re-plans the owner's other held relationships on its key.
+// decision's own placement already took it out of review (it supported a pending one); the
+// placement then settles the owner's held statements on its key.
 func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, action string) {
 	for _, r := range kl.Relationships {
 		if r.ID != item.RelationshipID {
@@ -196,11 +213,6 @@ func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
 			l.Carry(ks, cur, nil, action, "")
-			n := len(l.WS.Transitions)
-			l.Replan(ks, cur.Owner)
-			if len(l.WS.Transitions) > n {
-				l.Maintain(ks) // a held relationship became current: the key's case sees it
-			}
 		}
 	}
 }
@@ -436,7 +448,7 @@ func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req Reso
 		if err != nil {
 			return err
 		}
-		if err := stillAsked(item, func(relationship.ID) *relationship.Relationship { return nil }, p); err != nil {
+		if err := stillAsked(item, func(relationship.ID) *relationship.Relationship { return nil }, nil, p); err != nil {
 			return err
 		}
 		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),

@@ -44,7 +44,8 @@ var goSources embed.FS
 // goMigrations returns the migrations written in Go, for one set of roles.
 func goMigrations(r Roles) []*goose.Migration {
 	return []*goose.Migration{nameKeys, rolesMigration(r), decisionsMigration(r), identityDecisionsMigration(r),
-		dropSearchRefreshMigration(r), fragmentRetirementsMigration(r), privacyErasureMigration(r), boundedRecallMigration(r)}
+		dropSearchRefreshMigration(r), fragmentRetirementsMigration(r), privacyErasureMigration(r), boundedRecallMigration(r),
+		reviewerReviewItemsMigration(r)}
 }
 
 // DefaultSchema is the schema that holds every object unless Options.Schema names another.

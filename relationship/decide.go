@@ -20,7 +20,7 @@ type Action string
 
 // Actions of the current-state decision.
 const (
-	// ActionSupport adds support to an identical active or pending relationship; no new row.
+	// ActionSupport adds support to an identical active, pending or held relationship; no new row.
 	ActionSupport Action = "support"
 	// ActionCreate creates a new active relationship that coexists with the owner's others.
 	ActionCreate Action = "create"
@@ -35,8 +35,8 @@ type Decision struct {
 	Action Action
 	// Target is the identical relationship that gains support (ActionSupport).
 	Target ID
-	// Promote applies to ActionSupport of a pending_evidence target: what the newly supported target
-	// does (ActionCreate: becomes active; ActionSupersede; ActionHold: becomes needs_review).
+	// Promote applies to ActionSupport of a pending_evidence or needs_review target: what the newly
+	// supported target does (ActionCreate: becomes active; ActionSupersede; ActionHold: is held).
 	Promote Action
 	// Priors are the owner's incompatible active relationships (ActionSupersede, ActionHold).
 	Priors []ID
@@ -68,33 +68,48 @@ func Incompatible(p Predicate, aObj Object, aPol Polarity, aVal Interval, bObj O
 }
 
 // Decide applies the same-owner current-state rules to an accepted proposal. owned holds the owner's
-// relationships with the same subject, predicate and scope, in any status.
+// relationships with the same subject, predicate and scope, in any status. An identical relationship
+// gains the proposal as support, preferring an active one, then a pending one, then a held one (the
+// oldest ID first): a pending or held target is re-planned on its own terms (Promote, Priors). A
+// held target gains it only when neither would take effect (both would be held: it is the same
+// question again) or when the target itself now would; otherwise the proposal is placed on its own
+// and the held statement, identical to what became current, is settled by the caller.
 func Decide(p Predicate, prop Proposed, owned []Relationship) Decision {
 	owned = slices.Clone(owned)
-	slices.SortFunc(owned, func(a, b Relationship) int {
-		// Prefer an active identical relationship over a pending one, then the oldest ID.
-		if (a.Status == StatusActive) != (b.Status == StatusActive) {
-			if a.Status == StatusActive {
-				return -1
-			}
+	rank := func(s Status) int {
+		switch s {
+		case StatusActive:
+			return 0
+		case StatusPendingEvidence:
 			return 1
+		}
+		return 2
+	}
+	slices.SortFunc(owned, func(a, b Relationship) int {
+		if ra, rb := rank(a.Status), rank(b.Status); ra != rb {
+			return ra - rb
 		}
 		return compareIDs(a.ID, b.ID)
 	})
 	for _, r := range owned {
-		if (r.Status == StatusActive || r.Status == StatusPendingEvidence) && Identical(p, r, prop) {
-			d := Decision{Action: ActionSupport, Target: r.ID}
-			if r.Status == StatusPendingEvidence {
-				// The pending relationship is re-planned on its own state: its own validity, confirmed
-				// only when the new evidence confirmed exactly its valid_from.
-				self := Proposed{Object: r.Object, Polarity: r.Polarity, Validity: r.Validity,
-					ValidFromConfirmed: prop.ValidFromConfirmed && r.Validity.From != nil && prop.Validity.From != nil &&
-						r.Validity.From.Equal(*prop.Validity.From)}
-				others := slices.DeleteFunc(slices.Clone(owned), func(o Relationship) bool { return o.ID == r.ID })
-				next := place(p, self, others)
-				d.Promote, d.Priors = next.Action, next.Priors
+		if !Identical(p, r, prop) {
+			continue
+		}
+		switch r.Status {
+		case StatusActive:
+			return Decision{Action: ActionSupport, Target: r.ID}
+		case StatusPendingEvidence, StatusNeedsReview:
+			// The target is re-planned on its own state: its own validity, confirmed only when the new
+			// evidence confirmed exactly its valid_from.
+			self := Proposed{Object: r.Object, Polarity: r.Polarity, Validity: r.Validity,
+				ValidFromConfirmed: prop.ValidFromConfirmed && r.Validity.From != nil && prop.Validity.From != nil &&
+					r.Validity.From.Equal(*prop.Validity.From)}
+			others := slices.DeleteFunc(slices.Clone(owned), func(o Relationship) bool { return o.ID == r.ID })
+			next := place(p, self, others)
+			if r.Status == StatusNeedsReview && next.Action == ActionHold && place(p, prop, others).Action != ActionHold {
+				continue
 			}
-			return d
+			return Decision{Action: ActionSupport, Target: r.ID, Promote: next.Action, Priors: next.Priors}
 		}
 	}
 	return place(p, prop, owned)

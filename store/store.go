@@ -493,7 +493,10 @@ func NewReviewFence(k conflict.Key, id conflict.ID, kl KeysLocked) ReviewFence {
 // key's relationships with their supports and object names, and the key's cases and the named ones.
 // Its slices are copies: a ledger loaded from it changes none of kl's rows.
 func (kl KeysLocked) ForKey(k conflict.Key, cases ...conflict.ID) KeysLocked {
-	out := KeysLocked{ObjectNames: map[relationship.ID]string{}}
+	out := KeysLocked{ObjectNames: map[relationship.ID]string{}, SubjectNames: map[identity.EntityID]string{}}
+	if name, ok := kl.SubjectNames[k.Subject]; ok {
+		out.SubjectNames[k.Subject] = name
+	}
 	on := map[relationship.ID]bool{}
 	for _, r := range kl.Relationships {
 		if r.Subject == k.Subject && r.PredicateKey == k.PredicateKey && r.Scope == k.Scope {
@@ -505,6 +508,11 @@ func (kl KeysLocked) ForKey(k conflict.Key, cases ...conflict.ID) KeysLocked {
 	for _, s := range kl.Supports {
 		if on[s.RelationshipID] {
 			out.Supports = append(out.Supports, s)
+		}
+	}
+	for _, it := range kl.Items {
+		if on[it.RelationshipID] {
+			out.Items = append(out.Items, it)
 		}
 	}
 	for _, c := range kl.Cases {
@@ -532,6 +540,11 @@ type SupportRow struct {
 	Author      identity.ProfileID
 	// ConfirmedFrom is the valid_from the support's verification event confirmed, if any.
 	ConfirmedFrom *time.Time
+	// ObservationID, VerificationID and the span [Start, End) are the link's own: a held statement
+	// that becomes a support of its owner's identical current one is linked again from them.
+	ObservationID  string
+	VerificationID string
+	Start, End     int
 }
 
 // KeysLocked is what KeysLock read: every owner's relationships of the keys with their supports,
@@ -546,4 +559,9 @@ type KeysLocked struct {
 	Members []relationship.Relationship
 	// Predicates is the team's predicate list when KeysLockParams.Predicates asked for it.
 	Predicates []relationship.Predicate
+	// Items are the open relationship_conflict review items about the keys' held relationships: what
+	// each one asks, so a change that moves its question re-asks it.
+	Items []ReviewItemRow
+	// SubjectNames holds the canonical name of each key's subject, for the questions items ask.
+	SubjectNames map[identity.EntityID]string
 }

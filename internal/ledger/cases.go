@@ -92,7 +92,8 @@ func (l *Ledger) maintain(ks *KeyState, kind conflict.Kind, ch conflict.Change) 
 // positions (decide, a pure function of them: conflict.Decide), and writes what follows — the case
 // resolved with its cutoff and every losing member superseded there, marked overdue (one event when
 // it first becomes overdue), dismissed when no material disagreement is left, or kept open — with
-// the case update fenced by the claim token and scheduled for next. It returns the outcome.
+// the case update fenced by the claim token and scheduled for next; the owners' statements held
+// against a loser it closed are asked their new question (Settle). It returns the outcome.
 func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time.Time,
 	decide func(positions []conflict.Position) conflict.Decision) conflict.Outcome {
 	ch := conflict.Maintain(ks.Pred, live(cs), ks.Members(), l.Now)
@@ -150,6 +151,9 @@ func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time
 	}
 	upd.Version, upd.Status = cs.Version, cs.Status
 	l.WS.CaseReviews = append(l.WS.CaseReviews, upd)
+	// An owner's statement held against a loser the resolution closed asks a new question: the
+	// reviewer re-asks it, never changing the statement (DESIGN §6.7, §9).
+	l.Settle()
 	return outcome
 }
 

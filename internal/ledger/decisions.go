@@ -3,7 +3,6 @@ package ledger
 import (
 	"encoding/json"
 
-	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
@@ -87,8 +86,7 @@ func (l *Ledger) questionGone(rel *relationship.Relationship, status relationshi
 	if status == rel.Status || (rel.Status != relationship.StatusPendingEvidence && rel.Status != relationship.StatusNeedsReview) {
 		return
 	}
-	l.WS.ItemClosesFor = append(l.WS.ItemClosesFor, store.ReviewItemCloseFor{Team: l.Team, RelationshipID: rel.ID,
-		Status: store.ReviewSuperseded, ClosedAt: l.Now})
+	l.closeItems(rel.ID)
 }
 
 // Review actions the ledger carries out (the decisions Resolve takes without new evidence).
@@ -167,31 +165,4 @@ func (l *Ledger) Preview(ks *KeyState, rel relationship.ID, related []relationsh
 		out[action] = scratch.Changes()
 	}
 	return out
-}
-
-// ReasonPriorGone is the reason of a held relationship made current because the owner's prior it
-// was held against left current state (DESIGN §6.7).
-const ReasonPriorGone Reason = "prior_gone"
-
-// Replan re-plans owner's relationships of the key held for review once a prior they were held
-// against has left current state (a forget, a decision): each one no active relationship of the
-// owner contradicts any more becomes current, with its cross-references to other owners, and its
-// review items close (the question is gone). A held relationship still contradicted stays held.
-func (l *Ledger) Replan(ks *KeyState, owner identity.ProfileID) {
-	for _, held := range ks.Rels {
-		if held.Owner != owner || held.Status != relationship.StatusNeedsReview {
-			continue
-		}
-		contradicted := false
-		for _, r := range ks.Rels {
-			if r.Owner == owner && r.ID != held.ID && r.Status == relationship.StatusActive &&
-				relationship.Incompatible(ks.Pred, held.Object, held.Polarity, held.Validity, r.Object, r.Polarity, r.Validity) {
-				contradicted = true
-			}
-		}
-		if !contradicted {
-			l.Change(held, relationship.StatusActive, relationship.TierFor(l.Supports(held.ID)), ReasonPriorGone)
-			l.CrossReferences(held, l.validFromConfirmed(held), "", "")
-		}
-	}
 }

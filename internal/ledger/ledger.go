@@ -65,6 +65,32 @@ type Ledger struct {
 	others map[relationship.ID]*relationship.Relationship
 	// corrected are, per entity, the identity corrections the transaction recorded (both sides).
 	corrected map[identity.EntityID][]relationship.ID
+
+	// The questions of held statements (settle.go). items are, per relationship, its open
+	// relationship_conflict items, as read and as issued since; closed the relationships whose stored
+	// items the transaction closed; asked the items it issued; itemIDs the placement items to ask
+	// under; absorbed the held statements that became supports of their owner's current one.
+	items    map[relationship.ID][]store.ReviewItemRow
+	closed   map[relationship.ID]bool
+	asked    map[relationship.ID]Asked
+	itemIDs  map[relationship.ID]string
+	absorbed map[relationship.ID]relationship.ID
+	// recomputed are the owners and keys whose relationships a retirement recomputed: their held
+	// statements there are re-planned by the system.
+	recomputed map[ownerKey]bool
+	// links are the support links of every relationship the transaction knows (an absorbed held
+	// statement's are linked again), observations the observation each new relationship came from.
+	links        map[relationship.ID][]store.SupportRow
+	observations map[relationship.ID]string
+	// objectNames and subjectNames name relationships' objects and keys' subjects in questions.
+	objectNames  map[relationship.ID]string
+	subjectNames map[identity.EntityID]string
+}
+
+// ownerKey is one owner's part of a conflict key.
+type ownerKey struct {
+	key   conflict.Key
+	owner identity.ProfileID
 }
 
 // KeyState is everything the transaction knows about one conflict key: every owner's relationships
@@ -124,6 +150,16 @@ func (l *Ledger) init() {
 		l.fragments = map[relationship.ID][]evidence.FragmentID{}
 		l.confirmedFrom = map[relationship.ID][]time.Time{}
 		l.cases = map[conflict.ID]*store.CaseRow{}
+		l.items = map[relationship.ID][]store.ReviewItemRow{}
+		l.closed = map[relationship.ID]bool{}
+		l.asked = map[relationship.ID]Asked{}
+		l.itemIDs = map[relationship.ID]string{}
+		l.absorbed = map[relationship.ID]relationship.ID{}
+		l.recomputed = map[ownerKey]bool{}
+		l.links = map[relationship.ID][]store.SupportRow{}
+		l.observations = map[relationship.ID]string{}
+		l.objectNames = map[relationship.ID]string{}
+		l.subjectNames = map[identity.EntityID]string{}
 	}
 }
 
@@ -146,10 +182,20 @@ func (l *Ledger) Load(kl store.KeysLocked, preds []relationship.Predicate) {
 	}
 	for _, s := range kl.Supports {
 		l.supports[s.RelationshipID] = append(l.supports[s.RelationshipID], Support(s, l.Policy.AuthoritativeProfiles))
+		l.links[s.RelationshipID] = append(l.links[s.RelationshipID], s)
 		l.fragments[s.RelationshipID] = append(l.fragments[s.RelationshipID], s.FragmentID)
 		if s.ConfirmedFrom != nil {
 			l.confirmedFrom[s.RelationshipID] = append(l.confirmedFrom[s.RelationshipID], *s.ConfirmedFrom)
 		}
+	}
+	for _, it := range kl.Items {
+		l.items[it.RelationshipID] = append(l.items[it.RelationshipID], it)
+	}
+	for id, n := range kl.ObjectNames {
+		l.objectNames[id] = n
+	}
+	for id, n := range kl.SubjectNames {
+		l.subjectNames[id] = n
 	}
 	for i := range kl.Cases {
 		c := &kl.Cases[i]

@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -675,23 +676,30 @@ func TestCarryAndPreview(t *testing.T) {
 	}
 }
 
-// TestReplan: a held relationship becomes current once no active relationship of its owner
-// contradicts it, and stays held while one does.
-func TestReplan(t *testing.T) {
+// TestSettle: a held relationship becomes current once no active relationship of its owner
+// contradicts it, and stays held while one does; its item is re-asked only when its question moved.
+func TestSettle(t *testing.T) {
 	held := rel("r_held", alice, objB, nil, nil)
 	held.Status = relationship.StatusNeedsReview
 	prior := rel("r_prior", alice, objA, nil, nil)
 	bobs := rel("r_bob", bob, objA, nil, nil)
+	item := store.ReviewItemRow{ID: "rev_0", Kind: ItemKindConflict, Profile: alice, ObservationID: "obs_0", RelationshipID: "r_held",
+		Related: []string{"r_prior"}, RelationshipVersion: 1, RelatedVersions: []int{1}}
 
 	l := newLedger(ProfileActor(alice))
-	load(l, []relationship.Relationship{prior, held, bobs})
+	l.Load(store.KeysLocked{Relationships: []relationship.Relationship{prior, held, bobs}, Items: []store.ReviewItemRow{item}},
+		[]relationship.Predicate{worksAt})
 	ks := l.Key(key)
-	l.Replan(ks, alice)
+	ks.Touched = true
+	l.Settle()
 	if got := ks.Find("r_held").Status; got != relationship.StatusNeedsReview {
 		t.Fatalf("held while its prior is active: %s, want needs_review", got)
 	}
+	if len(l.WS.ReviewItems) != 0 || len(l.WS.ItemClosesFor) != 0 {
+		t.Fatalf("an item that still asks its question was re-asked: %+v, closes %+v", l.WS.ReviewItems, l.WS.ItemClosesFor)
+	}
 	l.Retract(ks.Find("r_prior"), "")
-	l.Replan(ks, alice)
+	l.Settle()
 	if got := ks.Find("r_held").Status; got != relationship.StatusActive {
 		t.Errorf("held after its prior was retracted: %s, want active", got)
 	}
@@ -705,6 +713,85 @@ func TestReplan(t *testing.T) {
 	if d := cmp.Diff([]store.ReviewItemCloseFor{{Team: team, RelationshipID: "r_held", Status: store.ReviewSuperseded,
 		ClosedAt: now}}, l.WS.ItemClosesFor); d != "" {
 		t.Errorf("item closes (-want +got):\n%s", d)
+	}
+	if len(l.WS.ReviewItems) != 0 {
+		t.Errorf("items issued %+v, want none", l.WS.ReviewItems)
+	}
+}
+
+// TestSettleReasksAMovedQuestion: a held statement whose prior was replaced by another current value of
+// its owner is held again with a new item naming the new prior at its version; its old item closes.
+func TestSettleReasksAMovedQuestion(t *testing.T) {
+	held := rel("r_held", alice, objB, nil, nil)
+	held.Status = relationship.StatusNeedsReview
+	prior := rel("r_prior", alice, objA, nil, nil)
+	item := store.ReviewItemRow{ID: "rev_0", Kind: ItemKindConflict, Profile: alice, ObservationID: "obs_0", RelationshipID: "r_held",
+		Related: []string{"r_prior"}, RelationshipVersion: 1, RelatedVersions: []int{1}}
+	l := newLedger(ProfileActor(alice))
+	l.Load(store.KeysLocked{Relationships: []relationship.Relationship{prior, held}, Items: []store.ReviewItemRow{item}},
+		[]relationship.Predicate{worksAt})
+	ks := l.Key(key)
+	next := rel("r_next", alice, relationship.Object{EntityID: "ent_c"}, feb, nil)
+	l.Create(&next, "obs_1", ReasonAccepted)
+	l.Supersede(ks.Find("r_prior"), *feb, next.ID, ReasonSuperseded)
+	asked := l.Settle()
+	if got := ks.Find("r_held").Status; got != relationship.StatusNeedsReview {
+		t.Fatalf("held against the new value: %s, want needs_review", got)
+	}
+	if len(l.WS.ReviewItems) != 1 {
+		t.Fatalf("items issued %+v, want one", l.WS.ReviewItems)
+	}
+	got := l.WS.ReviewItems[0]
+	if got.RelationshipID != "r_held" || !slices.Equal(got.Related, []string{"r_next"}) || !slices.Equal(got.RelatedVersions, []int{1}) ||
+		got.ObservationID != "obs_0" || got.Profile != alice {
+		t.Errorf("new item %+v, want r_held against r_next v1 from obs_0", got)
+	}
+	if a, ok := asked["r_held"]; !ok || a.Review == nil || a.Review.ReviewID != got.ID {
+		t.Errorf("asked %+v, want the new item", asked)
+	}
+	if len(l.WS.ItemClosesFor) != 1 || l.WS.ItemClosesFor[0].RelationshipID != "r_held" {
+		t.Errorf("closes %+v, want r_held's old item closed", l.WS.ItemClosesFor)
+	}
+	n := len(l.WS.ReviewItems) + len(l.WS.ItemClosesFor) + len(l.WS.Transitions)
+	l.Settle()
+	if len(l.WS.ReviewItems)+len(l.WS.ItemClosesFor)+len(l.WS.Transitions) != n {
+		t.Errorf("a second Settle changed rows")
+	}
+}
+
+// TestSettleMakesADuplicateASupport: two identical held statements of one owner never become current
+// side by side: once one is current, the other becomes a support of it.
+func TestSettleMakesADuplicateASupport(t *testing.T) {
+	first := rel("r_held1", alice, objB, nil, nil)
+	first.Status = relationship.StatusNeedsReview
+	second := rel("r_held2", alice, objB, nil, nil)
+	second.Status = relationship.StatusNeedsReview
+	prior := rel("r_prior", alice, objA, nil, nil)
+	sup := support("r_held2", alice)
+	sup.Group, sup.ContentHash, sup.ObservationID, sup.VerificationID, sup.Start, sup.End = "content:x", "hash:x", "obs_2", "ver_2", 0, 4
+	l := newLedger(ProfileActor(alice))
+	l.Load(store.KeysLocked{Relationships: []relationship.Relationship{prior, first, second},
+		Supports: []store.SupportRow{support("r_held1", alice), sup}}, []relationship.Predicate{worksAt})
+	ks := l.Key(key)
+	l.Retract(ks.Find("r_prior"), "")
+	l.Settle()
+	if a, b := ks.Find("r_held1").Status, ks.Find("r_held2").Status; a != relationship.StatusActive || b != relationship.StatusRejected {
+		t.Fatalf("after the prior went: %s and %s, want active and rejected", a, b)
+	}
+	if l.AbsorbedInto("r_held2") != "r_held1" {
+		t.Errorf("r_held2 absorbed into %q, want r_held1", l.AbsorbedInto("r_held2"))
+	}
+	var links []store.SupportLinkRow
+	for _, s := range l.WS.Supports {
+		if s.RelationshipID == "r_held1" {
+			links = append(links, s)
+		}
+	}
+	if len(links) != 1 || links[0].ObservationID != "obs_2" || links[0].VerificationID != "ver_2" || links[0].SourceGroup != "content:x" {
+		t.Errorf("links to the current one %+v, want r_held2's support linked again", links)
+	}
+	if got := ks.Find("r_held1").Tier; got != relationship.TierFact {
+		t.Errorf("tier %s, want fact (two independent groups)", got)
 	}
 }
 

@@ -112,8 +112,8 @@ func (l *Ledger) Reassign(r Reassignment) ([]Rederived, []CaseRef) {
 		out = append(out, d)
 	}
 	var cases []CaseRef
+	l.Settle()
 	for _, ks := range l.Touched() {
-		l.Replan(ks, l.Actor.Profile)
 		if ref := l.Maintain(ks); ref != nil {
 			cases = append(cases, *ref)
 		}

@@ -39,6 +39,8 @@ func (l *Ledger) Create(rel *relationship.Relationship, observation string, reas
 func (l *Ledger) create(rel *relationship.Relationship, observation string, reason Reason, from relationship.ID) {
 	l.WS.Relationships = append(l.WS.Relationships, store.RelationshipRow{Team: l.Team, Relationship: *rel,
 		ObservationID: observation, IngestID: l.IngestID, CreatedAt: l.Now})
+	l.init()
+	l.observations[rel.ID] = observation
 	l.transition(rel.ID, "", rel.Status, "", rel.Tier, nil, rel.Validity.To, 0, 1, reason, from)
 	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
 	ks.Rels = append(ks.Rels, rel)
@@ -80,8 +82,11 @@ func (l *Ledger) Support(id relationship.ID, links []store.SupportLinkRow) {
 	for i := range links {
 		links[i].RelationshipID = id
 		s := links[i]
-		l.supports[id] = append(l.supports[id], Support(store.SupportRow{FragmentID: s.FragmentID, Group: s.SourceGroup, ContentHash: s.ContentHash,
-			Authority: s.Authority, Author: s.Author}, l.Policy.AuthoritativeProfiles))
+		row := store.SupportRow{RelationshipID: id, FragmentID: s.FragmentID, Group: s.SourceGroup, ContentHash: s.ContentHash,
+			Authority: s.Authority, Author: s.Author, ObservationID: s.ObservationID, VerificationID: s.VerificationID,
+			Start: s.Start, End: s.End}
+		l.supports[id] = append(l.supports[id], Support(row, l.Policy.AuthoritativeProfiles))
+		l.links[id] = append(l.links[id], row)
 		l.fragments[id] = append(l.fragments[id], s.FragmentID)
 	}
 	l.WS.Supports = append(l.WS.Supports, links...)

@@ -86,12 +86,10 @@ func (l *Ledger) Retire(rows []store.RetirementRow) []*relationship.Relationship
 			}
 		}
 	}
-	prior := l.Actor
-	l.Actor = SystemActor
 	for _, o := range replan {
-		l.Replan(o.ks, o.owner)
+		l.recomputed[ownerKey{o.ks.Key, o.owner}] = true
+		l.settleOwner(o.ks, o.owner, true)
 	}
-	l.Actor = prior
 	return changed
 }
 

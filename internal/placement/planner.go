@@ -48,6 +48,11 @@ type Params struct {
 	// AlsoLock are conflict keys the transaction changes besides the request's own: the key of the
 	// relationship a Resolve decision replaces (which its restatement may leave for another scope).
 	AlsoLock []conflict.Key
+	// Decided, when set, carries out what a Resolve decision does besides placing the request (the
+	// rejection of the statement a correct or both_valid decision replaces) on the placement's
+	// ledger, after the proposals are placed and before the placement settles: the held statements
+	// are re-planned, and the cases maintained, on the decision's state.
+	Decided func(l *ledger.Ledger)
 }
 
 // Planner turns one validated, verified request into the rows of its transaction and its placement.
@@ -69,8 +74,6 @@ type Planner struct {
 	// adoptable are the fragments the request adopts that the transaction read under its locks.
 	adoptable map[evidence.FragmentID]store.FragmentRow
 	values    map[string]bool
-	// objectNames names the object of every relationship the planner knows, for review questions.
-	objectNames map[relationship.ID]string
 	// retiring are the request's checked source revisions (Revise) and the fragments they retire.
 	retiring []retiring
 }
@@ -186,10 +189,6 @@ func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, er
 	pl.l = &ledger.Ledger{Team: pl.Team, Actor: ledger.ProfileActor(pl.Profile), IngestID: pl.ingestID,
 		IdempotencyKey: pl.req.IdempotencyKey, Now: pl.Now, Policy: pl.Policy, NewID: pl.newID}
 	pl.l.Load(kl, pl.Predicates)
-	pl.objectNames = map[relationship.ID]string{}
-	for id, n := range kl.ObjectNames {
-		pl.objectNames[id] = n
-	}
 	if err := pl.checkReferences(); err != nil {
 		return nil, nil, err
 	}
@@ -204,6 +203,10 @@ func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, er
 	for i, r := range pl.req.Proposal.Relationships {
 		out.RelationshipOutcomes = append(out.RelationshipOutcomes, pl.place(i, r))
 	}
+	if pl.Decided != nil {
+		pl.Decided(pl.l)
+	}
+	pl.settled(out, pl.l.Settle())
 	pl.maintainCases(out)
 	return pl.l, out, nil
 }
@@ -412,7 +415,7 @@ func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutc
 	rel := relationship.Relationship{ID: relationship.ID(pl.newID("rel")), Owner: pl.Profile,
 		Subject: it.subj.EntityID, PredicateKey: it.pred.Key, PredicateVersion: it.pred.Version, Object: object, Polarity: it.pol,
 		Scope: it.scope, Validity: relationship.Interval{From: r.ValidFrom, To: r.ValidTo}, Version: 1}
-	pl.objectNames[rel.ID] = it.objName
+	pl.l.Name(rel.ID, it.objName, rel.Subject, pl.in.mentions[r.SubjectRef].Name)
 	switch {
 	case !it.granted && pl.Restates != "":
 		out.RelationshipID, out.Category, out.Status = pl.Restates, api.CategoryPendingEvidence, relationship.StatusPendingEvidence
@@ -521,7 +524,7 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
 	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
 	prompt := api.ReviewPrompt{Question: "Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-		Choices: pl.withImpact(rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+		Choices: pl.l.WithImpact(pl.keyOf(rel), rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
 			{Action: ledger.ActionAccept, Description: "accept the relationship with exact evidence, verified like any; an accept " +
 				"without evidence grants nothing"},
 			{Action: ledger.ActionReject, Description: "reject the pending relationship"},
@@ -573,7 +576,7 @@ func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationshi
 	case relationship.ActionHold:
 		rel.Status = relationship.StatusNeedsReview
 		pl.l.Create(rel, it.obsID, ledger.ReasonHeldForReview)
-		pl.hold(&out, it.obsID, rel, d.Priors)
+		pl.hold(&out, rel, d.Priors)
 	}
 	out.CrossReferences = append(out.CrossReferences, pl.adoptions(rel, r, it.verID)...)
 	out.Status, out.Tier = rel.Status, rel.Tier
@@ -613,12 +616,20 @@ func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, ta
 		if tier != target.Tier {
 			pl.l.Change(target, target.Status, tier, ledger.ReasonSupportAdded)
 		}
+	case d.Promote == relationship.ActionHold && target.Status == relationship.StatusNeedsReview:
+		// The same question again: the held statement gains the support; its item asks on (and is
+		// asked again if the support moved its tier).
+		if tier != target.Tier {
+			pl.l.Change(target, target.Status, tier, ledger.ReasonSupportAdded)
+		}
+		pl.hold(&out, target, d.Priors)
+		out.Reason = "an identical statement of yours is held for review: it gained this support, and its question stands"
 	case d.Promote == relationship.ActionHold:
 		pl.l.Change(target, relationship.StatusNeedsReview, tier, ledger.ReasonEvidenceAcceptedHeld)
-		pl.hold(&out, obsID, target, d.Priors)
+		pl.hold(&out, target, d.Priors)
 	default:
 		pl.l.Change(target, relationship.StatusActive, tier, ledger.ReasonEvidenceAccepted)
-		out.Category, out.Reason = api.CategorySupported, "your pending relationship gained support and is now current"
+		out.Category, out.Reason = api.CategorySupported, "your pending or held relationship gained support and is now current"
 		if d.Promote == relationship.ActionSupersede {
 			pl.supersede(pl.l.Key(conflict.Key{Team: pl.Team, Subject: target.Subject, PredicateKey: target.PredicateKey,
 				Scope: target.Scope}), target, d.Priors)
@@ -634,48 +645,60 @@ func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, ta
 	return out
 }
 
-// hold fills the outcome of a relationship held as needs_review against the owner's current priors.
-func (pl *Planner) hold(out *api.RelationshipOutcome, obsID string, rel *relationship.Relationship, priors []relationship.ID) {
+// hold fills the outcome of a relationship held as needs_review against the owner's current priors;
+// the question is asked when the placement is settled (ledger.Settle), under the outcome's item.
+func (pl *Planner) hold(out *api.RelationshipOutcome, rel *relationship.Relationship, priors []relationship.ID) {
 	out.Category, out.Related = api.CategoryNeedsReview, priors
 	out.Reason = "conflicts with your current relationship and the evidence does not establish replacement " +
 		"(no verifier-confirmed valid_from later than the prior's)"
-	related := make([]string, len(priors))
-	for i, id := range priors {
-		related[i] = string(id)
-	}
-	var current []string
-	for _, id := range priors {
-		current = append(current, fmt.Sprintf("%q", pl.objectNames[id]))
-	}
-	scope := ""
-	if rel.Scope != "" {
-		scope = fmt.Sprintf(" (scope %q)", rel.Scope)
-	}
-	subject := pl.subjectName(rel.Subject)
-	out.Review = pl.review(out.PlacementItemID, "relationship_conflict", obsID, rel.ID, related, api.ReviewPrompt{
-		Question: fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q, as the new evidence says%s?",
-			subject, rel.PredicateKey, scope, strings.Join(current, " and "), pl.objectNames[rel.ID], validity(rel.Validity)),
-		Choices: pl.withImpact(rel, priors, []api.ReviewChoice{
-			{Action: ledger.ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
-			{Action: ledger.ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
-			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence: it supersedes the prior explicitly"},
-			{Action: ledger.ActionBothValid, Description: "both are valid: the new one in another scope, or from a time when the prior ends"},
-		})})
+	pl.l.AskAs(rel.ID, out.PlacementItemID)
 }
 
-// withImpact fills each choice's impact on rel and its priors: what the ledger would change if the
-// choice were decided now (ledger.Preview, the code Resolve carries it out with).
-func (pl *Planner) withImpact(rel *relationship.Relationship, priors []relationship.ID, choices []api.ReviewChoice) []api.ReviewChoice {
-	actions := make([]string, len(choices))
-	for i, c := range choices {
-		actions[i] = c.Action
+// keyOf returns the ledger's state of rel's key.
+func (pl *Planner) keyOf(rel *relationship.Relationship) *ledger.KeyState {
+	return pl.l.Key(conflict.Key{Team: pl.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+}
+
+// settled brings the outcomes up to the state the placement settled in (ledger.Settle, given what it
+// asked): a held statement's outcome carries the item that asks its question now; one that became
+// current within the call, or a support of its owner's identical current relationship, says so.
+func (pl *Planner) settled(out *api.Placement, asked map[relationship.ID]ledger.Asked) {
+	for i := range out.RelationshipOutcomes {
+		o := &out.RelationshipOutcomes[i]
+		if o.RelationshipID == "" || o.Category == api.CategoryPendingEvidence {
+			continue
+		}
+		if twin := pl.l.AbsorbedInto(o.RelationshipID); twin != "" {
+			o.RelationshipID, o.Category, o.Related, o.Review = twin, api.CategorySupported, nil, nil
+			o.Reason = "identical to your current relationship, which it now supports"
+		}
+		r := pl.l.Find(o.RelationshipID)
+		if r == nil {
+			continue
+		}
+		switch {
+		case r.Status == relationship.StatusNeedsReview:
+			o.Category = api.CategoryNeedsReview
+			if a, ok := asked[r.ID]; ok {
+				o.Review = a.Review
+			} else if item, ok := pl.l.OpenItem(r.ID); ok {
+				var prompt api.ReviewPrompt
+				if json.Unmarshal(item.Choices, &prompt) == nil {
+					o.Review = &prompt
+				}
+			}
+			if item, ok := pl.l.OpenItem(r.ID); ok {
+				o.Related = make([]relationship.ID, len(item.Related))
+				for j, id := range item.Related {
+					o.Related[j] = relationship.ID(id)
+				}
+			}
+		case r.Status == relationship.StatusActive && o.Category == api.CategoryNeedsReview:
+			o.Category, o.Related, o.Review = api.CategoryAccepted, nil, nil
+			o.Reason = "accepted as a current relationship: what it was held against left current state in this call"
+		}
+		o.Status, o.Tier = r.Status, r.Tier
 	}
-	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
-	impact := pl.l.Preview(ks, rel.ID, priors, actions)
-	for i := range choices {
-		choices[i].Impact = impact[choices[i].Action]
-	}
-	return choices
 }
 
 func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r api.ProposedRelationship, subj, obj resolution) api.RelationshipOutcome {
@@ -797,27 +820,4 @@ func (pl *Planner) supersede(ks *ledger.KeyState, next *relationship.Relationshi
 	for _, id := range priors {
 		pl.l.Supersede(ks.Find(id), end, next.ID, ledger.ReasonSuperseded)
 	}
-}
-
-// subjectName returns the name a mention of this call gave the entity.
-func (pl *Planner) subjectName(id identity.EntityID) string {
-	for _, ref := range pl.in.order {
-		if pl.res[ref].EntityID == id {
-			return pl.in.mentions[ref].Name
-		}
-	}
-	return string(id)
-}
-
-// validity describes an interval for a question: "" when unbounded.
-func validity(v relationship.Interval) string {
-	switch {
-	case v.From != nil && v.To != nil:
-		return fmt.Sprintf(" from %s until %s", v.From.Format(time.DateOnly), v.To.Format(time.DateOnly))
-	case v.From != nil:
-		return fmt.Sprintf(" from %s (not confirmed as later than the current one)", v.From.Format(time.DateOnly))
-	case v.To != nil:
-		return fmt.Sprintf(" until %s", v.To.Format(time.DateOnly))
-	}
-	return " (undated)"
 }

@@ -148,6 +148,21 @@ JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_
 const liveFilter = `
   AND r.status IN ('active', 'pending_evidence', 'needs_review')`
 
+// keyItemsSQL reads the open relationship_conflict review items about the keys' held relationships
+// with their prompts (review_items_relationship per held relationship).
+const keyItemsSQL = `-- name: KeyOpenItems
+SELECT i.review_id, i.ingest_id, i.placement_item_id, i.kind, i.profile_id, i.relationship_id, i.related_ids,
+       i.relationship_version, COALESCE(i.related_versions, '{}'), i.observation_id, i.choices, i.created_at
+FROM {schema}.relationships r
+JOIN {schema}.review_items i ON i.team_id = r.team_id AND i.relationship_id = r.relationship_id
+WHERE ` + keyFilter + ` AND r.status = 'needs_review' AND i.status = 'open' AND i.kind = 'relationship_conflict'
+ORDER BY i.relationship_id, i.created_at, i.review_id`
+
+// keySubjectNamesSQL reads the canonical name of each key's subject (entity_names_canonical).
+const keySubjectNamesSQL = `-- name: KeySubjectNames
+SELECT n.entity_id, n.name FROM {schema}.entity_names n
+WHERE n.team_id = $1 AND n.entity_id = ANY($2::text[]) AND n.name_kind = 'canonical'`
+
 const keyRelationshipsSQL = `-- name: KeyRelationshipsLock
 SELECT ` + lockedRelationships + `
 WHERE ` + keyFilter + `
@@ -176,7 +191,7 @@ ORDER BY r.relationship_id`
 // supportColumns are a support link's columns as scanKeySupport reads them, with the retirement
 // of its fragment (retiredJoin), if any.
 const supportColumns = `s.relationship_id, s.fragment_id, COALESCE(fr.retirement_id, ''), s.source_group, s.content_sha256,
-       s.authority, s.author_profile_id, v.confirmed_valid_from`
+       s.authority, s.author_profile_id, v.confirmed_valid_from, s.observation_id, s.verification_id, s.span_start, s.span_end`
 
 // retiredJoin joins a support link (s) to the retirement of its fragment (fr), if any.
 const retiredJoin = `LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id`
@@ -315,6 +330,21 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})
+	b.Queue(keyItemsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
+		out.Items, err = pgx.CollectRows(rows, scanKeyItem)
+		return err
+	})
+	out.SubjectNames = map[identity.EntityID]string{}
+	b.Queue(keySubjectNamesSQL, p.Team, k.subjects).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id, name string
+			if err := rows.Scan(&id, &name); err != nil {
+				return err
+			}
+			out.SubjectNames[identity.EntityID(id)] = name
+		}
+		return rows.Err()
+	})
 	if p.Predicates {
 		b.Queue(predicateListSQL, p.Team).Query(func(rows pgx.Rows) error {
 			preds, err := pgx.CollectRows(rows, scanPredicate)
@@ -399,11 +429,20 @@ func scanRelationship(row pgx.Row, extra ...any) (relationship.Relationship, err
 	return r, nil
 }
 
+// scanKeyItem scans a row of keyItemsSQL.
+func scanKeyItem(row pgx.CollectableRow) (store.ReviewItemRow, error) {
+	var it store.ReviewItemRow
+	err := row.Scan(&it.ID, &it.IngestID, &it.PlacementItemID, &it.Kind, &it.Profile, &it.RelationshipID, &it.Related,
+		&it.RelationshipVersion, &it.RelatedVersions, &it.ObservationID, &it.Choices, &it.CreatedAt)
+	return it, err
+}
+
 // scanKeySupport scans a row of keySupportsSQL.
 func scanKeySupport(row pgx.CollectableRow) (store.SupportRow, error) {
 	var s store.SupportRow
 	var auth string
-	err := row.Scan(&s.RelationshipID, &s.FragmentID, &s.Retirement, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom)
+	err := row.Scan(&s.RelationshipID, &s.FragmentID, &s.Retirement, &s.Group, &s.ContentHash, &auth, &s.Author, &s.ConfirmedFrom,
+		&s.ObservationID, &s.VerificationID, &s.Start, &s.End)
 	s.Authority = evidence.Authority(auth)
 	return s, err
 }
