@@ -11,6 +11,7 @@ import (
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/ledger"
+	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -44,10 +45,14 @@ type ResolveRequest struct {
 	// item about a relationship.
 	Action   string           `json:"action"`
 	Decision *ResolveDecision `json:"decision,omitempty"`
-	// Evidence and Proposal carry what the decision brings (add_evidence, accept, correct,
-	// confirm_new_entity); the other actions take neither.
+	// Evidence is the user's evidence for the decision, stored verbatim with its provenance and
+	// linked from the decision row, whatever the action. add_evidence, correct and confirm_new_entity
+	// need it. It supports a statement only where the action makes one current and the verifier
+	// grants it: add_evidence and accept (the item's statement), correct (the corrected one),
+	// supersede_prior (the held statement), keep_prior_reject_new (the one prior the item names).
 	Evidence []EvidenceInput `json:"evidence,omitempty"`
-	Proposal *Proposal       `json:"proposal,omitempty"`
+	// Proposal is the corrected statement of a correct decision; no other action takes one.
+	Proposal *Proposal `json:"proposal,omitempty"`
 	// IdempotencyKey is required; a retry with the same key and request replays the first result.
 	IdempotencyKey string `json:"idempotency_key"`
 }
@@ -60,10 +65,13 @@ type ResolveDecision struct {
 	DistinctFromEntityIDs []EntityID `json:"distinct_from_entity_ids,omitempty"`
 	PredicateKey          string     `json:"predicate_key,omitempty"`
 	Reason                string     `json:"reason,omitempty"`
-	// Scope or ValidFrom is what makes both_valid hold: the held statement is true in another scope,
-	// or from ValidFrom on, when the prior it was held against ends.
+	// Scope, or ValidFrom and/or ValidTo, is what makes both_valid hold: the held statement is true
+	// in another scope, or in its own time [ValidFrom, ValidTo) — a bound left out keeps the
+	// statement's own — which must not overlap the prior's validity. Both stay current; the prior is
+	// never superseded or shortened.
 	Scope     *string    `json:"scope,omitempty"`
 	ValidFrom *time.Time `json:"valid_from,omitempty"`
+	ValidTo   *time.Time `json:"valid_to,omitempty"`
 }
 
 // ResolveResult reports a decision: the appended decision row, the item it resolved, and the before
@@ -118,10 +126,12 @@ func askedItems(asked map[relationship.ID]ledger.Asked) []AskedItem {
 // decision), repairs their key's team case, resolves the item, and appends the decision — actor,
 // time, item, action, evidence, idempotency key and the before and after of every change — to the
 // append-only decision ledger. Items about a relationship a change took out of review close as
-// superseded. The actions that bring evidence or state a claim again (add_evidence, correct,
-// both_valid, select_entity, confirm_new_entity, select_predicate) place it as a Remember would —
-// one verifier call, the support gate, the same-owner lifecycle — in the decision's transaction; a
-// decision never grants support by itself.
+// superseded, and held statements whose question the decision moved are re-planned or asked again
+// (ResolveResult.ReviewItems). The actions that bring evidence or state a claim again (add_evidence,
+// correct, both_valid, select_entity, confirm_new_entity, select_predicate, and supersede_prior or
+// keep_prior_reject_new with evidence) place it as a Remember would — one verifier call, the
+// support gate, the same-owner lifecycle — in the decision's transaction; a decision never grants
+// support by itself. Evidence given to any other action is stored and linked from the decision.
 //
 // Errors: *ValidationError (bad fields, an action the item does not offer, a candidate or predicate
 // it did not offer), ErrForbidden, ErrNotFound (no such item in the team), ErrNotOwner (another
@@ -159,8 +169,11 @@ func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (
 	// 4. Evidence goes through Remember's pipeline; the other actions decide on the key of the item's
 	// relationship in one transaction.
 	switch {
-	case req.Action == ActionAddEvidence, req.Action == ActionAccept && len(req.Evidence) > 0:
-		return c.resolveWithEvidence(ctx, p, req, hash, item)
+	case req.Action == ActionAddEvidence, req.Action == ActionAccept && len(req.Evidence) > 0,
+		req.Action == ActionSupersedePrior && len(req.Evidence) > 0:
+		return c.resolveWithEvidence(ctx, p, req, hash, item, item.RelationshipID)
+	case req.Action == ActionKeepPriorRejectNew && len(req.Evidence) > 0 && len(item.Related) == 1:
+		return c.resolveWithEvidence(ctx, p, req, hash, item, relationship.ID(item.Related[0]))
 	case slices.Contains([]string{ActionSelectEntity, ActionConfirmNewEntity, ActionSelectPredicate, ActionBothValid}, req.Action):
 		return c.resolveObservation(ctx, p, req, hash, item)
 	case req.Action == ActionCorrect:
@@ -237,6 +250,11 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 		return nil, err
 	}
 	res := &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
+	// The decision's evidence documents it: stored verbatim with its provenance, cited by nothing.
+	fragments := decisionFragments(l, p, req.Evidence)
+	for _, f := range fragments {
+		res.FragmentIDs = append(res.FragmentIDs, FragmentID(f))
+	}
 	held := ks.Find(item.RelationshipID)
 	res.CrossReferences = crossReferenceOutcomes(l.Carry(ks, held, relatedIDs(item), req.Action, callerReason(req, "")))
 	res.ReviewItems = askedItems(l.Settle()) // held statements whose question the decision moved (DESIGN §6.7)
@@ -245,7 +263,23 @@ func (c *Client) decide(ctx context.Context, tx store.Tx, p Principal, policy st
 	}
 	l.MaintainIdentities()
 	// A bare accept grants nothing: the decision is recorded and the question stays open.
-	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{keepOpen: req.Action == ActionAccept})
+	return res, c.recordDecision(ctx, tx, l, p, req, hash, item, res, recorded{keepOpen: req.Action == ActionAccept,
+		fragments: fragments})
+}
+
+// decisionFragments stores evidence, a decision's own that supports nothing, as fragments of the
+// decision's ingest authored by p, and returns their IDs in request order.
+func decisionFragments(l *ledger.Ledger, p Principal, evidence []EvidenceInput) []string {
+	if len(evidence) == 0 {
+		return nil
+	}
+	rows := placement.Fragments(p.TeamID, p.ProfileID, l.IngestID, evidence, l.Now, l.NewID)
+	l.WS.Fragments = append(l.WS.Fragments, rows...)
+	ids := make([]string, len(rows))
+	for i, f := range rows {
+		ids[i] = string(f.ID)
+	}
+	return ids
 }
 
 // stillAsked checks that item still asks its question (DESIGN §6.7: an item is answerable only while

@@ -55,8 +55,10 @@ func FuzzResolveRequestValidate(f *testing.F) {
 		case strings.TrimSpace(req.IngestID) == "" || strings.TrimSpace(req.PlacementItemID) == "" ||
 			strings.TrimSpace(req.IdempotencyKey) == "":
 			t.Fatalf("accepted a request without its item's address or key: %+v", req)
-		case len(req.Evidence) > 0 && !slices.Contains(actionsWithEvidence, req.Action):
-			t.Fatalf("accepted evidence for %q", req.Action)
+		case !slices.Contains(resolveActions, req.Action):
+			t.Fatalf("accepted unknown action %q", req.Action)
+		case slices.ContainsFunc(req.Evidence, func(ev EvidenceInput) bool { return ev.Revises() }):
+			t.Fatalf("accepted a source revision in a decision's evidence")
 		case len(req.Evidence) == 0 && slices.Contains(needEvidence, req.Action):
 			t.Fatalf("accepted %q without evidence", req.Action)
 		case len(req.Evidence) > limits.MaxEvidence:

@@ -191,30 +191,32 @@ func TestResolveSameOwnerHold(t *testing.T) {
 		e.checkLedger()
 	})
 
-	t.Run("both_valid from a time ends the prior then", func(t *testing.T) {
+	t.Run("both_valid in a time the undated prior covers is refused", func(t *testing.T) {
 		t.Parallel()
 		e := newEnv(t)
 		h := e.holdAgainstPrior()
-		from := date("2026-05-20")
-		req := resolveRequest(h.ingestID, h.held, densemem.ActionBothValid)
-		req.Decision = &densemem.ResolveDecision{ValidFrom: &from}
-		res, err := e.client.Resolve(e.ctx, e.A, req)
-		if err != nil {
-			t.Fatal(err)
+		before := e.allCounts()
+		from, to := date("2026-05-20"), date("2026-05-01")
+		for _, tc := range []struct {
+			d    densemem.ResolveDecision
+			path string
+		}{
+			{densemem.ResolveDecision{ValidFrom: &from}, "decision.valid_from"},
+			{densemem.ResolveDecision{ValidTo: &to}, "decision.valid_to"},
+			{densemem.ResolveDecision{ValidFrom: &from, ValidTo: &to}, "decision.valid_to"},
+		} {
+			req := resolveRequest(h.ingestID, h.held, densemem.ActionBothValid)
+			req.Decision = &tc.d
+			if _, err := e.client.Resolve(e.ctx, e.A, req); !isFieldProblem(err, tc.path) {
+				t.Errorf("both_valid %+v: %v, want a validation error on %s", tc.d, err, tc.path)
+			}
 		}
-		if res.Outcome == nil || res.Outcome.Status != "active" {
-			t.Fatalf("outcome %+v, want the statement active from %s", res.Outcome, from)
+		if d := countsDiff(before, e.allCounts()); d != "" {
+			t.Errorf("refused decisions wrote rows: %s", d)
 		}
-		if st, _, vt, _ := e.relationshipState(h.prior.RelationshipID); st != "superseded" || vt == nil || !vt.Equal(from) {
-			t.Errorf("prior %s until %v, want superseded at %s", st, vt, from)
+		if st, _, vt, v := e.relationshipState(h.prior.RelationshipID); st != "active" || vt != nil || v != 1 {
+			t.Errorf("prior %s (valid_to %v) at version %d, want untouched", st, vt, v)
 		}
-		if r := e.trace(e.A, res.Outcome.RelationshipID).Relationship; r.ValidFrom == nil || !r.ValidFrom.Equal(from) {
-			t.Errorf("the restated statement is valid from %v, want %s", r.ValidFrom, from)
-		}
-		if st, _, _, _ := e.relationshipState(h.held.RelationshipID); st != "rejected" {
-			t.Errorf("held statement %s, want rejected (restated from its time)", st)
-		}
-		e.checkLedger()
 	})
 }
 

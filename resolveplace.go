@@ -24,20 +24,23 @@ import (
 // support gate, the same-owner decision of DESIGN §6.4) in one transaction with the decision. And
 // the actions that change no relationship: reject_mapping and propose_vocabulary_change.
 
-// resolveWithEvidence carries out add_evidence: the item's relationship, stated again with the
-// decision's evidence cited whole. Support resolves the item; evidence that grants none is recorded
-// with the decision and leaves the item open.
+// resolveWithEvidence carries out a decision whose evidence states target again, cited whole: for
+// add_evidence and accept the item's relationship (support resolves the item; evidence that grants
+// none is recorded with the decision and leaves the item open); for supersede_prior the held
+// statement it makes current, and for keep_prior_reject_new the prior it keeps — the decision is
+// carried out whatever the verifier grants, and the evidence supports the statement only when it
+// grants support.
 func (c *Client) resolveWithEvidence(ctx context.Context, p Principal, req ResolveRequest, hash string,
-	item store.ReviewItem) (*ResolveResult, error) {
+	item store.ReviewItem, target relationship.ID) (*ResolveResult, error) {
 	details, err := c.store.RecallDetails(ctx, store.RecallDetailsParams{Team: p.TeamID,
-		Relationships: []relationship.ID{item.RelationshipID}})
+		Relationships: []relationship.ID{target}})
 	if err != nil {
 		return nil, err
 	}
 	if len(details.Views) != 1 {
-		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, item.RelationshipID)
+		return nil, fmt.Errorf("%w: relationship %s", ErrNotFound, target)
 	}
-	return c.placeDecision(ctx, p, req, hash, item, restatement(req, details.Views[0]), item.RelationshipID)
+	return c.placeDecision(ctx, p, req, hash, item, restatement(req, details.Views[0]), target)
 }
 
 // resolveObservation carries out select_entity, confirm_new_entity and select_predicate: the item's
@@ -139,7 +142,7 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 		}
 		return nil
 	}
-	if err := checkBothValid(req, item, find); err != nil {
+	if err := checkBothValid(req, params.Request, item, find); err != nil {
 		return nil, err
 	}
 	if req.Action == ActionCorrect && find(item.RelationshipID) == nil {
@@ -150,17 +153,18 @@ func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, par
 	if err := stillAsked(item, find, priorsIn(kl, params.Predicates), p); err != nil {
 		return nil, err
 	}
-	if req.Action == ActionCorrect || req.Action == ActionBothValid {
-		pl.Decided = func(l *ledger.Ledger) { rejectReplaced(l, kl, item, req.Action) }
-	}
+	var carried []store.CrossReferenceRow
+	pl.Decided = func(l *ledger.Ledger) { carried = carryDecision(l, kl, item, req) }
 	l, out, err := pl.Rows(kl)
 	if err != nil {
 		return nil, err
 	}
 	outcome := out.RelationshipOutcomes[0]
 	res := &ResolveResult{DecisionID: c.newID("dec", params.Now), IngestID: out.IngestID, ReviewID: item.ID,
-		Action: req.Action, Outcome: &outcome, CrossReferences: outcome.CrossReferences, Conflict: outcome.Conflict}
-	what := recorded{reason: outcome.Reason, keepOpen: params.Restates != "" && outcome.Category == CategoryPendingEvidence}
+		Action: req.Action, Outcome: &outcome, CrossReferences: append(outcome.CrossReferences, crossReferenceOutcomes(carried)...),
+		Conflict: outcome.Conflict}
+	keepOpen := (req.Action == ActionAddEvidence || req.Action == ActionAccept) && outcome.Category == CategoryPendingEvidence
+	what := recorded{reason: outcome.Reason, keepOpen: keepOpen}
 	for _, f := range out.Fragments {
 		res.FragmentIDs = append(res.FragmentIDs, f.FragmentID)
 		what.fragments = append(what.fragments, string(f.FragmentID))
@@ -202,19 +206,28 @@ func correction(req ResolveRequest, item store.ReviewItem) RememberRequest {
 	return rr
 }
 
-// rejectReplaced rejects the relationship a correct or both_valid decision replaced, unless the
-// decision's own placement already took it out of review (it supported a pending one); the
-// placement then settles the owner's held statements on its key.
-func rejectReplaced(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, action string) {
+// carryDecision carries out, on a placing decision's ledger, what the decision does besides its
+// placement (placement.Params.Decided), while the item's statement is still in review: correct and
+// both_valid reject the statement they replace; supersede_prior makes the held statement current
+// over the priors the item names, keep_prior_reject_new rejects it (ledger.Carry). It returns the
+// cross-references a statement made current wrote. A placement that took the statement out of review
+// itself (its evidence supported a pending one into current state) leaves nothing to carry out.
+func carryDecision(l *ledger.Ledger, kl store.KeysLocked, item store.ReviewItem, req ResolveRequest) []store.CrossReferenceRow {
+	switch req.Action {
+	case ActionCorrect, ActionBothValid, ActionSupersedePrior, ActionKeepPriorRejectNew:
+	default:
+		return nil
+	}
 	for _, r := range kl.Relationships {
 		if r.ID != item.RelationshipID {
 			continue
 		}
 		ks := l.Key(conflict.Key{Team: l.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope})
 		if cur := ks.Find(r.ID); cur != nil && (cur.Status == relationship.StatusNeedsReview || cur.Status == relationship.StatusPendingEvidence) {
-			l.Carry(ks, cur, nil, action, "")
+			return l.Carry(ks, cur, relatedIDs(item), req.Action, callerReason(req, ""))
 		}
 	}
+	return nil
 }
 
 // restatement is the Remember request that states rel again with the decision's evidence, each item
@@ -283,7 +296,7 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 	}
 	rel.Evidence = cites
 	if req.Action == ActionBothValid {
-		bothValid(&rel, req.Decision, item)
+		bothValid(&rel, req.Decision)
 	}
 	rr.Evidence = append(rr.Evidence, req.Evidence...)
 	rr.Proposal.Relationships = []ProposedRelationship{rel}
@@ -291,34 +304,49 @@ func observationRestatement(req ResolveRequest, item store.ReviewItem, obs store
 }
 
 // bothValid restates rel as a both_valid decision says it holds: in the decision's scope (beside the
-// prior, on another key), or from the decision's valid_from on, when the prior it was held against
-// ends (DESIGN §6.4's explicit correction of that prior).
-func bothValid(rel *ProposedRelationship, d *ResolveDecision, item store.ReviewItem) {
+// prior, on another key), or in its own time, the decision's valid_from and valid_to replacing the
+// statement's own bounds (DESIGN §6.4: it never supersedes or shortens the prior).
+func bothValid(rel *ProposedRelationship, d *ResolveDecision) {
 	switch {
 	case d.Scope != nil:
 		rel.Scope = *d.Scope
-	case d.ValidFrom != nil:
-		rel.ValidFrom = d.ValidFrom
-		if len(item.Related) == 1 {
-			rel.CorrectsRelationshipID = relationship.ID(item.Related[0])
+	default:
+		if d.ValidFrom != nil {
+			rel.ValidFrom = d.ValidFrom
+		}
+		if d.ValidTo != nil {
+			rel.ValidTo = d.ValidTo
 		}
 	}
 }
 
-// checkBothValid refuses a both_valid from a time at which the prior it was held against had not
-// begun: the prior would end before it started, and both could not hold.
-func checkBothValid(req ResolveRequest, item store.ReviewItem, find func(relationship.ID) *relationship.Relationship) error {
-	if req.Action != ActionBothValid || req.Decision == nil || req.Decision.ValidFrom == nil {
+// checkBothValid refuses a both_valid in time whose interval (the restated statement's, rr's one
+// relationship) overlaps the validity of a prior the item names: both could not be current, and
+// choosing between them is supersede_prior or keep_prior_reject_new.
+func checkBothValid(req ResolveRequest, rr *RememberRequest, item store.ReviewItem, find func(relationship.ID) *relationship.Relationship) error {
+	if req.Action != ActionBothValid || req.Decision == nil || req.Decision.Scope != nil || len(rr.Proposal.Relationships) != 1 {
 		return nil
 	}
+	r := rr.Proposal.Relationships[0]
+	mine := relationship.Interval{From: r.ValidFrom, To: r.ValidTo}
+	var ps problems
 	for _, id := range item.Related {
-		if prior := find(relationship.ID(id)); prior != nil && prior.Validity.From != nil && !req.Decision.ValidFrom.After(*prior.Validity.From) {
-			var ps problems
-			ps.Add("decision.valid_from", "must be after the prior's valid_from %s", prior.Validity.From.Format(time.RFC3339))
-			return ps.Err()
+		prior := find(relationship.ID(id))
+		if prior == nil || !mine.Overlaps(prior.Validity) {
+			continue
+		}
+		for _, f := range []struct {
+			path string
+			set  bool
+		}{{"decision.valid_from", req.Decision.ValidFrom != nil}, {"decision.valid_to", req.Decision.ValidTo != nil}} {
+			if f.set {
+				ps.Add(f.path, "the held statement's time%s overlaps the validity of relationship %s%s: both_valid in time "+
+					"needs an interval that ends before the prior begins or begins when it ends; to replace the prior choose "+
+					"supersede_prior or correct", ledger.Validity(mine), prior.ID, ledger.Validity(prior.Validity))
+			}
 		}
 	}
-	return nil
+	return ps.Err()
 }
 
 // applyChoice checks the decision's choice against what the item offered and applies it: the chosen
@@ -360,11 +388,25 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 			distinct[d.MentionRef] = r.Candidates
 		}
 	case ActionBothValid:
+		timed := d.ValidFrom != nil || d.ValidTo != nil
 		switch {
-		case (d.Scope == nil) == (d.ValidFrom == nil):
-			ps.Add("decision", "both_valid needs exactly one of scope and valid_from: what makes both statements hold")
+		case d.Scope != nil && timed:
+			ps.Add("decision", "both_valid takes either scope or a time (valid_from and/or valid_to), not both")
+		case d.Scope == nil && !timed:
+			ps.Add("decision", "both_valid needs scope, or valid_from and/or valid_to: where or when the held statement holds beside the prior")
 		case d.Scope != nil && relationship.NormalizeScope(*d.Scope) == o.Scope:
 			ps.Add("decision.scope", "is the statement's own scope; both_valid needs another one")
+		default:
+			from, to := o.ValidFrom, o.ValidTo
+			if d.ValidFrom != nil {
+				from = d.ValidFrom
+			}
+			if d.ValidTo != nil {
+				to = d.ValidTo
+			}
+			if from != nil && to != nil && !to.After(*from) {
+				ps.Add("decision.valid_to", "must be after the held statement's valid_from %s", from.Format(time.RFC3339))
+			}
 		}
 	case ActionSelectPredicate:
 		if !slices.ContainsFunc(prompt.PredicateOptions, func(p PredicateOption) bool { return p.Key == d.PredicateKey }) {
@@ -426,7 +468,7 @@ func citedItem(o store.ObservationRow, c api.StoredCitation, fragments []store.F
 // observation keeps no predicate; the item resolves) and propose_vocabulary_change (the proposal,
 // decision.predicate_key with the reason, is recorded for the vocabulary workflow; the item stays
 // open until a predicate is selected). One transaction: the idempotency key, the item's row, the
-// decision.
+// decision and its evidence.
 func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req ResolveRequest, hash string,
 	item store.ReviewItem) (*ResolveResult, error) {
 	if req.Action == ActionProposeVocabularyChange && (req.Decision == nil || req.Decision.PredicateKey == "") {
@@ -454,8 +496,12 @@ func (c *Client) resolveWithoutChange(ctx context.Context, p Principal, req Reso
 		l := &ledger.Ledger{Team: p.TeamID, Actor: ledger.ProfileActor(p.ProfileID), IngestID: c.newID("ing", now),
 			IdempotencyKey: req.IdempotencyKey, Now: now, NewID: func(prefix string) string { return c.newID(prefix, now) }}
 		result = &ResolveResult{DecisionID: c.newID("dec", now), IngestID: l.IngestID, ReviewID: item.ID, Action: req.Action}
+		fragments := decisionFragments(l, p, req.Evidence)
+		for _, f := range fragments {
+			result.FragmentIDs = append(result.FragmentIDs, FragmentID(f))
+		}
 		return c.recordDecision(ctx, tx, l, p, req, hash, item, result,
-			recorded{keepOpen: req.Action == ActionProposeVocabularyChange})
+			recorded{keepOpen: req.Action == ActionProposeVocabularyChange, fragments: fragments})
 	})
 	if errors.Is(err, ErrStaleVersion) {
 		return nil, fmt.Errorf("%w: review item %s", ErrStaleDecision, item.ID)

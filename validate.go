@@ -567,22 +567,22 @@ func quoted(s string, max int) string {
 	return fmt.Sprintf(" %q", s)
 }
 
-// actionsWithEvidence are the review actions whose decision brings evidence (and, for correct, a
-// proposal); every other action takes neither.
-var actionsWithEvidence = []string{ActionSelectEntity, ActionConfirmNewEntity, ActionAccept, ActionCorrect, ActionAddEvidence,
-	ActionBothValid}
+// resolveActions are the review actions a Resolve may name. Every one takes the user's evidence;
+// correct alone takes a proposal.
+var resolveActions = []string{ActionSelectEntity, ActionConfirmNewEntity, ActionAccept, ActionCorrect, ActionAddEvidence,
+	ActionBothValid, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange, ActionReject, ActionForget,
+	ActionSupersedePrior, ActionKeepPriorRejectNew}
 
 // validateResolve checks a Resolve request without the database: the item's address, a known action,
-// the key, the decision's text, and evidence or a proposal only where the action takes them.
+// the key, the decision's text and times, the evidence (never a source revision), and a proposal only
+// for correct.
 func validateResolve(req ResolveRequest, l Limits) error {
 	var ps problems
 	checkText(&ps, "ingest_id", req.IngestID, true, l.MaxTextBytes)
 	checkText(&ps, "placement_item_id", req.PlacementItemID, true, l.MaxTextBytes)
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
-	known := append(slices.Clone(actionsWithEvidence), ActionSelectPredicate, ActionRejectMapping,
-		ActionProposeVocabularyChange, ActionReject, ActionForget, ActionSupersedePrior, ActionKeepPriorRejectNew)
-	if checkText(&ps, "action", req.Action, true, l.MaxTextBytes); req.Action != "" && !slices.Contains(known, req.Action) {
-		ps.Add("action", "unknown action%s", quoted(req.Action, 64))
+	if checkText(&ps, "action", req.Action, true, l.MaxTextBytes); req.Action != "" && !slices.Contains(resolveActions, req.Action) {
+		ps.Add("action", "unknown action%s (%s)", quoted(req.Action, 64), strings.Join(resolveActions, ", "))
 	}
 	if d := req.Decision; d != nil {
 		checkText(&ps, "decision.mention_ref", d.MentionRef, false, l.MaxTextBytes)
@@ -593,18 +593,21 @@ func validateResolve(req ResolveRequest, l Limits) error {
 			checkText(&ps, "decision.scope", *d.Scope, false, l.MaxTextBytes)
 		}
 		checkTime(&ps, "decision.valid_from", d.ValidFrom)
+		checkTime(&ps, "decision.valid_to", d.ValidTo)
 		if checkCount(&ps, "decision.distinct_from_entity_ids", len(d.DistinctFromEntityIDs), MaxListItems) {
 			for i, id := range d.DistinctFromEntityIDs {
 				checkText(&ps, fmt.Sprintf("decision.distinct_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)
 			}
 		}
 	}
-	takesEvidence := slices.Contains(actionsWithEvidence, req.Action)
-	switch {
-	case len(req.Evidence) > 0 && !takesEvidence:
-		ps.Add("evidence", "action%s takes no evidence", quoted(req.Action, 64))
-	case checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0:
+	if checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0 {
 		checkEvidence(&ps, req.Evidence, l, false)
+		for i, ev := range req.Evidence {
+			if ev.Revises() || len(ev.SupersedesFragmentIDs) > 0 {
+				ps.Add(fmt.Sprintf("evidence[%d].previous_source_revision", i),
+					"a decision's evidence cannot revise a source: a source revision goes through Remember")
+			}
+		}
 	}
 	if len(req.Evidence) == 0 && (req.Action == ActionAddEvidence || req.Action == ActionCorrect) {
 		ps.Add("evidence", "action %s needs at least one evidence item", req.Action)
