@@ -123,7 +123,7 @@ func (f *decisionFixture) count(t *testing.T, query string) int {
 
 // TestDecisionLedgerIsAppendOnly: a decision row as written, which nobody may change or remove — the
 // runtime role lacks the privilege, and the trigger refuses even the superuser — and which the
-// reviewer role may not write.
+// reviewer role may not write; nor may it close an item other than as superseded.
 func TestDecisionLedgerIsAppendOnly(t *testing.T) {
 	t.Parallel()
 	f := newDecisionFixture(t)
@@ -150,8 +150,12 @@ func TestDecisionLedgerIsAppendOnly(t *testing.T) {
 		{"runtime deletes", runtime, `DELETE FROM placement_decisions`, "42501"},
 		{"reviewer inserts", reviewer, `INSERT INTO placement_decisions SELECT (jsonb_populate_record(NULL::placement_decisions,
 			to_jsonb(d) || '{"decision_id": "dec_forged"}')).* FROM placement_decisions d`, "42501"},
-		{"reviewer closes an item", reviewer, `UPDATE review_items SET status = 'expired', resolved_at = now()
-			WHERE review_id = 'rev_2'`, "42501"},
+		// The reviewer may close an item only as superseded (migration 22: a question its resolution moved).
+		{"reviewer expires an item", reviewer, `UPDATE review_items SET status = 'expired', resolved_at = now()
+			WHERE review_id = 'rev_2'`, "DM004"},
+		{"reviewer resolves an item", reviewer, `UPDATE review_items SET status = 'resolved', resolved_at = now()
+			WHERE review_id = 'rev_2'`, "DM004"},
+		{"reviewer decides an item", reviewer, `UPDATE review_items SET decision_id = 'dec_1' WHERE review_id = 'rev_2'`, "42501"},
 	} {
 		if got := sqlState(t, f.ctx, c.pool, f.team, c.stmt); got != c.code {
 			t.Errorf("%s: SQLSTATE %q, want %s", c.name, got, c.code)
