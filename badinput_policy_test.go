@@ -1,6 +1,7 @@
 package densemem_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -9,6 +10,8 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/relationship"
+	"github.com/densemem/densemem/store"
 )
 
 // Bad input of the administrative calls and of the nightly review (issue 20 items 6 and 7): a value
@@ -301,21 +304,37 @@ func TestBadInput_PredicateAliasCollides(t *testing.T) {
 	}
 }
 
+// appendBarrier holds every PredicateAppend until all the registrations of a test have called it, so
+// each has read and checked whatever it reads and checks before it appends, before any of them appends.
+type appendBarrier struct {
+	store.Store
+	arrived sync.WaitGroup
+}
+
+func (b *appendBarrier) PredicateAppend(ctx context.Context, p store.PredicateAppendParams) (relationship.Predicate, error) {
+	b.arrived.Done()
+	b.arrived.Wait()
+	return b.Store.PredicateAppend(ctx, p)
+}
+
 // TestBadInput_ConcurrentRegistrationsTakeAPhraseOnce: registrations racing for one alias under
-// different keys cannot both take it: the check runs under the lock that orders the team's
-// registrations, so exactly one succeeds and every other is refused at aliases[0].
+// different keys cannot both take it, even when every one of them has done all it does before its
+// append by the time the first appends (appendBarrier): the phrase check runs under the lock that
+// orders the team's registrations, so exactly one succeeds and every other is refused at aliases[0].
 func TestBadInput_ConcurrentRegistrationsTakeAPhraseOnce(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
-	const n = 6
+	const n = 4
+	barrier := &appendBarrier{Store: e.store}
+	barrier.arrived.Add(n)
+	client, err := densemem.New(barrier, &densemem.Config{Clock: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
 	errs := make([]error, n)
-	var mu sync.Mutex
 	runTogether(n, func(i int) {
-		_, err := e.client.RegisterPredicate(e.ctx, e.admin, densemem.PredicateDefinition{Key: fmt.Sprintf("racer_%d", i),
+		_, errs[i] = client.RegisterPredicate(e.ctx, e.admin, densemem.PredicateDefinition{Key: fmt.Sprintf("racer_%d", i),
 			RelationshipKind: "state", CurrentCardinality: "many", Aliases: []string{"shared phrase"}})
-		mu.Lock()
-		errs[i] = err
-		mu.Unlock()
 	})
 	won := 0
 	for _, err := range errs {

@@ -130,30 +130,39 @@ func TestInvariant6_SplitSelectingOnlyAnotherProfilesObservationMovesNothing(t *
 
 // ---- Invariant 13 ----
 
-// TestInvariant13_RevisionRetiresAFragmentAnotherProfileAdopted: B and C adopted A's source fragment
-// (evidence adopt_fragment_id), B next to a source of its own. A profile-local correction by A (A
-// corrects its own statement with new evidence) changes none of B's or C's rows: their relationships,
-// supports, transitions are byte for byte what they were, and Trace still shows the adopted fragment
-// effective. A's source revision then retires that fragment team-wide: the system recomputes B's and
-// C's relationships in the revision's transaction — B's falls from fact to validated_claim on its
-// own source, C's, left without effective support, to pending_evidence — each by a system
-// transition naming the retirement, and Trace marks the adopted support retired by A's revision.
+// TestInvariant13_RevisionRetiresAFragmentAnotherProfileAdopted: A's source fragment says that
+// production deploys from main and staging from develop; A states the first. B adopts the fragment
+// (evidence adopt_fragment_id) for the same statement, next to a source of its own, and C adopts it
+// for the second, on a key where A holds nothing. A profile-local correction by A (A corrects its own
+// statement with new evidence) changes none of B's or C's rows: their relationships, supports and
+// transitions are byte for byte what they were, and Trace still shows the adopted fragment effective.
+// A's source revision then retires that fragment team-wide: the system recomputes B's and C's
+// relationships in the revision's transaction — B's falls from fact to validated_claim on its own
+// source, C's, left without effective support, to pending_evidence and out of Recall — each by a
+// system transition naming the retirement, and Trace marks the adopted support retired by A's
+// revision.
 func TestInvariant13_RevisionRetiresAFragmentAnotherProfileAdopted(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
+	cut := strings.Index(twoDeploysContent, " and ")
+	mainSpan := densemem.Citation{EvidenceIndex: 0, Start: 0, End: cut}
+	stagingSpan := densemem.Citation{EvidenceIndex: 0, Start: cut + len(" and "), End: len(twoDeploysContent)}
+	cite := func(req densemem.RememberRequest, span densemem.Citation) densemem.RememberRequest {
+		req.Proposal.Relationships[0].Evidence = []densemem.Citation{span}
+		return req
+	}
 	e.step()
-	v1 := deploy("production", "main")
-	pA := e.rememberReq(e.A, sourced(v1, docKey, "v1", ""))
+	pA := e.rememberReq(e.A, cite(sourced(withContent(deploy("production", "main"), twoDeploysContent), docKey, "v1", ""), mainSpan))
 	a1, fragment := only(t, pA), pA.Fragments[0].FragmentID
 	e.step()
-	bReq := adopting(v1, fragment, v1.content)
+	bReq := cite(adopting(deploy("production", "main"), fragment, twoDeploysContent), mainSpan)
 	bReq = withSecondSource(bReq, "Mail from ops: the production environment deploys from the main branch.", "mail:ops")
 	b1 := only(t, e.rememberReq(e.B, bReq))
 	e.step()
-	c1 := only(t, e.rememberReq(e.C, adopting(v1, fragment, v1.content)))
+	c1 := only(t, e.rememberReq(e.C, cite(adopting(deploy("staging", "develop"), fragment, twoDeploysContent), stagingSpan)))
 	if b1.Tier != "fact" || c1.Tier != "validated_claim" || b1.Status != "active" || c1.Status != "active" {
-		t.Fatalf("adoptions: B %s/%s, C %s/%s; want active fact (two groups) and active validated_claim", b1.Status, b1.Tier,
-			c1.Status, c1.Tier)
+		t.Fatalf("adoptions: B %s/%s (%s), C %s/%s (%s); want active fact (two groups) and active validated_claim", b1.Status,
+			b1.Tier, b1.Reason, c1.Status, c1.Tier, c1.Reason)
 	}
 	adopted := func(p densemem.Principal, id densemem.RelationshipID) densemem.TraceEvidence {
 		t.Helper()
@@ -198,9 +207,10 @@ func TestInvariant13_RevisionRetiresAFragmentAnotherProfileAdopted(t *testing.T)
 		t.Errorf("A's correction wrote %d fragment retirements, want none", n)
 	}
 
-	// 2. A's source revision retires the fragment for every profile that adopted it.
+	// 2. A's source revision retires the fragment for every profile that adopted it. Its new revision
+	// states nothing on production's or staging's key.
 	at := e.step()
-	v2 := withContent(deploy("production", "release"), "The production environment deploys from the release branch.")
+	v2 := withContent(deploy("qa", "main"), "The qa environment deploys from the main branch.")
 	pl := e.rememberReq(e.A, sourced(v2, docKey, "v2", "v1"))
 	if len(pl.Retired) != 1 || pl.Retired[0].FragmentID != fragment {
 		t.Fatalf("the revision retired %+v, want exactly A's fragment %s", pl.Retired, fragment)
@@ -245,8 +255,8 @@ func TestInvariant13_RevisionRetiresAFragmentAnotherProfileAdopted(t *testing.T)
 			t.Errorf("B's own source %s was retired by A's revision: %+v", ev.FragmentID, ev.Retired)
 		}
 	}
-	if e.recalled(e.admin, "production", c1.RelationshipID) {
-		t.Errorf("recall of production still returns C's %s, left without effective support", c1.RelationshipID)
+	if e.recalled(e.admin, "staging", c1.RelationshipID) {
+		t.Errorf("recall of staging still returns C's %s, left without effective support", c1.RelationshipID)
 	}
 	e.checkLedger()
 }
