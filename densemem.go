@@ -45,11 +45,8 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 	if c.ReviewTTL < 24*time.Hour || c.ReviewTTL > 30*24*time.Hour {
 		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.review_ttl", Message: "must be within 1..30 days"}}}
 	}
-	n := c.Nightly
-	if n.Batch < 0 || n.Batch > 10000 || (n.Lease != 0 && (n.Lease < 10*time.Second || n.Lease > time.Hour)) ||
-		n.MaxAttempts < 0 || n.MaxAttempts > 20 {
-		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.nightly",
-			Message: "batch must be within 1..10000, lease within 10s..1h, max attempts within 1..20"}}}
+	if err := c.Nightly.validate(); err != nil {
+		return nil, err
 	}
 	if c.Limits.MaxAliasesPerEntity > HardMaxAliasesPerEntity {
 		return nil, &ValidationError{Problems: []FieldProblem{{Path: "config.limits.max_aliases_per_entity",

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
 )
 
@@ -21,7 +22,8 @@ type TeamPolicy struct {
 	AutoWriteThreshold float64 `json:"auto_write_threshold"`
 	// AuthoritativeProfileIDs are the profiles whose "authoritative" evidence counts as authority.
 	AuthoritativeProfileIDs []ProfileID `json:"authoritative_profile_ids"`
-	// TimeZone is the IANA zone of the nightly review's run dates.
+	// TimeZone is the IANA zone of the nightly review's run dates ("" means UTC). Only IANA zone
+	// names are accepted: not "Local" or "localtime", whose zone is each machine's own.
 	TimeZone string `json:"time_zone"`
 }
 
@@ -53,8 +55,8 @@ func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy)
 	if pol.TimeZone == "" {
 		pol.TimeZone = "UTC"
 	}
-	if _, err := time.LoadLocation(pol.TimeZone); err != nil {
-		ps.Add("time_zone", "unknown IANA time zone %q", pol.TimeZone)
+	if _, err := review.TimeZone(pol.TimeZone); err != nil {
+		ps.Add("time_zone", "%v; allowed: an IANA time zone name such as UTC, Europe/Berlin or America/New_York", err)
 	}
 	if checkCount(&ps, "authoritative_profile_ids", len(pol.AuthoritativeProfileIDs), MaxListItems) {
 		for i, id := range pol.AuthoritativeProfileIDs {

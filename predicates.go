@@ -26,7 +26,10 @@ type PredicateDefinition struct {
 }
 
 // RegisterPredicate registers a new immutable version of a predicate key (the first is version 1).
-// The key is normalised like any predicate phrase.
+// The key and aliases are normalised like any predicate phrase, and each must name this predicate
+// alone: a key equal to another predicate's alias, an alias equal to another predicate's key or alias,
+// or two aliases alike are refused (a new version of a key may keep its own aliases, and an alias may
+// spell out its own key, as "deploys from" does deploys_from).
 //
 // Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
 // host principal's team does not exist).
@@ -51,6 +54,7 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 		return def, ps.Err()
 	}
 	// The caller's slice is not rewritten in place.
+	raw := def.Aliases
 	def.Aliases = slices.Clone(def.Aliases)
 	for i, a := range def.Aliases {
 		checkText(&ps, fmt.Sprintf("aliases[%d]", i), a, true, c.cfg.Limits.MaxTextBytes)
@@ -70,18 +74,48 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 		ps.Add("object_kinds", "must be empty when value_object is set")
 	}
 	checkText(&ps, "description", def.Description, false, 4096)
+	pred := relationship.Predicate{Key: def.Key, Kind: def.RelationshipKind, Cardinality: def.CurrentCardinality,
+		Aliases: def.Aliases, SubjectKinds: def.SubjectKinds, ObjectKinds: def.ObjectKinds, ValueObject: def.ValueObject,
+		Description: def.Description}
+	addPhraseConflicts(&ps, raw, relationship.PhraseConflicts(pred, nil)) // aliases repeating each other
 	if err := ps.Err(); err != nil {
 		return def, err
 	}
 	if _, err := c.authorize(ctx, p, identity.ScopeVocabulary); err != nil {
 		return def, err
 	}
+	// Every phrase must name this predicate alone among the team's, checked under the lock that
+	// orders the team's registrations, so two registrations cannot take one phrase together.
 	stored, err := c.store.PredicateAppend(ctx, store.PredicateAppendParams{Team: p.TeamID, CreatedBy: p.actor(),
-		CreatedAt: c.now(), Predicate: relationship.Predicate{Key: def.Key, Kind: def.RelationshipKind,
-			Cardinality: def.CurrentCardinality, Aliases: def.Aliases, SubjectKinds: def.SubjectKinds,
-			ObjectKinds: def.ObjectKinds, ValueObject: def.ValueObject, Description: def.Description}})
+		CreatedAt: c.now(), Predicate: pred, Check: func(registered []relationship.Predicate) error {
+			var ps problems
+			addPhraseConflicts(&ps, raw, relationship.PhraseConflicts(pred, registered))
+			return ps.Err()
+		}})
 	def.Version = stored.Version
 	return def, err
+}
+
+// addPhraseConflicts adds a problem for each phrase of a predicate definition that would not name it
+// alone (relationship.PhraseConflicts); raw holds the aliases as the caller spelt them.
+func addPhraseConflicts(ps *problems, raw []string, conflicts []relationship.PhraseConflict) {
+	const allowed = "a key or alias must name one predicate: use a phrase that no other predicate's key or alias normalises to"
+	for _, pc := range conflicts {
+		switch {
+		case pc.Alias < 0:
+			ps.Add("key", "%q is an alias of predicate %s; %s (or register %s again without it first)", pc.Phrase,
+				pc.OtherKey, allowed, pc.OtherKey)
+		case pc.Repeats >= 0:
+			ps.Add(fmt.Sprintf("aliases[%d]", pc.Alias), "%q normalises to %q, as aliases[%d] does; list each alias once",
+				raw[pc.Alias], pc.Phrase, pc.Repeats)
+		case pc.OtherIsAlias:
+			ps.Add(fmt.Sprintf("aliases[%d]", pc.Alias), "%q normalises to %q, an alias of predicate %s; %s", raw[pc.Alias],
+				pc.Phrase, pc.OtherKey, allowed)
+		default:
+			ps.Add(fmt.Sprintf("aliases[%d]", pc.Alias), "%q normalises to %q, the key of predicate %s; %s", raw[pc.Alias],
+				pc.Phrase, pc.OtherKey, allowed)
+		}
+	}
 }
 
 // ListPredicatesRequest asks for a page of the team's registered predicates, in key order.

@@ -18,9 +18,11 @@ const (
 type Request struct {
 	// TeamIDs limits the run to these teams; empty means every team with due cases.
 	TeamIDs []identity.TeamID `json:"team_ids,omitempty"`
-	// WorkerID names the worker in run reservations (default "worker").
+	// WorkerID names the worker in run reservations (default "worker"); valid UTF-8 without NUL, at
+	// most the client's Limits.MaxTextBytes.
 	WorkerID string `json:"worker_id,omitempty"`
-	// MaxCases bounds the cases this worker claims per team (0 = no bound).
+	// MaxCases bounds the cases this worker claims per team (0 = no bound; a negative value is
+	// refused).
 	MaxCases int `json:"max_cases,omitempty"`
 }
 

@@ -49,8 +49,8 @@ type Store interface {
 	// force, and returns it. ErrStaleVersion when another version is in force, ErrNotFound when the
 	// team does not exist.
 	PolicyAppend(ctx context.Context, p PolicyAppendParams) (Policy, error)
-	// PredicateAppend appends the next version of a predicate key and returns it. ErrNotFound when
-	// the team does not exist.
+	// PredicateAppend appends the next version of a predicate key and returns it, unless p.Check
+	// refuses it (its error is returned as is). ErrNotFound when the team does not exist.
 	PredicateAppend(ctx context.Context, p PredicateAppendParams) (relationship.Predicate, error)
 	// PredicateList returns the latest version of every predicate key of a team.
 	PredicateList(ctx context.Context, team identity.TeamID) ([]relationship.Predicate, error)
@@ -281,6 +281,11 @@ type PredicateAppendParams struct {
 	// CreatedBy is the registering profile's ID, or "host" for the host itself.
 	CreatedBy string
 	CreatedAt time.Time
+	// Check, when set, is called under the lock that orders the team's predicate registrations, with
+	// the latest version of every key the team has (as PredicateList returns them), so what it checks
+	// still holds when the version is appended. When it returns an error nothing is appended and
+	// PredicateAppend returns that error as is.
+	Check func(registered []relationship.Predicate) error
 }
 
 // NameLookup is one name of a mention: its entity kind, its key (identity.NormalizeName) and the

@@ -101,9 +101,11 @@ func Run(ctx context.Context, cfg Config, req review.Request) (review.Report, er
 // runDates returns the run date of now in the team's time zone (as a UTC midnight date) and the
 // start of the next run date.
 func runDates(now time.Time, tz string) (runDate, next time.Time) {
-	loc, err := time.LoadLocation(tz)
+	loc, err := review.TimeZone(tz)
 	if err != nil {
-		loc = time.UTC // unreachable: SetTeamPolicy validates the zone and tzdata is embedded
+		// SetTeamPolicy refuses such a zone; one stored before it did (such as "Local") dates runs in
+		// UTC, the same on every machine, never in the zone of the machine that runs the review.
+		loc = time.UTC
 	}
 	l := now.In(loc)
 	runDate = time.Date(l.Year(), l.Month(), l.Day(), 0, 0, 0, 0, time.UTC)

@@ -203,18 +203,36 @@ SELECT $1, $2, COALESCE(MAX(version), 0) + 1, $3, $4, $5, $6, $7, $8, $9, $10, $
 FROM {schema}.predicate_definitions WHERE team_id = $1 AND predicate_key = $2
 RETURNING version`
 
-// PredicateAppend appends the next version of a predicate key and returns it. ErrNotFound when the
-// team does not exist.
+// PredicateAppend appends the next version of a predicate key and returns it, unless p.Check,
+// called under the team's predicate lock with the team's latest versions, refuses it (its error is
+// returned as is). ErrNotFound when the team does not exist.
 func (s *Store) PredicateAppend(ctx context.Context, p store.PredicateAppendParams) (relationship.Predicate, error) {
 	pr := p.Predicate
+	var refused error // Check's error, returned as is (translate would file it as a driver failure)
 	err := s.beginFunc(ctx, p.Team, func(tx pgx.Tx) error {
 		if err := s.lockTeamVersions(ctx, tx, p.Team, "predicate"); err != nil {
 			return err
+		}
+		if p.Check != nil {
+			rows, err := tx.Query(ctx, s.sql(predicateListSQL), p.Team)
+			if err != nil {
+				return err
+			}
+			registered, err := pgx.CollectRows(rows, scanPredicate)
+			if err != nil {
+				return err
+			}
+			if refused = p.Check(registered); refused != nil {
+				return refused
+			}
 		}
 		return translate(tx.QueryRow(ctx, s.sql(predicateInsertSQL), p.Team, pr.Key, pr.Kind, pr.Cardinality,
 			nonNil(pr.Aliases), nonNil(pr.SubjectKinds), nonNil(pr.ObjectKinds), pr.ValueObject, pr.Description,
 			p.CreatedBy, p.CreatedAt).Scan(&pr.Version))
 	})
+	if refused != nil {
+		return pr, refused
+	}
 	return pr, err
 }
 

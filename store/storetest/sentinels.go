@@ -2,6 +2,8 @@ package storetest
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
@@ -17,6 +19,7 @@ var sentinelContracts = []contract{
 	{"StaleRelationshipVersion", testStaleRelationshipVersion},
 	{"StaleCaseVersion", testStaleCaseVersion},
 	{"StalePolicyVersion", testStalePolicyVersion},
+	{"PredicateCheckRefuses", testPredicateCheck},
 	{"TransitionlessChangeIsIntegrity", testTransitionlessChange},
 }
 
@@ -163,6 +166,55 @@ func testStalePolicyVersion(e *env) {
 	e.must(err, "PrincipalLoad")
 	if pr.Policy.Version != 2 {
 		t.Errorf("PrincipalLoad's policy = version %d, want the version in force, 2", pr.Policy.Version)
+	}
+}
+
+// testPredicateCheck: PredicateAppend hands its Check the latest version of every key of the team,
+// returns the Check's error as is and appends nothing when it refuses, and appends as usual when it
+// accepts.
+func testPredicateCheck(e *env) {
+	t, ctx := e.t, e.ctx
+	w := e.world("tm_p")
+	refused := errors.New("storetest: refused")
+	v2 := w.pred
+	v2.Description = "works on, v2"
+	_, err := e.s.PredicateAppend(ctx, store.PredicateAppendParams{Team: w.team, CreatedBy: "host", CreatedAt: at(time.Minute),
+		Predicate: v2})
+	e.must(err, "PredicateAppend of version 2")
+	var seen [][]relationship.Predicate
+	check := func(ok bool) func([]relationship.Predicate) error {
+		return func(registered []relationship.Predicate) error {
+			seen = append(seen, registered)
+			if !ok {
+				return refused
+			}
+			return nil
+		}
+	}
+	other := relationship.Predicate{Key: "mentors", Kind: relationship.KindState, Cardinality: relationship.CardinalityMany,
+		Aliases: []string{"coaches"}}
+	_, err = e.s.PredicateAppend(ctx, store.PredicateAppendParams{Team: w.team, CreatedBy: "host", CreatedAt: at(2 * time.Minute),
+		Predicate: other, Check: check(false)})
+	if err != refused {
+		t.Errorf("PredicateAppend refused by its Check = %v, want the Check's error as is", err)
+	}
+	if len(seen) != 1 || len(seen[0]) != 1 || seen[0][0].Key != predWorksOn || seen[0][0].Version != 2 ||
+		!slices.Equal(seen[0][0].Aliases, w.pred.Aliases) {
+		t.Errorf("Check saw %+v, want the latest version of %s only (version 2)", seen, predWorksOn)
+	}
+	preds, err := e.s.PredicateList(ctx, w.team)
+	e.must(err, "PredicateList")
+	if len(preds) != 1 {
+		t.Errorf("PredicateList after a refused append = %+v, want only %s", preds, predWorksOn)
+	}
+	got, err := e.s.PredicateAppend(ctx, store.PredicateAppendParams{Team: w.team, CreatedBy: "host", CreatedAt: at(3 * time.Minute),
+		Predicate: other, Check: check(true)})
+	e.must(err, "PredicateAppend accepted by its Check")
+	if got.Version != 1 {
+		t.Errorf("PredicateAppend accepted by its Check = version %d, want 1", got.Version)
+	}
+	if preds, err = e.s.PredicateList(ctx, w.team); err != nil || len(preds) != 2 {
+		t.Errorf("PredicateList after an accepted append = %+v, %v; want two keys", preds, err)
 	}
 }
 
