@@ -1,6 +1,8 @@
 package densemem_test
 
 import (
+	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -11,8 +13,9 @@ import (
 
 // The specification's Cross-Profile Corrections example: A's "Mark" combines two people; B, with
 // distinguishing evidence, gets an identity question instead of A's entity, confirms two new
-// entities, and its relationships correct A's through one identity_correction case. A's rows never
-// change; C sees every position; the nightly reviewer never resolves an identity case itself.
+// entities, and its relationships correct A's through one identity_correction case. Placement never
+// changes A's rows; C sees every position; the nightly reviewer decides the case under the one
+// deterministic policy, weighing A's combined identity against B's distinct ones together.
 
 // markWorksOn is "<mark> works_on <project>" as a person and a project.
 func markWorksOn(project, content string) fact {
@@ -172,7 +175,8 @@ func TestIdentityCorrectionTheTwoMarks(t *testing.T) {
 		t.Errorf("C's recall conflicts %+v, want the identity case with its three positions", rec.Conflicts)
 	}
 
-	// 5. The nightly reviewer keeps it open, marks it overdue at its deadline, never resolves it.
+	// 5. Two groups on each side: the nightly reviewer keeps it open, and marks it overdue at its
+	// deadline with no side qualifying.
 	if rep := e.reviewTeamAs("night-1"); rep.KeptOpen != 1 || rep.Resolved != 0 {
 		t.Errorf("first night: %+v, want the identity case kept open", rep)
 	}
@@ -370,4 +374,411 @@ func TestIdentityCorrectionSettledByTheOwnersSplit(t *testing.T) {
 	if c := caseIn(split(s.aDense, "dense-mem")); c == nil || c.Status != "dismissed" {
 		t.Errorf("after A split Dense-Mem off: case %+v, want the identity case dismissed", c)
 	}
+}
+
+// ---- The identity_correction case under the deterministic policy (DESIGN §7, §8, §9) ----
+
+// corrections is B's one Remember correcting A's combined Mark: "Mark works_on Dense-Mem" about a Mark
+// of the dense-mem team and "Mark works_on Billing" about a Mark of the billing team, both mentions
+// stated distinct from A's entity, each relationship citing every content given for its project (one
+// independent source group per distinct content), from validFrom when it is set.
+func (s *markStory) corrections(dense, billing []string, validFrom *time.Time) densemem.RememberRequest {
+	req := densemem.RememberRequest{IdempotencyKey: nextKey(), Proposal: densemem.Proposal{
+		Entities: []densemem.ProposedEntity{
+			{Ref: "mark_dense", Name: "Mark", EntityKind: "person", IdentityContext: map[string]string{"team": "dense-mem"},
+				DistinctFromEntityIDs: []densemem.EntityID{s.mark}},
+			{Ref: "mark_billing", Name: "Mark", EntityKind: "person", IdentityContext: map[string]string{"team": "billing"},
+				DistinctFromEntityIDs: []densemem.EntityID{s.mark}},
+			{Ref: "dense", Name: "Dense-Mem", EntityKind: "project"},
+			{Ref: "billing", Name: "Billing", EntityKind: "project"},
+		}}}
+	for _, stated := range []struct {
+		proposal, subject string
+		contents          []string
+	}{{"dense", "mark_dense", dense}, {"billing", "mark_billing", billing}} {
+		rel := densemem.ProposedRelationship{ProposalID: stated.proposal, SubjectRef: stated.subject, Predicate: "works_on",
+			ObjectRef: stated.proposal, ValidFrom: validFrom}
+		for _, content := range stated.contents {
+			i := slices.IndexFunc(req.Evidence, func(ev densemem.EvidenceInput) bool { return ev.Content == content })
+			if i < 0 {
+				i = len(req.Evidence)
+				req.Evidence = append(req.Evidence, densemem.EvidenceInput{Content: content, SourceType: "document"})
+			}
+			rel.Evidence = append(rel.Evidence, densemem.Citation{EvidenceIndex: i, Start: 0, End: len(content)})
+		}
+		req.Proposal.Relationships = append(req.Proposal.Relationships, rel)
+	}
+	return req
+}
+
+// identityCase is the story's identity case after B's corrections: its ID and B's two relationships.
+type identityCase struct {
+	id                 string
+	bDense, bBilling   densemem.RelationshipID
+	markDense, mBilled densemem.EntityID
+	correctedAt        time.Time
+}
+
+// correct places B's corrections and returns the case they opened.
+func (s *markStory) correct(dense, billing []string, validFrom *time.Time) identityCase {
+	s.e.t.Helper()
+	at := s.e.clock.Now()
+	pl := s.e.rememberReq(s.e.B, s.corrections(dense, billing, validFrom))
+	for _, out := range pl.RelationshipOutcomes {
+		if out.Status != "active" || out.Conflict == nil || len(out.CrossReferences) != 1 || out.CrossReferences[0].Kind != "corrects" {
+			s.e.t.Fatalf("B's %s: %s/%s, case %+v, cross-references %+v; want active, correcting A's statement in the identity case",
+				out.ProposalID, out.Category, out.Status, out.Conflict, out.CrossReferences)
+		}
+	}
+	c := identityCase{id: pl.RelationshipOutcomes[0].Conflict.ConflictID, correctedAt: at,
+		bDense: pl.RelationshipOutcomes[0].RelationshipID, bBilling: pl.RelationshipOutcomes[1].RelationshipID}
+	c.markDense = s.e.trace(s.e.B, c.bDense).Relationship.Subject.EntityID
+	c.mBilled = s.e.trace(s.e.B, c.bBilling).Relationship.Subject.EntityID
+	return c
+}
+
+// newMarkStoryFrom is newMarkStory with A's two statements from the given sources: A's side counts one
+// group per distinct source group label.
+func newMarkStoryFrom(t *testing.T, denseGroup, billingGroup string) *markStory {
+	e := newEnv(t)
+	s := &markStory{e: e}
+	dense, billing := markWorksOn("Dense-Mem", "Mark works on Dense-Mem."), markWorksOn("Billing", "Mark works on Billing.")
+	dense.sourceGroup, billing.sourceGroup = denseGroup, billingGroup
+	s.aDense, s.aBilling = e.rememberAccepted(e.A, dense), e.rememberAccepted(e.A, billing)
+	s.mark = e.trace(e.A, s.aDense.RelationshipID).Relationship.Subject.EntityID
+	e.clock.Advance(time.Hour)
+	return s
+}
+
+// exceptLifecycle drops a profile's relationship rows and transitions from rows (ProfileRows): what is
+// left — evidence, observations, verifications, supports, entity resolutions, entities, names, items —
+// no reviewer may ever change.
+func exceptLifecycle(rows map[string]map[string]string) map[string]map[string]string {
+	out := maps.Clone(rows)
+	delete(out, "relationships")
+	delete(out, "relationship_transitions")
+	return out
+}
+
+// neverByTheReviewer are the tables the reviewer must never write (DESIGN §9): their counts stay.
+var neverByTheReviewer = []string{"evidence_fragments", "fragment_contents", "observations", "verification_events",
+	"support_links", "relationship_cross_references", "entities", "entity_names", "entity_resolution_events",
+	"review_items"}
+
+// checkClosedByTheReviewer asserts, through Trace, that id was superseded by the reviewer's
+// resolution of case at the cutoff, from version 1 to 2.
+func (e *env) checkClosedByTheReviewer(id densemem.RelationshipID, caseID string, cutoff, at time.Time) {
+	e.t.Helper()
+	tr, err := e.client.Trace(e.ctx, e.C, densemem.TraceRequest{RelationshipID: id, IncludeTransitions: true})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := tr.Relationship
+	if r.Status != "superseded" || r.ValidTo == nil || !r.ValidTo.Equal(cutoff) || r.Version != 2 {
+		e.t.Errorf("%s after the resolution: %s, valid_to %v, version %d; want superseded at %v, version 2", id, r.Status,
+			r.ValidTo, r.Version, cutoff)
+	}
+	last := tr.Transitions[len(tr.Transitions)-1]
+	if last.FromStatus != "active" || last.ToStatus != "superseded" || last.ActorKind != reviewerActorKind ||
+		last.ActorProfileID != "" || last.Reason != "conflict_resolved:"+caseID || !last.CreatedAt.Equal(at) {
+		e.t.Errorf("%s's last transition %+v, want the reviewer's conflict_resolved:%s at %v", id, last, caseID, at)
+	}
+}
+
+// checkUntouched asserts, through Trace, that ids are still active at version 1.
+func (e *env) checkUntouched(ids ...densemem.RelationshipID) {
+	e.t.Helper()
+	for _, id := range ids {
+		if r := e.trace(e.C, id).Relationship; r.Status != "active" || r.Version != 1 || r.ValidTo != nil {
+			e.t.Errorf("%s: %s, version %d, valid_to %v; want active and unchanged", id, r.Status, r.Version, r.ValidTo)
+		}
+	}
+}
+
+// listedCase returns case id as ListConflicts shows it (every status).
+func (e *env) listedCase(id string) densemem.ConflictCase {
+	e.t.Helper()
+	page, err := e.client.ListConflicts(e.ctx, e.C, densemem.ListConflictsRequest{Status: []string{"open", "overdue", "resolved", "dismissed"}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, c := range page.Conflicts {
+		if c.ConflictID == id {
+			return c
+		}
+	}
+	e.t.Fatalf("case %s is not listed", id)
+	return densemem.ConflictCase{}
+}
+
+// groupsByIdentity maps each position's identity to its counted source groups.
+func groupsByIdentity(c densemem.ConflictCase) map[densemem.EntityID]int {
+	out := map[densemem.EntityID]int{}
+	for _, p := range c.Positions {
+		out[p.Object.EntityID] = p.CountedSourceGroups
+	}
+	return out
+}
+
+// TestIdentityCorrectionResolvedForTheDistinctIdentities: B's corrections, dated by their evidence,
+// have four independent groups against A's one (80%): the first nightly review resolves the case for
+// the distinct identities before its deadline, superseding both of A's statements at the evidence
+// time with audited transitions, in one transaction; A's entity resolutions, evidence and supports,
+// and B's rows, are untouched. Recall's current view shows B's side with the resolved case; valid_at
+// before the cutoff and known_at before the correction still show A's.
+func TestIdentityCorrectionResolvedForTheDistinctIdentities(t *testing.T) {
+	t.Parallel()
+	s := newMarkStoryFrom(t, "alice-notes", "alice-notes")
+	e := s.e
+	since := date("2026-05-01")
+	c := s.correct(
+		[]string{"Since 2026-05-01 Mark of the dense-mem team works on Dense-Mem.", "Org chart 2026-05-01: Mark (dense-mem team) works on Dense-Mem."},
+		[]string{"Since 2026-05-01 Mark of the billing team works on Billing.", "Payroll 2026-05-01: Mark (billing team) works on Billing."},
+		&since)
+	if d := diff(map[densemem.EntityID]int{s.mark: 1, c.markDense: 2, c.mBilled: 2}, groupsByIdentity(e.listedCase(c.id))); d != "" {
+		t.Errorf("counted groups by identity (-want +got):\n%s", d)
+	}
+	rowsOfA, rowsOfB := exceptLifecycle(e.ledger().ProfileRows(e.A.ProfileID)), e.ledger().ProfileRows(e.B.ProfileID)
+	counts := e.countsOf(neverByTheReviewer)
+
+	e.clock.Advance(24 * time.Hour)
+	night := e.clock.Now()
+	if rep := e.reviewTeamAs("night-1"); rep.Resolved != 1 || rep.Claimed != 1 {
+		t.Fatalf("the first night: %+v, want the identity case resolved before its deadline", rep)
+	}
+
+	// The case: resolved for one of B's identities, from the evidence time, by the reviewer.
+	cs := e.ledger().Case(c.id)
+	last := cs.Events[len(cs.Events)-1]
+	if cs.Status != "resolved" || cs.Basis != "evidence_time" || cs.EffectiveAt == nil || !cs.EffectiveAt.Equal(since) ||
+		last.Reason != "pre_ttl_floor_met" || last.ActorKind != reviewerActorKind || last.Resulting != "resolved" {
+		t.Fatalf("case after the review: %s, basis %s, effective %v, last event %+v; want resolved by the pre-deadline floor from %v",
+			cs.Status, cs.Basis, cs.EffectiveAt, last, since)
+	}
+	listed := e.listedCase(c.id)
+	preferred := slices.IndexFunc(listed.Positions, func(p densemem.RecallPosition) bool { return p.PositionID == listed.PreferredPositionID })
+	if preferred < 0 || listed.Positions[preferred].Object.EntityID == s.mark {
+		t.Errorf("preferred position %s: want one of B's distinct identities", listed.PreferredPositionID)
+	}
+
+	// A's stale episodes closed at the cutoff by the reviewer; B's statements unchanged.
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		e.checkClosedByTheReviewer(id, c.id, since, night)
+	}
+	e.checkUntouched(c.bDense, c.bBilling)
+	// Nothing else: A's resolutions, evidence, supports; B's rows; no evidence, support, cross-reference
+	// or resolution row anywhere.
+	if d := diff(rowsOfA, exceptLifecycle(e.ledger().ProfileRows(e.A.ProfileID))); d != "" {
+		t.Errorf("the reviewer changed A's rows besides the lifecycle of its statements (-before +after):\n%s", d)
+	}
+	if d := diff(rowsOfB, e.ledger().ProfileRows(e.B.ProfileID)); d != "" {
+		t.Errorf("the reviewer changed B's rows (-before +after):\n%s", d)
+	}
+	if d := countsDiff(counts, e.countsOf(neverByTheReviewer)); d != "" {
+		t.Errorf("the reviewer wrote rows it must never write: %s", d)
+	}
+	e.checkLedgerTransitions()
+
+	// Recall now: B's side, each statement with the resolved case; A's superseded statements gone.
+	now := e.recall(e.C, "Mark works on", nil, nil)
+	for _, id := range []densemem.RelationshipID{c.bDense, c.bBilling} {
+		r := resultFor(now, id)
+		if r == nil || r.ResolvedConflict == nil || r.ResolvedConflict.ConflictID != c.id || r.ConflictID != "" ||
+			r.ResolvedConflict.EffectiveTimeBasis != "evidence_time" {
+			t.Errorf("current recall: %s is %+v, want B's statement with the resolved identity case", id, r)
+		}
+	}
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		if resultFor(now, id) != nil {
+			t.Errorf("current recall still returns A's superseded %s", id)
+		}
+	}
+	if len(now.Conflicts) != 0 {
+		t.Errorf("current recall lists live cases %+v, want none", now.Conflicts)
+	}
+	// valid_at before the cutoff: A's statements held then; B's had not started.
+	before := since.Add(-24 * time.Hour)
+	then := e.recall(e.C, "Mark works on", &before, nil)
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		if r := resultFor(then, id); r == nil || r.TrueAtValidAt == nil || !*r.TrueAtValidAt {
+			t.Errorf("recall valid_at %v: A's %s is %+v, want it true then", before, id, r)
+		}
+	}
+	if r := resultFor(then, c.bDense); r != nil {
+		t.Errorf("recall valid_at %v returns B's %s, which starts on %v", before, c.bDense, since)
+	}
+	// known_at before B's correction: the system's view then, A's statements current, no case.
+	known := c.correctedAt.Add(-time.Minute)
+	old := e.recall(e.C, "Mark works on", nil, &known)
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		if r := resultFor(old, id); r == nil || r.Relationship.Status != "active" || !r.Current || r.ResolvedConflict != nil {
+			t.Errorf("recall known_at %v: A's %s is %+v, want it active and current as recorded then", known, id, r)
+		}
+	}
+	if resultFor(old, c.bDense) != nil || resultFor(old, c.bBilling) != nil || len(old.Conflicts) != 0 {
+		t.Errorf("recall known_at %v leaks B's later correction: %v, conflicts %+v", known, recallIDs(old), old.Conflicts)
+	}
+}
+
+// TestIdentityCorrectionBelowThePreDeadlineFloorStaysOpen: B's corrections have three independent
+// groups against A's one (exactly 75%, and fewer than four): before the deadline the case stays open
+// whatever the nights; at the deadline the majority floor resolves it for the distinct identities by
+// the recorded fallback (B's statements carry no date), closing A's statements at the case's opening.
+func TestIdentityCorrectionBelowThePreDeadlineFloorStaysOpen(t *testing.T) {
+	t.Parallel()
+	s := newMarkStoryFrom(t, "alice-notes", "alice-notes")
+	e := s.e
+	c := s.correct(
+		[]string{"Mark of the dense-mem team works on Dense-Mem.", "Org chart: Mark (dense-mem team) works on Dense-Mem."},
+		[]string{"Mark of the billing team works on Billing."}, nil)
+	opened := e.ledger().Case(c.id).OpenedAt
+	for night := range 3 {
+		e.clock.Advance(24 * time.Hour)
+		if rep := e.reviewTeamAs(fmt.Sprintf("night-%d", night)); rep.KeptOpen != 1 || rep.Resolved != 0 {
+			t.Fatalf("night %d before the deadline: %+v, want the case kept open (3 groups of 4)", night, rep)
+		}
+	}
+	if cs := e.ledger().Case(c.id); cs.Status != "open" || cs.Version != 1 {
+		t.Fatalf("before the deadline: %s at version %d, want open and unchanged", cs.Status, cs.Version)
+	}
+	e.checkUntouched(s.aDense.RelationshipID, s.aBilling.RelationshipID, c.bDense, c.bBilling)
+
+	at := e.advanceToReviewDue(c.id)
+	if rep := e.reviewTeamAs("at-the-deadline"); rep.Resolved != 1 {
+		t.Fatalf("at the deadline: %+v, want the case resolved by majority", rep)
+	}
+	cs := e.ledger().Case(c.id)
+	if cs.Status != "resolved" || cs.Basis != "recorded_fallback" || cs.EffectiveAt == nil || !cs.EffectiveAt.Equal(opened) ||
+		cs.Events[len(cs.Events)-1].Reason != "post_ttl_majority_floor_met" {
+		t.Fatalf("case at the deadline: %s, basis %s, effective %v, reasons %v; want resolved by majority from its opening %v",
+			cs.Status, cs.Basis, cs.EffectiveAt, cs.Reasons(), opened)
+	}
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		e.checkClosedByTheReviewer(id, c.id, opened, at)
+	}
+	e.checkUntouched(c.bDense, c.bBilling)
+	e.checkLedgerTransitions()
+}
+
+// TestInvariant21_IdentityCaseResolvedByMajorityClosesTheLosingEpisodes (issue 20 item 6): an
+// identity case resolved by the post-deadline majority (B's two groups against A's one) must close A's
+// losing episodes with audited transitions in the resolving transaction — a reviewer that marks the
+// case resolved while closing none of A's rows leaves A's stale statements current, which this test
+// refuses through Recall and Trace — and must change no entity resolution, evidence or support.
+func TestInvariant21_IdentityCaseResolvedByMajorityClosesTheLosingEpisodes(t *testing.T) {
+	t.Parallel()
+	s := newMarkStoryFrom(t, "alice-notes", "alice-notes")
+	e := s.e
+	c := s.correct([]string{"Mark of the dense-mem team works on Dense-Mem."}, []string{"Mark of the billing team works on Billing."}, nil)
+	counts := e.countsOf(neverByTheReviewer)
+	at := e.advanceToReviewDue(c.id)
+	if rep := e.reviewTeamAs("at-the-deadline"); rep.Resolved != 1 {
+		t.Fatalf("at the deadline: %+v, want the case resolved by majority (2 groups of 3)", rep)
+	}
+	cs := e.ledger().Case(c.id)
+	if cs.Status != "resolved" || cs.Events[len(cs.Events)-1].Reason != "post_ttl_majority_floor_met" {
+		t.Fatalf("case %s, reasons %v; want resolved by the majority floor", cs.Status, cs.Reasons())
+	}
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		e.checkClosedByTheReviewer(id, c.id, cs.OpenedAt, at)
+	}
+	rec := e.recall(e.C, "Mark works on", nil, nil)
+	if resultFor(rec, s.aDense.RelationshipID) != nil || resultFor(rec, s.aBilling.RelationshipID) != nil {
+		t.Errorf("current recall after the resolution returns A's losing statements: %v", recallIDs(rec))
+	}
+	e.checkUntouched(c.bDense, c.bBilling)
+	if d := countsDiff(counts, e.countsOf(neverByTheReviewer)); d != "" {
+		t.Errorf("the reviewer wrote rows it must never write: %s", d)
+	}
+}
+
+// TestIdentityCorrectionResolvedForTheCombinedIdentity: the policy is symmetric. A's combined Mark has
+// three independent groups against the one document B cites for both distinct Marks (which counts once
+// for B's side): at the deadline the case resolves for A's identity and the reviewer supersedes B's
+// corrections at the case's opening; A's statements and B's entity resolutions stay as they were.
+func TestIdentityCorrectionResolvedForTheCombinedIdentity(t *testing.T) {
+	t.Parallel()
+	s := newMarkStoryFrom(t, "alice-notes", "alice-hr")
+	e := s.e
+	third := withContent(markWorksOn("Dense-Mem", ""), "Team page: Mark works on Dense-Mem.")
+	if out := e.remember(e.A, third); out.Category != densemem.CategorySupported || out.RelationshipID != s.aDense.RelationshipID {
+		t.Fatalf("A's third source: %s on %s, want a support of %s", out.Category, out.RelationshipID, s.aDense.RelationshipID)
+	}
+	memo := "Memo: Mark of the dense-mem team works on Dense-Mem and Mark of the billing team works on Billing."
+	c := s.correct([]string{memo}, []string{memo}, nil)
+	if d := diff(map[densemem.EntityID]int{s.mark: 3, c.markDense: 1, c.mBilled: 1}, groupsByIdentity(e.listedCase(c.id))); d != "" {
+		t.Errorf("counted groups by identity (-want +got):\n%s", d)
+	}
+	opened := e.ledger().Case(c.id).OpenedAt
+	rowsOfB := exceptLifecycle(e.ledger().ProfileRows(e.B.ProfileID))
+
+	at := e.advanceToReviewDue(c.id)
+	if rep := e.reviewTeamAs("at-the-deadline"); rep.Resolved != 1 {
+		t.Fatalf("at the deadline: %+v, want the case resolved for A's identity", rep)
+	}
+	listed := e.listedCase(c.id)
+	preferred := slices.IndexFunc(listed.Positions, func(p densemem.RecallPosition) bool { return p.PositionID == listed.PreferredPositionID })
+	if listed.Status != "resolved" || preferred < 0 || listed.Positions[preferred].Object.EntityID != s.mark {
+		t.Fatalf("case %s preferring %s, want resolved for A's Mark %s", listed.Status, listed.PreferredPositionID, s.mark)
+	}
+	for _, id := range []densemem.RelationshipID{c.bDense, c.bBilling} {
+		e.checkClosedByTheReviewer(id, c.id, opened, at)
+	}
+	e.checkUntouched(s.aBilling.RelationshipID)
+	if r := e.trace(e.C, s.aDense.RelationshipID).Relationship; r.Status != "active" || r.ValidTo != nil {
+		t.Errorf("A's %s: %s, valid_to %v; want active", s.aDense.RelationshipID, r.Status, r.ValidTo)
+	}
+	if d := diff(rowsOfB, exceptLifecycle(e.ledger().ProfileRows(e.B.ProfileID))); d != "" {
+		t.Errorf("the reviewer changed B's rows besides the lifecycle of its statements (-before +after):\n%s", d)
+	}
+	now := e.recall(e.C, "Mark works on", nil, nil)
+	for _, id := range []densemem.RelationshipID{s.aDense.RelationshipID, s.aBilling.RelationshipID} {
+		if r := resultFor(now, id); r == nil || r.ResolvedConflict == nil || r.ResolvedConflict.ConflictID != c.id {
+			t.Errorf("current recall: A's %s is %+v, want it with the resolved identity case", id, r)
+		}
+	}
+	if resultFor(now, c.bDense) != nil || resultFor(now, c.bBilling) != nil {
+		t.Errorf("current recall still returns B's superseded corrections: %v", recallIDs(now))
+	}
+	e.checkLedgerTransitions()
+}
+
+// TestIdentityCorrectionOverdueWithoutAWinner: two independent groups on each side. Before the
+// deadline the case stays open; at it no side qualifies, so it becomes overdue with one escalation
+// event — never an invented winner — and later nights add no event; nobody's statement changes.
+func TestIdentityCorrectionOverdueWithoutAWinner(t *testing.T) {
+	t.Parallel()
+	s := newMarkStoryFrom(t, "", "")
+	e := s.e
+	c := s.correct([]string{"Mark of the dense-mem team works on Dense-Mem."}, []string{"Mark of the billing team works on Billing."}, nil)
+	if d := diff(map[densemem.EntityID]int{s.mark: 2, c.markDense: 1, c.mBilled: 1}, groupsByIdentity(e.listedCase(c.id))); d != "" {
+		t.Errorf("counted groups by identity (-want +got):\n%s", d)
+	}
+	e.clock.Advance(24 * time.Hour)
+	if rep := e.reviewTeamAs("before"); rep.KeptOpen != 1 {
+		t.Fatalf("before the deadline: %+v, want kept open", rep)
+	}
+	e.advanceToReviewDue(c.id)
+	if rep := e.reviewTeamAs("at-the-deadline"); rep.Overdue != 1 || rep.Resolved != 0 {
+		t.Fatalf("at the deadline: %+v, want overdue", rep)
+	}
+	e.clock.Advance(24 * time.Hour)
+	if rep := e.reviewTeamAs("after"); rep.Overdue != 1 || rep.Resolved != 0 {
+		t.Fatalf("a night after the deadline: %+v, want still overdue", rep)
+	}
+	cs := e.ledger().Case(c.id)
+	if d := diff([]string{"opened", "overdue_no_qualifying_position"}, cs.Reasons()); d != "" || cs.Status != "overdue" || cs.Preferred != "" {
+		t.Errorf("case %s preferring %q, events (-want +got):\n%s", cs.Status, cs.Preferred, d)
+	}
+	if ev := cs.Events[len(cs.Events)-1]; ev.ActorKind != reviewerActorKind || ev.Prior != "open" || ev.Resulting != "overdue" {
+		t.Errorf("escalation event %+v, want the reviewer's open -> overdue", ev)
+	}
+	e.checkUntouched(s.aDense.RelationshipID, s.aBilling.RelationshipID, c.bDense, c.bBilling)
+}
+
+// checkLedgerTransitions asserts every relationship's version agrees with its transitions (the
+// relationship half of checkLedger, which reads identity cases' members as current-state ones).
+func (e *env) checkLedgerTransitions() {
+	e.t.Helper()
+	e.snapshot(func(l ledgerView) { l.checkTransitions() })
 }

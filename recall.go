@@ -107,7 +107,8 @@ type RecallResult struct {
 	Evidence      []EvidenceExcerpt `json:"evidence"`
 	// ConflictID names the live case this relationship is a member of.
 	ConflictID string `json:"conflict_id,omitempty"`
-	// ResolvedConflict is set when a resolved case preferred this relationship's position.
+	// ResolvedConflict is set when a resolved case preferred this relationship's position (or, for an
+	// identity_correction case, a position on its side: the distinct identities win together).
 	ResolvedConflict *ResolvedConflictRef `json:"resolved_conflict,omitempty"`
 }
 
@@ -334,7 +335,7 @@ func recallResult(v store.RelationshipView, st store.RankedRelationship, score f
 		switch {
 		case cs.Status.Live():
 			res.ConflictID = string(cs.ID)
-		case cs.Status == conflict.StatusResolved && inPosition(cs, cs.Preferred, rel.ID):
+		case cs.Status == conflict.StatusResolved && preferredSide(cs, rel.ID):
 			res.ResolvedConflict = &ResolvedConflictRef{ConflictID: string(cs.ID), Version: cs.Version,
 				ResolvedAt: cs.ResolvedAt, EffectiveAt: cs.EffectiveAt, EffectiveTimeBasis: cs.TimeBasis,
 				PreferredPositionID: string(cs.Preferred)}
@@ -390,10 +391,18 @@ func casesOf(cases []store.RecallCase) map[relationship.ID][]store.RecallCase {
 	return out
 }
 
-func inPosition(cs store.RecallCase, id conflict.PositionID, rel relationship.ID) bool {
+// preferredSide reports whether rel is a member of resolved case cs's preferred position or of a
+// position allied with it (conflict.Allied: the distinct identities of an identity case won together).
+func preferredSide(cs store.RecallCase, rel relationship.ID) bool {
+	i := slices.IndexFunc(cs.Positions, func(p store.EventPosition) bool { return p.PositionID == cs.Preferred })
+	if i < 0 {
+		return false
+	}
+	won := conflict.PositionKey{Object: cs.Positions[i].Object, Polarity: cs.Positions[i].Polarity}
 	for _, pos := range cs.Positions {
-		if pos.PositionID == id {
-			return slices.ContainsFunc(pos.Members, func(m store.EventMember) bool { return m.RelationshipID == rel })
+		if conflict.Allied(cs.Kind, cs.Key.Subject, won, conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}) &&
+			slices.ContainsFunc(pos.Members, func(m store.EventMember) bool { return m.RelationshipID == rel }) {
+			return true
 		}
 	}
 	return false

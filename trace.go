@@ -566,7 +566,7 @@ func traceConflict(tc store.TraceCase) TraceConflict {
 		Positions: []TraceCasePosition{}, Events: []TraceConflictEvent{}}
 	var groups []int
 	if !tc.SupportsTruncated {
-		groups = countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support { return tc.MemberSupports[id] })
+		groups = countedGroups(cs, func(id relationship.ID) []evidence.Support { return tc.MemberSupports[id] })
 	}
 	for i, pos := range cs.Positions {
 		tp := TraceCasePosition{PositionID: string(pos.PositionID), Object: objectView(pos.Object, tc.Objects[pos.PositionID]),

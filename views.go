@@ -74,7 +74,7 @@ func conflictView(cs store.RecallCase, views map[relationship.ID]store.Relations
 	identityCase := cs.Kind == conflict.KindIdentityCorrection
 	// ev holds effective evidence only (RecallDetails leaves out the supports of fragments retired by
 	// the read's instant), so every support counted here is effective.
-	groups := countedGroups(cs.Positions, func(id relationship.ID) []evidence.Support {
+	groups := countedGroups(cs, func(id relationship.ID) []evidence.Support {
 		var sups []evidence.Support
 		for _, e := range ev[id] {
 			sups = append(sups, evidence.Support{Group: e.SourceGroup, ContentHash: e.ContentHash, Effective: true})
@@ -130,8 +130,9 @@ func conflictQuestion(rc RecallConflict, alternatives []string) string {
 		return fmt.Sprintf("Team members disagree on who %q (%s) is: one identity, or the distinct ones its corrections "+
 			"name? Positions: %s. Answer by remembering exact evidence about the entity you mean (known_entity_id, or "+
 			"distinct_from_entity_ids); only the owner of a statement on %s can split or forget it. The nightly review "+
-			"never resolves an identity case by itself.", rc.Subject.Name, rc.Subject.EntityID, strings.Join(alternatives, "; "),
-			rc.Subject.EntityID)
+			"weighs %s against the distinct identities together under the team's policy and, when one side qualifies, "+
+			"supersedes the other side's statements; it never changes an entity resolution.", rc.Subject.Name,
+			rc.Subject.EntityID, strings.Join(alternatives, "; "), rc.Subject.EntityID, rc.Subject.EntityID)
 	}
 	scope := ""
 	if rc.Scope != "" {
@@ -142,19 +143,19 @@ func conflictQuestion(rc RecallConflict, alternatives []string) string {
 		rc.Subject.Name, rc.Predicate, scope, strings.Join(alternatives, " or "), rc.ConflictID, rc.Version)
 }
 
-// countedGroups returns the independent source groups counted for each position of a case
-// (conflict.Tally: copies count once, a group behind two positions counts for neither), given the
-// effective supports of each member relationship. Recall's conflicts and Trace's case positions both
-// count through it.
-func countedGroups(positions []store.EventPosition, supports func(relationship.ID) []evidence.Support) []int {
-	tally := make([]conflict.Position, len(positions))
-	for i, pos := range positions {
+// countedGroups returns the independent source groups counted for each position of case cs
+// (conflict.TallyCase: copies count once, a group behind two positions that are not allied counts for
+// neither), given the effective supports of each member relationship. Recall's conflicts and Trace's
+// case positions both count through it.
+func countedGroups(cs store.RecallCase, supports func(relationship.ID) []evidence.Support) []int {
+	tally := make([]conflict.Position, len(cs.Positions))
+	for i, pos := range cs.Positions {
 		tally[i].Key = conflict.PositionKey{Object: pos.Object, Polarity: pos.Polarity}
 		for _, m := range pos.Members {
 			tally[i].Members = append(tally[i].Members, conflict.Member{Supports: supports(m.RelationshipID)})
 		}
 	}
-	conflict.Tally(tally)
+	conflict.TallyCase(cs.Kind, cs.Key.Subject, tally)
 	out := make([]int, len(tally))
 	for i, p := range tally {
 		out[i] = p.Groups

@@ -139,8 +139,35 @@ func positionsIncompatible(pred relationship.Predicate, a, b *Position) bool {
 // Tally sets each position's Groups and Authority across the case: labels and content hashes are
 // merged (copies count once), and a merged group that supports more than one position counts for
 // none of them.
-func Tally(ps []Position) {
-	counted := newCounter(ps)
+func Tally(ps []Position) { tally(ps, nil) }
+
+// TallyCase is Tally for the positions of a case of kind about subject: a merged group counts for a
+// position unless it also supports a position that is not allied with it (Allied). For a
+// cross_profile_current_state case that is Tally; for an identity_correction case a group behind two
+// distinct identities (one document telling both apart) counts for each of them, and a group behind
+// the subject's position and a distinct identity counts for neither.
+func TallyCase(kind Kind, subject identity.EntityID, ps []Position) {
+	tally(ps, func(i, j int) bool { return Allied(kind, subject, ps[i].Key, ps[j].Key) })
+}
+
+// Allied reports whether positions a and b of a case of kind about subject stand on one side, the
+// sides the resolution policy decides between and a resolution's losers are counted from. In a
+// cross_profile_current_state case every position is a side of its own (a is allied only with
+// itself). In an identity_correction case there are two sides: the subject's own position (its
+// statements as attributed to the one identity) and every distinct identity's position together
+// (the correction that the subject combines several): the distinct identities each correct other
+// statements of the subject and are not incompatible with one another.
+func Allied(kind Kind, subject identity.EntityID, a, b PositionKey) bool {
+	if kind == KindIdentityCorrection {
+		return (a.Object.EntityID == subject) == (b.Object.EntityID == subject)
+	}
+	return a == b
+}
+
+// tally sets Groups and Authority; allied (nil: only a position with itself) says which positions a
+// shared group may support and still count.
+func tally(ps []Position, allied func(i, j int) bool) {
+	counted := newCounter(ps, allied)
 	for i := range ps {
 		groups := map[string]bool{}
 		ps[i].Authority = false
@@ -161,10 +188,14 @@ func Tally(ps []Position) {
 type counter struct {
 	parent map[string]string
 	owners map[string]map[int]bool
+	allied func(i, j int) bool
 }
 
-func newCounter(ps []Position) *counter {
-	c := &counter{parent: map[string]string{}, owners: map[string]map[int]bool{}}
+func newCounter(ps []Position, allied func(i, j int) bool) *counter {
+	if allied == nil {
+		allied = func(i, j int) bool { return i == j }
+	}
+	c := &counter{parent: map[string]string{}, owners: map[string]map[int]bool{}, allied: allied}
 	for _, p := range ps {
 		for _, m := range p.Members {
 			for _, s := range m.Supports {
@@ -208,19 +239,28 @@ func (c *counter) union(a, b string) {
 	}
 }
 
-// counts reports whether support s of position i counts, with its merged group.
+// counts reports whether support s of position i counts, with its merged group: it does when every
+// position its group supports is allied with i (i itself, unless the counter was told otherwise).
 func (c *counter) counts(i int, s evidence.Support) (string, bool) {
 	if !s.Effective {
 		return "", false
 	}
 	root := c.find("g:" + s.Group)
-	return root, len(c.owners[root]) == 1 && c.owners[root][i]
+	if !c.owners[root][i] {
+		return "", false
+	}
+	for j := range c.owners[root] {
+		if !c.allied(i, j) {
+			return "", false
+		}
+	}
+	return root, true
 }
 
 // CountedMember reports whether a member of position i has at least one counted support, and
 // whether one of its counted supports carries allowed authority.
 func CountedMember(ps []Position, i int, m Member) (counted, authority bool) {
-	c := newCounter(ps)
+	c := newCounter(ps, nil)
 	for _, s := range m.Supports {
 		if _, ok := c.counts(i, s); ok {
 			counted = true

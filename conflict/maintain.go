@@ -132,7 +132,8 @@ func refs(ps []Position) []MemberRef {
 // across e (relationship.CorrectsIdentity, another owner): a correction whose statement on e is gone
 // corrects nothing, whatever order the changes came in. A position's key names its entity as its
 // object, polarity "+". Positions are kept only while e's position and another are both material;
-// groups are tallied across the case as Positions does.
+// groups are tallied across the case by TallyCase: the distinct identities are one side, so a group
+// behind two of them counts for each, and a group behind e's position and a distinct one for neither.
 func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []Position {
 	var onE, others []relationship.Relationship
 	for _, m := range members {
@@ -182,6 +183,6 @@ func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []P
 	slices.SortFunc(out, func(a, b Position) int {
 		return cmp.Compare(a.Members[0].Relationship.ID, b.Members[0].Relationship.ID)
 	})
-	Tally(out)
+	TallyCase(KindIdentityCorrection, e, out)
 	return out
 }

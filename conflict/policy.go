@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
 )
 
@@ -41,22 +42,45 @@ const (
 	ReasonNoQualifyingPosition Reason = "no_qualifying_position"
 	ReasonSeveralQualify       Reason = "several_positions_qualify"
 	ReasonEvidenceTimeRequired Reason = "evidence_time_missing_or_conflicting"
-	// ReasonIdentityNeedsOwner: an identity correction is settled only by its owners' own changes (a
-	// split, a forget, adopting the correction), never by the reviewer.
-	ReasonIdentityNeedsOwner Reason = "identity_needs_owner"
 )
 
-// DecideIdentity is the policy of an identity_correction case: the reviewer never resolves one,
-// because the remedy is an identity change only the owner of the corrected relationships may make
-// (DESIGN §9 forbids the reviewer entity resolution writes). Without a disagreement the case is
-// dismissed; otherwise it is kept open before its deadline and overdue at or after it.
-func DecideIdentity(in PolicyInput) Decision {
-	d := Decision{Winner: -1, PolicyVersion: in.PolicyVersion, Outcome: OutcomeKeepOpen}
-	switch {
-	case !Disagreement(in.Positions):
-		d.Outcome, d.Reason = OutcomeDismiss, ReasonNoDisagreement
-	case !in.Now.Before(in.ReviewDueAt):
-		d.Outcome, d.Reason = OutcomeOverdue, ReasonIdentityNeedsOwner
+// DecideIdentity applies the resolution policy (Decide, unchanged: counting unit, floors, deadline,
+// authority, override, cutoff, overdue) to the identity_correction case about entity e, whose
+// in.Positions come from IdentityPositions. The policy weighs the case's two sides (Allied): e's
+// position — its statements as attributed to the one identity — against the correction that e
+// combines several identities, every distinct identity's position together, its groups counted once
+// across them. The distinct identities are not alternatives to one another: each corrects other
+// statements of e, and together they are one answer to the case's question (the specification's B
+// splits Mark into a Mark of Dense-Mem and a Mark of Billing). Weighed one against another, they would
+// split that answer's support and a document telling both apart would count for neither.
+//
+// A resolution's Winner is the first position (in in.Positions' order) of the winning side; every
+// position not allied with it loses, whichever side that is. Nothing in it touches an entity
+// resolution: the reviewer only closes the losing side's relationships.
+func DecideIdentity(e identity.EntityID, in PolicyInput) Decision {
+	sides := make([]Position, 2)
+	sides[0].Key = PositionKey{Object: relationship.Object{EntityID: e}, Polarity: relationship.PolarityPositive}
+	sides[1].Key = PositionKey{Polarity: relationship.PolarityPositive} // every identity but e
+	for _, p := range in.Positions {
+		side := &sides[1]
+		if Allied(KindIdentityCorrection, e, p.Key, sides[0].Key) {
+			side = &sides[0]
+		}
+		side.Members = append(side.Members, p.Members...)
+		for _, o := range p.Owners {
+			if !slices.Contains(side.Owners, o) {
+				side.Owners = append(side.Owners, o)
+			}
+		}
+	}
+	sides = slices.DeleteFunc(sides, func(p Position) bool { return len(p.Members) == 0 })
+	Tally(sides)
+	weighed := in
+	weighed.Positions = sides
+	d := Decide(weighed)
+	if d.Outcome == OutcomeResolve {
+		won := sides[d.Winner].Key
+		d.Winner = slices.IndexFunc(in.Positions, func(p Position) bool { return Allied(KindIdentityCorrection, e, p.Key, won) })
 	}
 	return d
 }

@@ -6,10 +6,13 @@
 // that distinguishes them. Each of his relationships writes a corrects cross-reference to alice's
 // same statement and the team's one identity_correction case about alice's Mark opens; alice's rows
 // do not change. carol's recall shows every statement and the case's three identities. The nightly
-// reviewer keeps the case open and marks it overdue at its deadline: it never decides an identity
-// itself. alice then accepts the correction the only way a profile can: she states what she knows
-// about each Mark (her mentions now resolve to bob's entities and confirm his statements) and forgets
-// her combined statements; the case is dismissed.
+// reviewer decides the case under the team's deterministic policy, weighing alice's combined Mark
+// against bob's two Marks together: two independent source groups on each side qualify neither, so
+// it keeps the case open and marks it overdue at its deadline, inventing no winner (with more
+// independent evidence on one side it would supersede the other side's statements, never an entity
+// resolution). alice then accepts the correction herself: she states what she knows about each Mark
+// (her mentions now resolve to bob's entities and confirm his statements) and forgets her combined
+// statements; the case is dismissed.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on
 // the local server, created when missing and migrated. Every run creates a fresh team and the
@@ -391,7 +394,8 @@ func (s *story) recall() error {
 	return nil
 }
 
-// 5 and 6. The nightly reviewer never decides an identity: open before the deadline, overdue after.
+// 5 and 6. Two groups against two: no side qualifies, so the case is open before the deadline and
+// overdue after it.
 func (s *story) nightlyBeforeDeadline() error {
 	s.printf("\n5. the nightly review before the deadline\n")
 	return s.nightly()

@@ -89,11 +89,19 @@ func (l *Ledger) maintain(ks *KeyState, kind conflict.Kind, ch conflict.Change) 
 
 // Review is the nightly reviewer's verb for one claimed case cs of key ks: it repairs the case's
 // membership from the key's current state, takes the resolution policy's decision for the repaired
-// positions (decide, a pure function of them: conflict.Decide), and writes what follows — the case
-// resolved with its cutoff and every losing member superseded there, marked overdue (one event when
-// it first becomes overdue), dismissed when no material disagreement is left, or kept open — with
-// the case update fenced by the claim token and scheduled for next; the owners' statements held
-// against a loser it closed are asked their new question (Settle). It returns the outcome.
+// positions (decide, a pure function of them: conflict.Decide, or conflict.DecideIdentity for an
+// identity_correction case), and writes what follows — the case resolved with its cutoff and every
+// member of a losing position superseded there, marked overdue (one event when it first becomes
+// overdue), dismissed when no material disagreement is left, or kept open — with the case update
+// fenced by the claim token and scheduled for next; the owners' statements held against a loser it
+// closed are asked their new question (Settle). It returns the outcome.
+//
+// The losing positions are those not allied with the winner (conflict.Allied): every other position
+// of a cross_profile_current_state case, the other side of an identity_correction case. An identity
+// case's members lie on other keys than ks: the transaction locked those keys (nightly's reviewCase),
+// or, when a member joined since, loaded it locked by row (KeysLockParams.Members); they are
+// superseded like the members of ks; nothing else of theirs — entity resolutions, evidence, supports,
+// cross-references — is written.
 func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time.Time,
 	decide func(positions []conflict.Position) conflict.Decision) conflict.Outcome {
 	ch := conflict.Maintain(ks.Pred, live(cs), ks.Members(), l.Now)
@@ -121,13 +129,14 @@ func (l *Ledger) Review(ks *KeyState, cs *store.CaseRow, token string, next time
 			l.WS.CaseEvents[len(l.WS.CaseEvents)-1].TimeBasis = string(dec.Basis)
 			now, cutoff := l.Now, dec.Cutoff
 			upd.ResolvedAt, upd.EffectiveAt, upd.TimeBasis = &now, &cutoff, string(dec.Basis)
-			upd.Preferred = cs.Positions[ch.Positions[dec.Winner].Key]
-			for i, p := range ch.Positions {
-				if i == dec.Winner {
+			won := ch.Positions[dec.Winner].Key
+			upd.Preferred = cs.Positions[won]
+			for _, p := range ch.Positions {
+				if conflict.Allied(cs.Kind, cs.Key.Subject, won, p.Key) {
 					continue
 				}
 				for _, m := range p.Members {
-					if r := ks.Find(m.Relationship.ID); r != nil && r.Status == relationship.StatusActive {
+					if r := l.Find(m.Relationship.ID); r != nil && r.Status == relationship.StatusActive {
 						l.Supersede(r, cutoff, "", Resolved(cs.ID))
 					}
 				}

@@ -1,7 +1,11 @@
 package ledger
 
 import (
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
@@ -83,5 +87,95 @@ func TestMaintainIdentitiesRepairsLoadedCases(t *testing.T) {
 	}
 	if l.Find(aliceA.ID) == nil {
 		t.Errorf("the member on another key is not found")
+	}
+}
+
+// TestReviewResolvesAnIdentityCase: the reviewer's resolution of an identity case supersedes, at the
+// cutoff, every member of the side that lost — alice's statements on ent_s when bob's distinct
+// identities won together, bob's corrections when alice's identity won — though they lie on keys the
+// transaction did not lock (loaded as the case's members); the winners, the supports, the
+// cross-references and the resolutions are not written, and no key is touched.
+func TestReviewResolvesAnIdentityCase(t *testing.T) {
+	t.Parallel()
+	aliceA := rel("r_alice_a", alice, objA, nil, nil)
+	aliceB := rel("r_alice_b", alice, objB, nil, nil)
+	bobA := rel("r_bob_a", bob, objA, nil, nil)
+	bobA.Subject = "ent_s2"
+	bobB := rel("r_bob_b", bob, objB, nil, nil)
+	bobB.Subject = "ent_s3"
+	idKey := conflict.IdentityKey(team, key.Subject)
+	pk := func(e identity.EntityID) conflict.PositionKey {
+		return conflict.PositionKey{Object: relationship.Object{EntityID: e}, Polarity: relationship.PolarityPositive}
+	}
+	tests := []struct {
+		name      string
+		winner    identity.EntityID
+		losers    []relationship.ID
+		winners   []relationship.ID
+		preferred conflict.PositionID
+	}{
+		{"the distinct identities won together", "ent_s3", []relationship.ID{aliceA.ID, aliceB.ID},
+			[]relationship.ID{bobA.ID, bobB.ID}, "pos_s3"},
+		{"the combined identity won", key.Subject, []relationship.ID{bobA.ID, bobB.ID},
+			[]relationship.ID{aliceA.ID, aliceB.ID}, "pos_s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			live := store.CaseRow{Team: team, ID: "cf_id", Kind: conflict.KindIdentityCorrection, Key: idKey, Status: conflict.StatusOpen,
+				Version: 1, OpenedAt: now, ReviewDueAt: dueT, PolicyVersion: 3, ClaimToken: "tok_1",
+				Positions: map[conflict.PositionKey]conflict.PositionID{pk(key.Subject): "pos_s", pk("ent_s2"): "pos_s2", pk("ent_s3"): "pos_s3"},
+				Members: []conflict.MemberRef{{Position: pk(key.Subject), Relationship: aliceA.ID, Version: 1, Owner: alice},
+					{Position: pk(key.Subject), Relationship: aliceB.ID, Version: 1, Owner: alice},
+					{Position: pk("ent_s2"), Relationship: bobA.ID, Version: 1, Owner: bob},
+					{Position: pk("ent_s3"), Relationship: bobB.ID, Version: 1, Owner: bob}}}
+			members := []relationship.Relationship{aliceA, aliceB, bobA, bobB}
+			var sups []store.SupportRow
+			for _, r := range members {
+				sups = append(sups, support(r.ID, r.Owner))
+			}
+			l := newLedger(ReviewerActor)
+			l.Load(store.KeysLocked{Members: members, Supports: sups, Cases: []store.CaseRow{live}}, []relationship.Predicate{worksAt})
+			got := l.Review(l.Key(idKey), l.Case(live.ID), "tok_1", now.Add(24*time.Hour), func(ps []conflict.Position) conflict.Decision {
+				if len(ps) != 3 {
+					t.Errorf("decide got %d positions, want the three identities", len(ps))
+				}
+				w := slices.IndexFunc(ps, func(p conflict.Position) bool { return p.Key == pk(tt.winner) })
+				return conflict.Decision{Outcome: conflict.OutcomeResolve, Winner: w, Cutoff: *feb,
+					Basis: conflict.BasisEvidenceTime, Reason: conflict.ReasonPostTTLMajority}
+			})
+			if got != conflict.OutcomeResolve {
+				t.Fatalf("outcome %s, want resolve", got)
+			}
+			var superseded []relationship.ID
+			for _, u := range l.WS.Updates {
+				if u.Status != relationship.StatusSuperseded || u.ValidTo == nil || !u.ValidTo.Equal(*feb) || u.ExpectVersion != 1 {
+					t.Errorf("update %+v, want superseded at %v from version 1", u, *feb)
+				}
+				superseded = append(superseded, u.ID)
+			}
+			if d := cmp.Diff(tt.losers, superseded); d != "" {
+				t.Errorf("superseded (-want +got):\n%s", d)
+			}
+			for _, tr := range l.WS.Transitions {
+				if tr.ActorKind != store.ActorSystemConflictReviewer || tr.Reason != "conflict_resolved:cf_id" {
+					t.Errorf("transition %+v, want the reviewer's conflict_resolved:cf_id", tr)
+				}
+			}
+			for _, id := range tt.winners {
+				if r := l.Find(id); r.Status != relationship.StatusActive || r.Version != 1 {
+					t.Errorf("winner %s changed: %+v", id, r)
+				}
+			}
+			if n := len(l.WS.Supports) + len(l.WS.CrossRefs) + len(l.WS.Relationships); n != 0 {
+				t.Errorf("the review wrote %d supports, cross-references or relationships, want none", n)
+			}
+			if ks := l.Touched(); len(ks) != 0 {
+				t.Errorf("the review touched keys %v, want none: the losers' keys are not locked", ks)
+			}
+			if rv := l.WS.CaseReviews; len(rv) != 1 || rv[0].Status != conflict.StatusResolved || rv[0].Preferred != tt.preferred {
+				t.Errorf("case review %+v, want resolved preferring %s", rv, tt.preferred)
+			}
+		})
 	}
 }

@@ -61,7 +61,9 @@ type Ledger struct {
 	confirmedFrom map[relationship.ID][]time.Time
 	cases         map[conflict.ID]*store.CaseRow
 	// others are the loaded members of identity cases that lie on keys the transaction did not lock:
-	// read for the case's positions only, never changed.
+	// locked by row (KeysLockParams.Members), read for the case's positions, and changed only by the
+	// nightly reviewer superseding the losers of a resolved identity case (Review). A change of one
+	// touches no key (Touch): its key is not locked, so its cases are repaired by their own review.
 	others map[relationship.ID]*relationship.Relationship
 	// corrected are, per entity, the identity corrections the transaction recorded (both sides).
 	corrected map[identity.EntityID][]relationship.ID

@@ -92,8 +92,13 @@ func (l *Ledger) Support(id relationship.ID, links []store.SupportLinkRow) {
 	l.WS.Supports = append(l.WS.Supports, links...)
 }
 
-// Touch marks a relationship's key as changed by the transaction, so its case is maintained.
+// Touch marks a relationship's key as changed by the transaction, so its case is maintained. A
+// member of an identity case loaded from a key the transaction did not lock (others) touches nothing:
+// no case of that key can be maintained without its lock.
 func (l *Ledger) Touch(rel *relationship.Relationship) {
+	if _, other := l.others[rel.ID]; other {
+		return
+	}
 	l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope}).Touched = true
 }
 

@@ -367,9 +367,9 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 }
 
 // decideCase loads kl, the case's key as read, into a ledger and takes the review's decision on it
-// (ledger.Review with conflict.Decide, or conflict.DecideIdentity for an identity correction),
-// returning the ledger holding the rows to write. errLost when the case is not live under this
-// worker's claim.
+// (ledger.Review with conflict.Decide, or conflict.DecideIdentity about the case's subject for an
+// identity correction), returning the ledger holding the rows to write. errLost when the case is not
+// live under this worker's claim.
 func decideCase(cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,
 	token string, now, next time.Time, kl store.KeysLocked) (*ledger.Ledger, conflict.Outcome, error) {
 	l := &ledger.Ledger{Team: c.Key.Team, Actor: ledger.ReviewerActor, IngestID: token, Now: now, Policy: pol,
@@ -384,10 +384,10 @@ func decideCase(cfg Config, pol store.Policy, preds []relationship.Predicate, c 
 		return nil, "", fmt.Errorf("densemem: nightly review: case %s pins policy version %d, not %d", c.ID, cs.PolicyVersion, pol.Version)
 	}
 	ks := l.Key(c.Key)
-	confirmed := confirmedFrom(ks, kl.Supports)
+	confirmed := confirmedFrom(l, kl.Supports)
 	decide := conflict.Decide
 	if cs.Kind == conflict.KindIdentityCorrection {
-		decide = conflict.DecideIdentity
+		decide = func(in conflict.PolicyInput) conflict.Decision { return conflict.DecideIdentity(cs.Key.Subject, in) }
 	}
 	outcome := l.Review(ks, cs, token, next, func(positions []conflict.Position) conflict.Decision {
 		return decide(conflict.PolicyInput{Positions: positions, Now: now, OpenedAt: cs.OpenedAt,
@@ -396,12 +396,13 @@ func decideCase(cfg Config, pol store.Policy, preds []relationship.Predicate, c 
 	return l, outcome, nil
 }
 
-// confirmedFrom maps each relationship of the key to its valid_from when a verification event of
-// one of its supports confirmed it (the policy's evidence time).
-func confirmedFrom(ks *ledger.KeyState, supports []store.SupportRow) map[relationship.ID]time.Time {
+// confirmedFrom maps each relationship the review loaded (the key's, and an identity case's members
+// on other keys) to its valid_from when a verification event of one of its supports confirmed it (the
+// policy's evidence time).
+func confirmedFrom(l *ledger.Ledger, supports []store.SupportRow) map[relationship.ID]time.Time {
 	out := map[relationship.ID]time.Time{}
 	for _, s := range supports {
-		if r := ks.Find(s.RelationshipID); r != nil && evidence.ConfirmsValidFrom(s.ConfirmedFrom, r.Validity.From) {
+		if r := l.Find(s.RelationshipID); r != nil && evidence.ConfirmsValidFrom(s.ConfirmedFrom, r.Validity.From) {
 			out[r.ID] = *r.Validity.From
 		}
 	}
