@@ -349,9 +349,17 @@ func reviewClaimed(ctx context.Context, cfg Config, pol store.Policy, preds []re
 // the decision and every event of the review record (DESIGN §7 "Timing", decision 72).
 func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relationship.Predicate, c store.ClaimedCase,
 	token string, now, next time.Time) (conflict.Outcome, error) {
+	keys := []conflict.Key{c.Key}
+	if c.Key.Identity() {
+		more, err := memberKeys(ctx, cfg, c)
+		if err != nil {
+			return "", err
+		}
+		keys = append(keys, more...)
+	}
 	var outcome conflict.Outcome
 	err := cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
-		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: []conflict.Key{c.Key},
+		kl, err := tx.KeysLock(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: keys,
 			Cases: []conflict.ID{c.ID}, Members: c.Key.Identity(), LiveOnly: true})
 		if err != nil {
 			return err
@@ -364,6 +372,43 @@ func reviewCase(ctx context.Context, cfg Config, pol store.Policy, preds []relat
 		return tx.WriteSetApply(ctx, l.WS)
 	})
 	return outcome, err
+}
+
+// memberKeys reads, before the review's transaction and without locks, the keys of an identity case's
+// current members (they lie on other keys than the case's): the review locks them with the case's
+// key, in the writers' order, so a loser it supersedes is changed under its key's lock and the
+// owners' statements held against it are asked their new question in the same transaction (DESIGN
+// §6.7). A member that joins meanwhile is still locked by row (KeysLockParams.Members).
+func memberKeys(ctx context.Context, cfg Config, c store.ClaimedCase) ([]conflict.Key, error) {
+	read, err := cfg.Store.KeysRead(ctx, store.KeysLockParams{Team: c.Key.Team, Keys: []conflict.Key{c.Key},
+		Cases: []conflict.ID{c.ID}, LiveOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	var ids []relationship.ID
+	for _, cs := range read.Cases {
+		if cs.ID == c.ID {
+			for _, m := range cs.Members {
+				ids = append(ids, m.Relationship)
+			}
+		}
+	}
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	details, err := cfg.Store.RecallDetails(ctx, store.RecallDetailsParams{Team: c.Key.Team, Relationships: ids})
+	if err != nil {
+		return nil, err
+	}
+	var keys []conflict.Key
+	for _, v := range details.Views {
+		r := v.Relationship
+		k := conflict.Key{Team: c.Key.Team, Subject: r.Subject, PredicateKey: r.PredicateKey, Scope: r.Scope}
+		if !slices.Contains(keys, k) {
+			keys = append(keys, k)
+		}
+	}
+	return keys, nil
 }
 
 // decideCase loads kl, the case's key as read, into a ledger and takes the review's decision on it
