@@ -155,3 +155,50 @@ func TestSequences_RegressionItemAfterPriorReplaced(t *testing.T) {
 	}
 	e.checkLedger()
 }
+
+// TestSequences_RegressionPriorForgottenUnderTwoHeldTwins was found by the generated sequences
+// (seed 2) and pasted as the shrinker printed it: C's current "staging deploys_from main" since
+// 2025-02-01 holds "release" (undated) and "release since 2025-01-20" (earlier, so no supersession)
+// for review; forgetting main once re-planned both held statements into two current relationships
+// with overlapping validity, where the second is the same statement and must support the first.
+func TestSequences_RegressionPriorForgottenUnderTwoHeldTwins(t *testing.T) {
+	t.Parallel()
+	checkSequence(t, []seqStep{
+		{Op: opRemember, Who: "C", Subject: "staging", Object: "main", Since: "2025-02-01"},
+		{Op: opRemember, Who: "C", Subject: "staging", Object: "release"},
+		{Op: opRemember, Who: "C", Subject: "staging", Object: "release", Since: "2025-01-20"},
+		{Op: opForget, Who: "C"},
+	})
+}
+
+// TestSequences_RegressionStaleHeldStatementReplannedBesideItsTwin was found by the generated
+// sequences (seed 6): B's "main" is held against "develop"; B's source revision states "release",
+// held too; then "main since 2025-02-01" supersedes develop, leaving the first "main" held against
+// a prior that is gone. Rejecting "release" (keep_prior_reject_new) once re-planned that stale
+// "main" into a second current "main" beside the dated one.
+func TestSequences_RegressionStaleHeldStatementReplannedBesideItsTwin(t *testing.T) {
+	t.Parallel()
+	checkSequence(t, []seqStep{
+		{Op: opRemember, Who: "B", Subject: "production", Object: "develop", Group: "ticket"},
+		{Op: opRemember, Who: "B", Subject: "Bob", Object: "Atlas", Since: "2025-03-01", Scope: "canary", Source: "doc:beta"},
+		{Op: opRemember, Who: "B", Subject: "production", Object: "main"},
+		{Op: opRevise, Who: "B", Subject: "production", Object: "release", Source: "doc:beta"},
+		{Op: opRemember, Who: "B", Subject: "production", Object: "main", Since: "2025-02-01"},
+		{Op: opResolve, Object: "main", Since: "2025-03-01", Pick: 1, Choice: 1},
+	})
+}
+
+// TestSequences_RegressionStaleItemAnsweredAfterItsPriorWasReplaced was found by the generated
+// sequences (seed 3): C's "release since 2025-01-20" (date unconfirmed) is held against C's current
+// "develop"; C's "release since 2025-03-01" (confirmed) then supersedes develop. The held item's
+// question (release instead of develop?) is gone, yet supersede_prior on it once made the first
+// "release" current beside the second.
+func TestSequences_RegressionStaleItemAnsweredAfterItsPriorWasReplaced(t *testing.T) {
+	t.Parallel()
+	checkSequence(t, []seqStep{
+		{Op: opRemember, Who: "C", Subject: "production", Object: "develop", Group: "chat"},
+		{Op: opRemember, Who: "C", Subject: "production", Object: "release", Since: "2025-01-20", Unconfirmed: true, Source: "doc:alpha"},
+		{Op: opRemember, Who: "C", Subject: "production", Object: "release", Since: "2025-03-01", Group: "ticket"},
+		{Op: opResolve, Object: "develop", Since: "2025-03-01"},
+	})
+}
