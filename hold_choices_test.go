@@ -237,16 +237,10 @@ func (e *env) checkOneCurrentValue(p densemem.Principal, subject, predicate, sco
 	for i := range active {
 		for j := i + 1; j < len(active); j++ {
 			a, b := active[i].Relationship, active[j].Relationship
-			if overlaps(a.ValidFrom, a.ValidTo, b.ValidFrom, b.ValidTo) {
+			if overlaps(densemem.ValidityInterval{From: a.ValidFrom, To: a.ValidTo}, densemem.ValidityInterval{From: b.ValidFrom, To: b.ValidTo}) {
 				e.t.Errorf("%s holds %s (%s) and %s (%s) current at once on %s %s", p.ProfileID, a.RelationshipID, a.Object.Name,
 					b.RelationshipID, b.Object.Name, subject, predicate)
 			}
 		}
 	}
-}
-
-// overlaps reports whether [af, at) and [bf, bt) share an instant (nil: unbounded).
-func overlaps(af, at, bf, bt *time.Time) bool {
-	before := func(from, to *time.Time) bool { return from == nil || to == nil || from.Before(*to) }
-	return before(af, bt) && before(bf, at)
 }

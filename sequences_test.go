@@ -192,26 +192,30 @@ type seqChoice struct {
 	restates bool
 }
 
-// seqChoices are the answers Resolve steps give. Adding an answer is one line: both_valid with a
-// valid_to and every action with the user's evidence (issue 20, items 3 and 4) are the commented
-// lines, to enable when the engine takes them.
+// seqChoices are the answers Resolve steps give; adding an answer is one line. They include
+// both_valid in a scope or in a time (valid_from, valid_to or both: refused with a *ValidationError
+// naming them when the time overlaps the prior's) and the hold choices with the user's evidence
+// (issue 20, items 3 and 4).
 var seqChoices = []seqChoice{
 	{name: "supersede_prior", action: densemem.ActionSupersedePrior},
 	{name: "keep_prior_reject_new", action: densemem.ActionKeepPriorRejectNew},
 	{name: "both_valid_in_scope", action: densemem.ActionBothValid, decision: `{"scope": "{scope}"}`, restates: true},
 	{name: "both_valid_from", action: densemem.ActionBothValid, decision: `{"valid_from": "{from}"}`, restates: true,
 		refusable: []string{"decision", "decision.valid_from", "decision.valid_to"}},
-	// {name: "both_valid_interval", action: densemem.ActionBothValid, decision: `{"valid_from": "{from}", "valid_to": "{to}"}`, restates: true, refusable: []string{"decision", "decision.valid_from", "decision.valid_to"}},
+	{name: "both_valid_interval", action: densemem.ActionBothValid, decision: `{"valid_from": "{from}", "valid_to": "{to}"}`,
+		restates: true, refusable: []string{"decision", "decision.valid_from", "decision.valid_to"}},
+	{name: "both_valid_until", action: densemem.ActionBothValid, decision: `{"valid_to": "{from}"}`, restates: true,
+		refusable: []string{"decision", "decision.valid_from", "decision.valid_to"}},
 	{name: "correct", action: densemem.ActionCorrect, correction: true},
 	{name: "reject", action: densemem.ActionReject},
 	{name: "forget", action: densemem.ActionForget},
 	{name: "add_evidence", action: densemem.ActionAddEvidence, evidence: true},
 	{name: "accept_with_evidence", action: densemem.ActionAccept, evidence: true},
 	{name: "accept", action: densemem.ActionAccept},
-	// {name: "supersede_prior_with_evidence", action: densemem.ActionSupersedePrior, evidence: true},
-	// {name: "keep_prior_reject_new_with_evidence", action: densemem.ActionKeepPriorRejectNew, evidence: true},
-	// {name: "reject_with_evidence", action: densemem.ActionReject, evidence: true},
-	// {name: "forget_with_evidence", action: densemem.ActionForget, evidence: true},
+	{name: "supersede_prior_with_evidence", action: densemem.ActionSupersedePrior, evidence: true},
+	{name: "keep_prior_reject_new_with_evidence", action: densemem.ActionKeepPriorRejectNew, evidence: true},
+	{name: "reject_with_evidence", action: densemem.ActionReject, evidence: true},
+	{name: "forget_with_evidence", action: densemem.ActionForget, evidence: true},
 }
 
 // generateSequence returns the steps of seed: n random steps, then a drain of the open items.

@@ -35,11 +35,11 @@ const resolveDescription = `Carry out the user's decision on one of this profile
 
 Name the item by ingest_id and placement_item_id, and give one action the item offers in its choices (forget is always allowed on an item about a relationship):
 - supersede_prior: the new statement replaces the prior one; keep_prior_reject_new: the prior stays and the new one is rejected;
-- both_valid: both hold, with decision.scope or decision.valid_from saying how;
+- both_valid: both hold, in another scope (decision.scope) or in the new statement's own time (decision.valid_from and/or decision.valid_to, not overlapping the prior's); the prior is not changed;
 - add_evidence / accept / correct: bring evidence (evidence[], and a proposal for correct) that goes through verification like remember;
 - select_entity / confirm_new_entity: decision.mention_ref with decision.entity_id (one of the offered candidates) or distinct_from_entity_ids;
 - select_predicate / reject_mapping / propose_vocabulary_change: decision.predicate_key for a predicate item.
-Ask the user first; never decide for them. Use a fresh idempotency_key. The result lists the before and after of every relationship the decision changed. If the item is stale (already decided or its relationships changed), call trace_memory again and ask again. You can decide only this profile's items; another profile's relationships change only through new evidence (remember) and the nightly reviewer.`
+Pass the user's own words for the decision as evidence[] with any action: it is stored verbatim and linked from the decision (and supports the statement the decision keeps current when it states it). Ask the user first; never decide for them. Use a fresh idempotency_key. The result lists the before and after of every relationship the decision changed. If the item is stale (already decided or its relationships changed), call trace_memory again and ask again. You can decide only this profile's items; another profile's relationships change only through new evidence (remember) and the nightly reviewer.`
 
 const forgetDescription = `Retract one relationship this profile owns, when the user says it should no longer be remembered: it leaves current recall at once, and its evidence and history stay available to trace_memory. Give its relationship_id, a reason and a fresh idempotency_key. You cannot forget another profile's relationship: to dispute it, remember new evidence instead.`
 
@@ -135,7 +135,8 @@ var resolveDescs = merge(evidenceDescs, map[string]string{
 	"decision.predicate_key":            "select_predicate: one of the offered predicate_options.",
 	"decision.reason":                   "The user's reason, recorded with the decision.",
 	"decision.scope":                    "both_valid: the scope in which the held statement is true.",
-	"decision.valid_from":               "both_valid: RFC 3339 time from which the held statement is true (the prior ends then).",
+	"decision.valid_from":               "both_valid: RFC 3339 time from which the held statement is true; its time must not overlap the prior's.",
+	"decision.valid_to":                 "both_valid: RFC 3339 time until which the held statement is true; its time must not overlap the prior's.",
 	"proposal":                          "correct: the corrected statement, as remember's proposal.",
 	"idempotency_key":                   idempotencyDesc,
 	"@changes":                          "Before and after of every relationship the decision changed.",
