@@ -202,3 +202,19 @@ func TestSequences_RegressionStaleItemAnsweredAfterItsPriorWasReplaced(t *testin
 		{Op: opResolve, Object: "develop", Since: "2025-03-01"},
 	})
 }
+
+// TestSequences_RegressionMergeOntoAPendingTwinWithErasedSupport was found by the long run (seed 62):
+// B's "staging release" and "production release" each lost their only support to an erasure
+// (pending); merging production into staging restated the second onto the first with copies of its
+// erased support, and the pending twin became current with no effective support. A restatement's
+// support that is not effective now leaves a pending or held twin as it is (ledger.promote).
+func TestSequences_RegressionMergeOntoAPendingTwinWithErasedSupport(t *testing.T) {
+	t.Parallel()
+	checkSequence(t, []seqStep{
+		{Op: opRemember, Who: "B", Subject: "staging", Object: "release", Since: "2025-02-01", Group: "ticket"},
+		{Op: opErase},
+		{Op: opRemember, Who: "B", Subject: "production", Object: "release", Since: "2025-01-20", Unconfirmed: true, Source: "doc:alpha"},
+		{Op: opErase},
+		{Op: opMerge, Who: "B", Subject: "production", Into: "staging"},
+	})
+}

@@ -331,6 +331,7 @@ const (
 	ruleOwnRowsOnly           = "no call changes another profile's relationship"
 	ruleRefusalWritesNothing  = "a refused call changes nothing"
 	ruleItemsAnswerable       = "every open item is answerable or refused as stale"
+	ruleHeldAsksItsQuestion   = "every held statement has one open item asking about the state that is"
 	ruleRecallCurrentOnly     = "Recall's current view is exactly the current relationships"
 	ruleEvidenceBehindCurrent = "every current relationship has effective evidence in Trace"
 	ruleCallsSucceed          = "calls fail only where the sequence provoked it"
@@ -599,6 +600,9 @@ func (w *seqWorld) after(n int, c seqCall) {
 	w.checkCallsFailOnlyAsProvoked(n, c)
 	w.checkRefusedCallChangedNothing(n, c, printsBefore)
 	w.checkNoCallChangesAnotherProfilesRelationship(n, c, before)
+	if printsBefore["review_items"] != w.prints["review_items"] || printsBefore["relationships"] != w.prints["relationships"] {
+		w.checkHeldStatementsAskTheirQuestion(n)
+	}
 	if !c.retires && slices.Equal(stateOf(printsBefore), stateOf(w.prints)) {
 		return // no relationship, support or retirement changed: the views below are as they were
 	}
@@ -1441,6 +1445,66 @@ func (w *seqWorld) checkRecallShowsExactlyTheCurrentRelationships(n int, recall 
 	}) {
 		w.violate(n, ruleRecallCurrentOnly, "the current view misses %s's active %s", w.names[r.Owner], w.rel(r.ID))
 	}
+}
+
+// checkHeldStatementsAskTheirQuestion: every held statement (needs_review) has exactly one open
+// relationship_conflict item, and it names as related exactly its owner's current relationships it
+// contradicts (DESIGN §6.7: a call that moves the question re-asks it in the same transaction); an open
+// item of that kind is about a held statement. Read through ListReviewItems.
+func (w *seqWorld) checkHeldStatementsAskTheirQuestion(n int) {
+	items, err := w.reviewItems(densemem.ReviewItemStatusOpen)
+	if err != nil {
+		w.violate(n, ruleHeldAsksItsQuestion, "ListReviewItems failed: %v", err)
+		return
+	}
+	asking := map[densemem.RelationshipID][]densemem.ReviewItem{}
+	for _, it := range items {
+		if it.Kind != "relationship_conflict" {
+			continue
+		}
+		asking[it.RelationshipID] = append(asking[it.RelationshipID], it)
+		if r, ok := w.rels[it.RelationshipID]; !ok || r.Status != densemem.Status("needs_review") {
+			w.violate(n, ruleHeldAsksItsQuestion, "item %s is open about %s, which is %s", it.ReviewID,
+				w.aliased(string(it.RelationshipID)), r.Status)
+		}
+	}
+	for _, held := range w.ordered(func(r seqRel) bool { return r.Status == densemem.Status("needs_review") }) {
+		got := asking[held.ID]
+		if len(got) != 1 {
+			w.violate(n, ruleHeldAsksItsQuestion, "held %s has %d open items", w.aliased(string(held.ID)), len(got))
+			continue
+		}
+		var want []string
+		for _, r := range w.ordered(func(r seqRel) bool {
+			return r.Status == densemem.Status("active") && r.ID != held.ID && r.Owner == held.Owner && r.Subject == held.Subject &&
+				r.Predicate == held.Predicate && r.Scope == held.Scope && contradicts(r, held)
+		}) {
+			want = append(want, string(r.ID))
+		}
+		var named []string
+		for _, id := range got[0].RelatedRelationshipID {
+			named = append(named, string(id))
+		}
+		slices.Sort(want)
+		slices.Sort(named)
+		if !slices.Equal(want, named) {
+			w.violate(n, ruleHeldAsksItsQuestion, "held %s's item asks about %s, but what contradicts it now is %s",
+				w.aliased(string(held.ID)), w.aliased(strings.Join(named, ", ")), w.aliased(strings.Join(want, ", ")))
+		}
+	}
+}
+
+// contradicts reports whether two statements of one cardinality-one key cannot both be current:
+// overlapping in time, and different objects both positive or one object with opposite polarities.
+func contradicts(a, b seqRel) bool {
+	if !cardinalityOne[a.Predicate] || !overlaps(densemem.ValidityInterval{From: a.ValidFrom, To: a.ValidTo},
+		densemem.ValidityInterval{From: b.ValidFrom, To: b.ValidTo}) {
+		return false
+	}
+	if a.Object != b.Object {
+		return a.Polarity == densemem.Polarity("+") && b.Polarity == densemem.Polarity("+")
+	}
+	return a.Polarity != b.Polarity
 }
 
 // checkOneCurrentValuePerOwnerAndKey: on a key of a cardinality-one predicate, the validity

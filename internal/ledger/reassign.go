@@ -232,11 +232,18 @@ func (l *Ledger) restate(next relationship.Relationship, links []store.IdentityS
 }
 
 // promote settles target, an identical relationship that gained a restatement's supports: an active
-// one may gain a tier; a pending one is re-planned as Decide's Promote says.
+// one may gain a tier; a pending or held one is re-planned as Decide's Promote says — unless no
+// effective support arrived (every copied support was of a retired fragment): then it stays as it is.
 func (l *Ledger) promote(ks *KeyState, target *relationship.Relationship, d relationship.Decision, confirmed bool, why Reason) {
 	tier := relationship.TierFor(l.Supports(target.ID))
+	groups, _ := evidence.CountGroups(l.Supports(target.ID))
 	switch {
 	case target.Status == relationship.StatusActive:
+		if tier != target.Tier {
+			l.Change(target, target.Status, tier, why)
+		}
+	case groups == 0:
+	case d.Promote == relationship.ActionHold && target.Status == relationship.StatusNeedsReview:
 		if tier != target.Tier {
 			l.Change(target, target.Status, tier, why)
 		}
