@@ -782,3 +782,63 @@ func (e *env) checkLedgerTransitions() {
 	e.t.Helper()
 	e.snapshot(func(l ledgerView) { l.checkTransitions() })
 }
+
+// TestIdentityResolutionReasksTheLosersHeldStatement: the identity case's losers lie on other keys
+// than the case's; the review locks those keys, so an owner's statement held against a loser it
+// closes is asked its new question in the review's transaction (DESIGN §6.7; decision 127). A's
+// "production deploys_from main" is corrected by B's two independent sources about a production
+// distinct from A's; A's "production deploys_from release" is held against A's main. After the
+// deadline the reviewer resolves for B's identity and supersedes A's main: A's held release is left
+// in review, its old item superseded and a new one open with no prior left to name.
+func TestIdentityResolutionReasksTheLosersHeldStatement(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	aMain := e.rememberAccepted(e.A, deploy("production", "main"))
+	pl := e.rememberOne(e.A, deploy("production", "release").request(nextKey()))
+	held := only(t, pl)
+	if held.Status != "needs_review" || held.Review == nil {
+		t.Fatalf("A's release: %s/%s, want held against A's main", held.Category, held.Status)
+	}
+	production := e.trace(e.A, aMain.RelationshipID).Relationship.Subject.EntityID
+	texts := []string{"The eu production environment deploys from the main branch.", "Runbook: eu production deploys from main."}
+	req := densemem.RememberRequest{IdempotencyKey: nextKey(),
+		Evidence: []densemem.EvidenceInput{{Content: texts[0], SourceType: "manual", SourceGroup: "ops-chat"},
+			{Content: texts[1], SourceType: "document", SourceGroup: "runbook"}},
+		Proposal: densemem.Proposal{
+			Entities: []densemem.ProposedEntity{
+				{Ref: "env", Name: "production", EntityKind: "environment", IdentityContext: map[string]string{"region": "eu"},
+					DistinctFromEntityIDs: []densemem.EntityID{production}},
+				{Ref: "branch", Name: "main", EntityKind: "git_branch"},
+			},
+			Relationships: []densemem.ProposedRelationship{{ProposalID: "p1", SubjectRef: "env", Predicate: "deploys_from",
+				ObjectRef: "branch", Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: len(texts[0])},
+					{EvidenceIndex: 1, Start: 0, End: len(texts[1])}}}},
+		}}
+	b := only(t, e.rememberReq(e.B, req))
+	if b.Status != "active" || b.Conflict == nil || len(b.CrossReferences) != 1 || b.CrossReferences[0].Kind != "corrects" {
+		t.Fatalf("B's correction: %s/%s, case %+v, cross-references %+v; want it correcting A's main in an identity case",
+			b.Category, b.Status, b.Conflict, b.CrossReferences)
+	}
+	e.clock.Advance(defaultReviewTTL + 24*time.Hour)
+	if rep := e.reviewTeamAs("night"); rep.Resolved != 1 {
+		t.Fatalf("nightly: %+v, want the identity case resolved for B's identity", rep)
+	}
+	if st, _, _, _ := e.relationshipState(aMain.RelationshipID); st != "superseded" {
+		t.Fatalf("A's main is %s after the resolution, want superseded", st)
+	}
+	if st, _, _, v := e.relationshipState(held.RelationshipID); st != "needs_review" || v != 1 {
+		t.Errorf("the reviewer changed A's held release: %s v%d, want needs_review v1", st, v)
+	}
+	if got := e.reviewItemStatus(e.A, held.Review.ReviewID); got != densemem.ReviewItemStatusSuperseded {
+		t.Errorf("A's old item is %s, want superseded: its prior is gone", got)
+	}
+	items, err := e.client.ListReviewItems(e.ctx, e.A, densemem.ListReviewItemsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(items.ReviewItems) != 1 || items.ReviewItems[0].RelationshipID != held.RelationshipID ||
+		len(items.ReviewItems[0].RelatedRelationshipID) != 0 {
+		t.Fatalf("A's open items %+v, want one new question about the held release with no prior", items.ReviewItems)
+	}
+	e.checkLedgerTransitions()
+}
