@@ -84,8 +84,8 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 		for i, s := range req.Status {
 			st := conflict.Status(s)
 			if !st.Valid() {
-				ps.Add(fmt.Sprintf("status[%d]", i), "unknown conflict status%s (open, overdue, resolved or dismissed)",
-					quoted(s, c.cfg.Limits.MaxTextBytes))
+				ps.Add(fmt.Sprintf("status[%d]", i), "unknown conflict status%s (%s)", quoted(s, c.cfg.Limits.MaxTextBytes),
+					oneOf(conflict.Statuses()))
 			}
 			if !slices.Contains(statuses, st) {
 				statuses = append(statuses, st)

@@ -44,10 +44,10 @@ func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def Predica
 		ps.Add("key", "must normalise to %s", kindPattern)
 	}
 	if !def.RelationshipKind.Valid() {
-		ps.Add("relationship_kind", "unknown relationship kind %q (state or event)", def.RelationshipKind)
+		ps.Add("relationship_kind", "unknown relationship kind%s (%s)", quoted(string(def.RelationshipKind), 64), oneOf(relationship.Kinds()))
 	}
 	if !def.CurrentCardinality.Valid() {
-		ps.Add("current_cardinality", "unknown cardinality %q (one or many)", def.CurrentCardinality)
+		ps.Add("current_cardinality", "unknown cardinality%s (%s)", quoted(string(def.CurrentCardinality), 64), oneOf(relationship.Cardinalities()))
 	}
 	if !checkCount(&ps, "aliases", len(def.Aliases), MaxListItems) || !checkCount(&ps, "subject_kinds", len(def.SubjectKinds), MaxListItems) ||
 		!checkCount(&ps, "object_kinds", len(def.ObjectKinds), MaxListItems) {

@@ -18,6 +18,11 @@ const (
 	ReviewItemStatusSuperseded = store.ReviewSuperseded
 )
 
+// ReviewItemStatuses returns every status ListReviewItemsRequest.Status accepts.
+func ReviewItemStatuses() []string {
+	return []string{ReviewItemStatusOpen, ReviewItemStatusResolved, ReviewItemStatusSuperseded}
+}
+
 // ListReviewItemsRequest asks for a page of review items: a profile's own, or, for a host
 // principal, every profile's of the team (or ProfileID's). A profile with the vocabulary scope may
 // list every profile's too (AllProfiles, or another ProfileID): the vocabulary proposals that
@@ -68,7 +73,7 @@ func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListRevie
 		status = ReviewItemStatusOpen
 	case ReviewItemStatusOpen, ReviewItemStatusResolved, ReviewItemStatusSuperseded:
 	default:
-		ps.Add("status", "unknown review item status%s (open, resolved or superseded)", quoted(status, c.cfg.Limits.MaxTextBytes))
+		ps.Add("status", "unknown review item status%s (%s)", quoted(status, c.cfg.Limits.MaxTextBytes), oneOf(ReviewItemStatuses()))
 	}
 	checkText(&ps, "profile_id", string(req.ProfileID), false, c.cfg.Limits.MaxTextBytes)
 	limit := c.pageLimit(&ps, req.Limit)

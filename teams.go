@@ -57,7 +57,7 @@ func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfi
 	checkCount(&ps, "scopes", len(req.Scopes), MaxListItems)
 	for i, s := range req.Scopes[:min(len(req.Scopes), MaxListItems)] {
 		if !s.Valid() {
-			ps.Add(fmt.Sprintf("scopes[%d]", i), "unknown scope %q", s)
+			ps.Add(fmt.Sprintf("scopes[%d]", i), "unknown scope%s (%s)", quoted(string(s), 64), oneOf(identity.Scopes()))
 		}
 	}
 	if err := ps.Err(); err != nil {

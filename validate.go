@@ -9,8 +9,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
+	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
@@ -122,10 +124,10 @@ func checkEvidence(ps *problems, items []EvidenceInput, l Limits, adopt bool) {
 			checkText(ps, p+".content", ev.Content, false, l.MaxContentBytes)
 		}
 		if !ev.SourceType.Valid() {
-			ps.Add(p+".source_type", "unknown source type %q", ev.SourceType)
+			ps.Add(p+".source_type", "unknown source type%s (%s)", quoted(string(ev.SourceType), 64), oneOf(evidence.SourceTypes()))
 		}
 		if ev.Authority != "" && !ev.Authority.Valid() {
-			ps.Add(p+".authority", "unknown authority %q (authoritative or standard)", ev.Authority)
+			ps.Add(p+".authority", "unknown authority%s (%s)", quoted(string(ev.Authority), 64), oneOf(evidence.Authorities()))
 		}
 		checkText(ps, p+".source_group", ev.SourceGroup, false, l.MaxTextBytes)
 		checkText(ps, p+".source_key", ev.SourceKey, false, l.MaxTextBytes)
@@ -307,10 +309,10 @@ func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[
 		}
 	}
 	if r.Polarity != "" && !r.Polarity.Valid() {
-		ps.Add(p+".polarity", "unknown polarity %q (+ or -)", r.Polarity)
+		ps.Add(p+".polarity", "unknown polarity%s (%s)", quoted(string(r.Polarity), 64), oneOf(relationship.Polarities()))
 	}
 	if r.Modality != "" && !r.Modality.Valid() {
-		ps.Add(p+".modality", "unknown modality %q", r.Modality)
+		ps.Add(p+".modality", "unknown modality%s (%s)", quoted(string(r.Modality), 64), oneOf(relationship.Modalities()))
 	}
 	checkText(ps, p+".scope", r.Scope, false, l.MaxTextBytes)
 	checkText(ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
@@ -560,6 +562,19 @@ func validateRecall(req *RecallRequest, l Limits) (int, error) {
 
 // quoted returns " " and s quoted for a problem's message, or "" when s is too long or not text
 // to repeat.
+// oneOf lists an enumeration's values for an error message: "one of: a, b, c".
+func oneOf[T ~string](values []T) string {
+	s := make([]string, len(values))
+	for i, v := range values {
+		s[i] = string(v)
+	}
+	return "one of: " + strings.Join(s, ", ")
+}
+
+// ResolveActions returns every action ResolveRequest.Action may name; an item's own choices are a
+// subset (ActionForget is allowed on every item about a relationship).
+func ResolveActions() []string { return slices.Clone(resolveActions) }
+
 func quoted(s string, max int) string {
 	if len(s) > max || !utf8.ValidString(s) {
 		return ""
@@ -582,7 +597,7 @@ func validateResolve(req ResolveRequest, l Limits) error {
 	checkText(&ps, "placement_item_id", req.PlacementItemID, true, l.MaxTextBytes)
 	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
 	if checkText(&ps, "action", req.Action, true, l.MaxTextBytes); req.Action != "" && !slices.Contains(resolveActions, req.Action) {
-		ps.Add("action", "unknown action%s (%s)", quoted(req.Action, 64), strings.Join(resolveActions, ", "))
+		ps.Add("action", "unknown action%s (%s)", quoted(req.Action, 64), oneOf(resolveActions))
 	}
 	if d := req.Decision; d != nil {
 		checkText(&ps, "decision.mention_ref", d.MentionRef, false, l.MaxTextBytes)

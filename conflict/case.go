@@ -36,6 +36,9 @@ func (s Status) Valid() bool {
 	return false
 }
 
+// Statuses returns every case status, the live ones first.
+func Statuses() []Status { return []Status{StatusOpen, StatusOverdue, StatusResolved, StatusDismissed} }
+
 // Live reports whether a case in status s still awaits resolution.
 func (s Status) Live() bool { return s == StatusOpen || s == StatusOverdue }
 

@@ -35,6 +35,11 @@ func (t SourceType) Valid() bool {
 	return false
 }
 
+// SourceTypes returns every source type, in the order error messages and schemas list them.
+func SourceTypes() []SourceType {
+	return []SourceType{SourceManual, SourceConversation, SourceDocument, SourceMessage, SourceToolOutput, SourceWeb}
+}
+
 // Authority is the submitter's label for how authoritative an evidence item is. It counts as
 // authority only when the author is one of the team policy's authoritative profiles.
 type Authority string
@@ -47,6 +52,9 @@ const (
 
 // Valid reports whether a is a known authority label.
 func (a Authority) Valid() bool { return a == AuthorityAuthoritative || a == AuthorityStandard }
+
+// Authorities returns every authority label.
+func Authorities() []Authority { return []Authority{AuthorityStandard, AuthorityAuthoritative} }
 
 // Span is a cited byte range [Start, End) of one evidence item of a request.
 type Span struct {

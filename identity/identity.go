@@ -36,6 +36,9 @@ func (s Scope) Valid() bool {
 	return false
 }
 
+// Scopes returns every profile scope.
+func Scopes() []Scope { return []Scope{ScopeRead, ScopeWrite, ScopeVocabulary, ScopeErasure} }
+
 // ProfileStatus is whether a profile may act.
 type ProfileStatus string
 

@@ -61,6 +61,9 @@ const (
 // Valid reports whether p is a known polarity.
 func (p Polarity) Valid() bool { return p == PolarityPositive || p == PolarityNegative }
 
+// Polarities returns every polarity.
+func Polarities() []Polarity { return []Polarity{PolarityPositive, PolarityNegative} }
+
 // Modality is how the source stated an observation. Only statements become relationships.
 type Modality string
 
@@ -82,6 +85,11 @@ func (m Modality) Valid() bool {
 	return false
 }
 
+// Modalities returns every modality.
+func Modalities() []Modality {
+	return []Modality{ModalityStatement, ModalityHypothetical, ModalityQuestion, ModalityPlan, ModalityQuote}
+}
+
 // Kind is a predicate's relationship kind.
 type Kind string
 
@@ -94,6 +102,9 @@ const (
 // Valid reports whether k is a known kind.
 func (k Kind) Valid() bool { return k == KindState || k == KindEvent }
 
+// Kinds returns every relationship kind.
+func Kinds() []Kind { return []Kind{KindState, KindEvent} }
+
 // Cardinality is how many current values one subject may hold for a predicate.
 type Cardinality string
 
@@ -105,6 +116,9 @@ const (
 
 // Valid reports whether c is a known cardinality.
 func (c Cardinality) Valid() bool { return c == CardinalityOne || c == CardinalityMany }
+
+// Cardinalities returns every cardinality.
+func Cardinalities() []Cardinality { return []Cardinality{CardinalityOne, CardinalityMany} }
 
 // Predicate is one registered, immutable predicate version.
 type Predicate struct {

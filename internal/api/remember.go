@@ -100,6 +100,11 @@ func (t ValueType) Valid() bool {
 	return false
 }
 
+// ValueTypes returns every value type.
+func ValueTypes() []ValueType {
+	return []ValueType{ValueString, ValueNumber, ValueBoolean, ValueDate, ValueDateTime}
+}
+
 // ObjectValue is a typed literal object.
 type ObjectValue struct {
 	Type  ValueType `json:"type"`

@@ -15,7 +15,11 @@ import (
 // invalid.
 func CanonicalValue(v ObjectValue, maxBytes int) (string, error) {
 	if !v.Type.Valid() {
-		return "", fmt.Errorf("unknown value type %q", v.Type)
+		names := make([]string, 0, len(ValueTypes()))
+		for _, t := range ValueTypes() {
+			names = append(names, string(t))
+		}
+		return "", fmt.Errorf("unknown value type %q (one of: %s)", v.Type, strings.Join(names, ", "))
 	}
 	if !utf8.ValidString(v.Value) || strings.ContainsRune(v.Value, 0) {
 		return "", fmt.Errorf("value must be valid UTF-8 without NUL bytes")

@@ -85,12 +85,9 @@ func Open(ctx context.Context, dsn string) (*postgres.Store, error) {
 		pool.Close()
 		return nil, err
 	}
-	st := postgres.New(pool, nil)
-	if err := st.CheckSchema(ctx); err != nil {
-		pool.Close()
-		return nil, err
-	}
-	return st, nil
+	// The store owns a pool of its own (Open's), so the program's Close releases it.
+	pool.Close()
+	return postgres.Open(ctx, cfg.ConnString(), nil)
 }
 
 func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {

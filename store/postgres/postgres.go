@@ -41,6 +41,7 @@ const DefaultSchema = "densemem"
 // Store is the PostgreSQL store.
 type Store struct {
 	pool         *pgxpool.Pool
+	ownsPool     bool // Open made the pool, so Close closes it
 	attempts     int
 	timeout      time.Duration
 	schema       string
@@ -61,7 +62,8 @@ type Options struct {
 	Schema string
 }
 
-// New returns a Store on an existing pool. The caller keeps ownership of the pool; opts may be nil.
+// New returns a Store on an existing pool. The caller keeps ownership of the pool: Close leaves it
+// open, and the caller closes it when done with the Store. opts may be nil.
 func New(pool *pgxpool.Pool, opts *Options) *Store {
 	s := &Store{pool: pool, attempts: DefaultTxAttempts, timeout: DefaultStatementTimeout, schema: DefaultSchema}
 	if opts != nil && opts.TxAttempts > 0 {
@@ -166,6 +168,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 		return nil, translate(err)
 	}
 	s := New(pool, opts)
+	s.ownsPool = true
 	if err := s.CheckSchema(ctx); err != nil {
 		pool.Close()
 		return nil, err
@@ -199,8 +202,13 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 // Pool returns the underlying pool (for migrations and host-side reads).
 func (s *Store) Pool() *pgxpool.Pool { return s.pool }
 
-// Close closes the underlying pool.
-func (s *Store) Close() { s.pool.Close() }
+// Close closes the pool of a Store made by Open. A Store made by New leaves its pool to the caller,
+// who keeps ownership of it: Close does nothing then.
+func (s *Store) Close() {
+	if s.ownsPool {
+		s.pool.Close()
+	}
+}
 
 var psql = sq.StatementBuilder.PlaceholderFormat(sq.Dollar)
 

@@ -144,3 +144,23 @@ func TestTxLostCommitAcknowledgementIsUnknown(t *testing.T) {
 		t.Errorf("%d entities after a healthy write, want 2", n)
 	}
 }
+
+// TestPoolOwnership: a Store made by New leaves its pool to the caller (Close does not close it, as
+// New's doc promises); a Store made by Open owns the pool it opened and Close releases it.
+func TestPoolOwnership(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	postgres.New(pool, nil).Close()
+	if err := pool.Ping(ctx); err != nil {
+		t.Fatalf("the caller's pool after Close of a Store made by New: %v; want it still open", err)
+	}
+	st, err := postgres.Open(ctx, testdb.NewURL(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if err := st.Pool().Ping(ctx); err == nil {
+		t.Fatal("the pool Open made still answers after Close; want it closed")
+	}
+}
