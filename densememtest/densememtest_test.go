@@ -1,6 +1,8 @@
 package densememtest_test
 
 import (
+	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/densemem/densemem"
@@ -54,5 +56,26 @@ func TestNewGivesAHostAWorkingClient(t *testing.T) {
 	var n int
 	if err := db.Admin.QueryRow(ctx, "SELECT count(*) FROM relationships").Scan(&n); err != nil || n != 1 {
 		t.Errorf("admin pool sees %d relationships (%v), want 1", n, err)
+	}
+}
+
+// TestDoesNotImportDocker: a host importing densememtest does not import testcontainers-go or
+// Docker's client (so `go mod tidy` adds neither to its go.mod); package densememtest/container does.
+func TestDoesNotImportDocker(t *testing.T) {
+	t.Parallel()
+	deps := func(pkg string) string {
+		out, err := exec.CommandContext(t.Context(), "go", "list", "-deps", pkg).CombinedOutput()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v\n%s", pkg, err, out)
+		}
+		return string(out)
+	}
+	for _, forbidden := range []string{"github.com/testcontainers/", "github.com/moby/", "go.opentelemetry.io/"} {
+		if strings.Contains(deps("github.com/densemem/densemem/densememtest"), forbidden) {
+			t.Errorf("densememtest imports %s...: a host's go.mod would list it", forbidden)
+		}
+	}
+	if !strings.Contains(deps("github.com/densemem/densemem/densememtest/container"), "github.com/testcontainers/testcontainers-go") {
+		t.Error("densememtest/container does not import testcontainers-go: the container fallback is gone")
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 
+	// The examples' tests fall back to a PostgreSQL container as every test of the project does.
+	_ "github.com/densemem/densemem/densememtest/container"
 	"github.com/densemem/densemem/internal/exampledb"
 	"github.com/densemem/densemem/internal/testdb"
 )

@@ -4,8 +4,10 @@
 //
 // The server is found, in order, from the DENSEMEM_TEST_DATABASE_URL environment variable (a URL
 // to any database on the server, used as the maintenance connection), from a PostgreSQL accepting
-// postgres@127.0.0.1:5432 without a password, or from a postgres:15-alpine container started
-// through testcontainers-go when Docker is available. With none of these a test fails; it is never
+// postgres@127.0.0.1:5432 without a password, or from a container fallback registered with
+// RegisterContainer (package densememtest/container starts a postgres:15-alpine container through
+// testcontainers-go when Docker is available; this package never imports Docker's client, so a
+// host importing densememtest does not depend on it). With none of these a test fails; it is never
 // skipped.
 package testdb
 
@@ -25,8 +27,6 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/testcontainers/testcontainers-go"
-	tcpostgres "github.com/testcontainers/testcontainers-go/modules/postgres"
 
 	"github.com/densemem/densemem/migrations"
 )
@@ -36,8 +36,8 @@ const (
 	envURL = "DENSEMEM_TEST_DATABASE_URL"
 	// localURL is tried when envURL is unset.
 	localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
-	// containerImage is started through testcontainers-go when nothing else answers.
-	containerImage = "postgres:15-alpine"
+	// containerPackage is the package whose import registers the container fallback.
+	containerPackage = "github.com/densemem/densemem/densememtest/container"
 
 	// templatePrefix and clonePrefix name the databases this package creates.
 	templatePrefix = "densemem_tpl_"
@@ -61,6 +61,10 @@ const (
 )
 
 var (
+	// containerMu guards startContainer, the fallback RegisterContainer set (nil: none).
+	containerMu    sync.Mutex
+	startContainer func() (string, error)
+
 	adminOnce sync.Once
 	adminURL  string
 	adminErr  error
@@ -70,11 +74,19 @@ var (
 	tplReady bool
 )
 
+// RegisterContainer sets the last resort of AdminURL: start returns the maintenance URL of a server
+// it started (a container), or why it could not. Package densememtest/container registers one when
+// imported; a later registration replaces an earlier one. It has no effect once AdminURL has run.
+func RegisterContainer(start func() (string, error)) {
+	containerMu.Lock()
+	startContainer = start
+	containerMu.Unlock()
+}
+
 // AdminURL returns the URL of the server's maintenance database used to create and drop test
-// databases. It consults DENSEMEM_TEST_DATABASE_URL, then postgres@127.0.0.1:5432, then starts a
-// postgres:15-alpine container when Docker is available (once per process; the testcontainers
-// reaper removes it). The result is computed once per process. The error says how to provide a
-// server.
+// databases. It consults DENSEMEM_TEST_DATABASE_URL, then postgres@127.0.0.1:5432, then the container
+// fallback RegisterContainer set, if any. The result is computed once per process. The error says
+// how to provide a server.
 func AdminURL() (string, error) {
 	adminOnce.Do(func() { adminURL, adminErr = resolveAdminURL() })
 	return adminURL, adminErr
@@ -88,14 +100,23 @@ func resolveAdminURL() (string, error) {
 	if localErr == nil {
 		return localURL, nil
 	}
-	u, dockerErr := startContainer()
+	containerMu.Lock()
+	start := startContainer
+	containerMu.Unlock()
+	if start == nil {
+		return "", fmt.Errorf("testdb: no PostgreSQL server for tests: set %s to a URL of a database on a "+
+			"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
+			"postgres without a password, or import %q in the tests (a blank import) and start Docker so a "+
+			"container can be started (127.0.0.1:5432: %v)", envURL, containerPackage, localErr)
+	}
+	u, dockerErr := start()
 	if dockerErr == nil {
 		return u, nil
 	}
 	return "", fmt.Errorf("testdb: no PostgreSQL server for tests: set %s to a URL of a database on a "+
 		"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
-		"postgres without a password, or install and start Docker so a %s container can be started "+
-		"(127.0.0.1:5432: %v; docker: %v)", envURL, containerImage, localErr, dockerErr)
+		"postgres without a password, or install and start Docker so a container can be started "+
+		"(127.0.0.1:5432: %v; docker: %v)", envURL, localErr, dockerErr)
 }
 
 // ping reports whether a connection to connString succeeds within timeout.
@@ -113,34 +134,6 @@ func ping(connString string, timeout time.Duration) error {
 	}
 	defer conn.Close(context.Background())
 	return conn.Ping(ctx)
-}
-
-// startContainer starts a PostgreSQL container when a Docker provider is healthy and returns the
-// URL of its maintenance database. The container is never terminated here: the testcontainers
-// reaper (ryuk) removes it when the test process exits.
-func startContainer() (u string, err error) {
-	defer func() {
-		// testcontainers may panic when no Docker host can be found at all.
-		if r := recover(); r != nil {
-			err = fmt.Errorf("docker unavailable: %v", r)
-		}
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
-	defer cancel()
-	provider, err := testcontainers.ProviderDefault.GetProvider()
-	if err != nil {
-		return "", err
-	}
-	healthErr := provider.Health(ctx)
-	_ = provider.Close()
-	if healthErr != nil {
-		return "", healthErr
-	}
-	ctr, err := tcpostgres.Run(ctx, containerImage, tcpostgres.BasicWaitStrategies())
-	if err != nil {
-		return "", err
-	}
-	return ctr.ConnectionString(ctx, "sslmode=disable")
 }
 
 // New returns a pool on a fresh, migrated database of its own, dropped when the test ends. The
