@@ -126,6 +126,9 @@ type (
 	ConflictRef = api.ConflictRef
 )
 
+// ValueTypes returns every value type an ObjectValue may have.
+func ValueTypes() []ValueType { return api.ValueTypes() }
+
 // Value types.
 const (
 	ValueString   = api.ValueString

@@ -6,10 +6,10 @@ package mcpserver
 
 const rememberDescription = `Store verbatim evidence and the knowledge you extracted from it in the team's memory, as the profile this session is bound to.
 
-Call it when the user tells you something worth remembering (a fact, a rule, a change, a correction). Send:
+Call it when the user tells you something worth remembering (a fact, a rule, a change, a correction). The predicate must be one the team registered: call list_predicates first. Send:
 - evidence: the exact words (content, stored byte for byte) and where they came from (source_type);
 - proposal.entities: the things mentioned (ref, name, entity_kind, e.g. "environment", "person", "git_branch");
-- proposal.relationships: subject_ref predicate object_ref (or object_value for a literal), each citing the byte range [start, end) of an evidence item that states it;
+- proposal.relationships: subject_ref predicate object_ref (or object_value for a literal), each citing the evidence item that states it: quote the exact text (and/or give character offsets start and end); the cited text must name the subject and the object;
 - idempotency_key: a fresh unique string; retrying with the same key and request replays the first result.
 
 The result has one outcome per proposed relationship, with a category and a reason:
@@ -45,14 +45,16 @@ const forgetDescription = `Retract one relationship this profile owns, when the 
 
 const listConflictsDescription = `List the team's conflict cases (disagreements between profiles about one subject and predicate), overdue ones first, then open ones by review deadline; status selects resolved or dismissed ones too. Each case has its positions with their owners and counted source groups and, while live, the question to ask the user. Answer a case by remembering new evidence with conflict_response {conflict_id, expected_version}; the nightly reviewer resolves cases, nobody else. Page with after = next_after.`
 
+const listPredicatesDescription = `List the team's registered predicates (the relationships it can remember), with their aliases, kinds, how many current values a subject may have, and the entity kinds they take. A remember proposal's predicate must be one of these keys or aliases: call this once before remembering on a team you do not know. An empty list means nothing can be remembered until the operator registers predicates. Page with after = next_after.`
+
 const listReviewItemsDescription = `List this profile's review items (decisions waiting for the user), oldest first: each with ingest_id, placement_item_id, the question to ask and the allowed actions with their impact. Take each to the user, then call resolve_memory_placement. status open (default), resolved or superseded; page with after = next_after.`
 
 // Field descriptions shared by several tools.
 var (
 	evidenceDescs = map[string]string{
-		"evidence":                   "Verbatim evidence items. Relationships cite them by index and byte range.",
+		"evidence":                   "Verbatim evidence items. Relationships cite them by index, with a quote or character offsets.",
 		"evidence[].content":         "The exact text (or quote) the knowledge comes from, stored byte for byte (UTF-8, no NUL).",
-		"evidence[].source_type":     "Where it came from: manual, conversation, document, message, tool_output or web.",
+		"evidence[].source_type":     "Where it came from.",
 		"evidence[].authority":       "standard (default) or authoritative; authoritative counts only for profiles the team policy names.",
 		"evidence[].source_group":    "Optional label of the independent source (the same label counts once).",
 		"evidence[].source_key":      "Optional stable key of a versioned source (a document); with source_revision.",
@@ -68,7 +70,7 @@ var (
 		"proposal.entities[].distinct_from_entity_ids":      "Server entity_ids the evidence shows this mention is not.",
 		"proposal.relationships[].proposal_id":              "Your local name for this relationship; its outcome carries it back.",
 		"proposal.relationships[].subject_ref":              "The ref of the subject entity.",
-		"proposal.relationships[].predicate":                "The predicate, a registered key or phrase (e.g. deploys_from or \"deploys from\").",
+		"proposal.relationships[].predicate":                "The predicate: a key or alias list_predicates shows (e.g. deploys_from or \"deploys from\").",
 		"proposal.relationships[].object_ref":               "The ref of the object entity; or give object_value.",
 		"proposal.relationships[].object_value":             "A literal object: type (string, number, boolean, date, date_time) and value.",
 		"proposal.relationships[].polarity":                 "\"+\" (default) or \"-\" for a negated statement.",
@@ -76,7 +78,7 @@ var (
 		"proposal.relationships[].scope":                    "Optional scope in which it holds (e.g. a region).",
 		"proposal.relationships[].valid_from":               "RFC 3339 time from which it holds in the world, when the evidence says so.",
 		"proposal.relationships[].valid_to":                 "RFC 3339 time until which it holds, when the evidence says so.",
-		"proposal.relationships[].evidence":                 "Citations: evidence_index and the byte range [start, end) of that item stating this relationship.",
+		"proposal.relationships[].evidence":                 "Citations of the evidence items stating this relationship: evidence_index with the exact quote and/or character offsets start and end.",
 		"proposal.relationships[].corrects_relationship_id": "A relationship_id of the same subject and predicate this one corrects.",
 		"proposal.relationships[].conflict_response":        "Answers a team conflict case: its conflict_id and the version you last read (expected_version).",
 	}
@@ -160,6 +162,14 @@ var listReviewItemsDescs = map[string]string{
 	"limit":                  "At most this many items.",
 	"after":                  "The next_after of the previous page.",
 	"@review_items[].prompt": "The question to ask the user and the allowed choices with their impact.",
+}
+
+var listPredicatesDescs = map[string]string{
+	"limit":                      "At most this many predicates.",
+	"after":                      "The next_after of the previous page.",
+	"@predicates[].key":          "The predicate's key; a remember proposal may name it or an alias.",
+	"@predicates[].aliases":      "Phrases that name the predicate too.",
+	"@predicates[].value_object": "True when the object is a literal (object_value), not an entity.",
 }
 
 // optionalInputs are the top-level input fields a tool does without although the library's request

@@ -45,7 +45,7 @@ func TestHTTPHandlerBearerTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h, err := mcpserver.HTTPHandler(f.client, tokens)
+	h, err := mcpserver.HTTPHandler(f.client, tokens, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,6 +69,9 @@ func TestHTTPHandlerBearerTokens(t *testing.T) {
 		_ = resp.Body.Close()
 		if resp.StatusCode != http.StatusUnauthorized {
 			t.Errorf("%s token: status %d, want 401", name, resp.StatusCode)
+		}
+		if ch := resp.Header.Get("WWW-Authenticate"); !strings.HasPrefix(ch, "Bearer ") {
+			t.Errorf("%s token: WWW-Authenticate %q, want a Bearer challenge", name, ch)
 		}
 	}
 

@@ -158,10 +158,14 @@ func TestValidationErrorListsFields(t *testing.T) {
 	a := f.session(f.A)
 	req := deployment("Production deploys from main.", "main", nil, nil)
 	req.Proposal.Relationships[0].Evidence[0].End = 999
-	req.Evidence[0].SourceType = "rumour"
 	msg := callErr(t, a, mcpserver.ToolRemember, req)
-	mustContain(t, "validation error", msg, "Invalid arguments; nothing was written", "- evidence[0].source_type:",
-		"- proposal.relationships[0].evidence[0]")
+	mustContain(t, "citation error", msg, "Invalid arguments; nothing was written",
+		"- proposal.relationships[0].evidence[0]: end 999 is outside the item's 29 characters")
+	req = deployment("Production deploys from main.", "main", nil, nil)
+	req.IdempotencyKey, req.Evidence[0].SourceGroup = "", "bad\x00group"
+	msg = callErr(t, a, mcpserver.ToolRemember, req)
+	mustContain(t, "validation error", msg, "Invalid arguments; nothing was written", "- idempotency_key:",
+		"- evidence[0].source_group:")
 	rec := call[densemem.RecallResponse](t, a, mcpserver.ToolRecall, densemem.RecallRequest{Query: "production"})
 	if len(rec.out.Results) != 0 {
 		t.Errorf("an invalid remember wrote %d relationships", len(rec.out.Results))

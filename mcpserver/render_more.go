@@ -1,6 +1,9 @@
 package mcpserver
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/densemem/densemem"
 )
 
@@ -160,6 +163,41 @@ func renderReviewItems(r *densemem.ListReviewItemsResponse) string {
 	if len(r.ReviewItems) > 0 {
 		t.line(0, "Ask the user each open item's question verbatim, then call resolve_memory_placement with its ingest_id, "+
 			"placement_item_id and the chosen action.")
+	}
+	if r.NextAfter != "" {
+		t.line(0, "More: pass after %q.", r.NextAfter)
+	}
+	return t.String()
+}
+
+func renderPredicates(r *densemem.ListPredicatesResponse) string {
+	var t text
+	if len(r.Predicates) == 0 {
+		t.line(0, "The team has no predicates registered yet, so nothing can be remembered: a relationship's predicate must "+
+			"name a registered predicate (its key or an alias). Tell the user; the operator registers them "+
+			"(densemem predicate register, or the library's RegisterPredicate).")
+		return t.String()
+	}
+	t.line(0, "%d predicate(s). Use a key or an alias as proposal.relationships[].predicate:", len(r.Predicates))
+	for _, p := range r.Predicates {
+		line := fmt.Sprintf("%s (%s, %s current value(s) per subject", p.Key, p.RelationshipKind, p.CurrentCardinality)
+		if p.ValueObject {
+			line += ", the object is a literal object_value"
+		}
+		line += ")"
+		if len(p.Aliases) > 0 {
+			line += "; aliases: " + strings.Join(p.Aliases, ", ")
+		}
+		if len(p.SubjectKinds) > 0 {
+			line += "; subject kinds: " + strings.Join(p.SubjectKinds, ", ")
+		}
+		if len(p.ObjectKinds) > 0 {
+			line += "; object kinds: " + strings.Join(p.ObjectKinds, ", ")
+		}
+		if p.Description != "" {
+			line += ". " + p.Description
+		}
+		t.line(1, "%s", line)
 	}
 	if r.NextAfter != "" {
 		t.line(0, "More: pass after %q.", r.NextAfter)

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/densemem/densemem"
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -36,7 +37,7 @@ type Options struct {
 // ErrNoPrincipal is what New returns when Options.Principal is nil.
 var ErrNoPrincipal = errors.New("mcpserver: Options.Principal is required: the host binds every session to a principal")
 
-// New returns an MCP server whose seven tools call client as the principal Options.Principal binds to
+// New returns an MCP server whose eight tools call client as the principal Options.Principal binds to
 // each call. The server may be connected to any number of sessions, on any transport.
 func New(client *densemem.Client, opts Options) (*mcp.Server, error) {
 	if client == nil {
@@ -92,6 +93,11 @@ type tool struct {
 	add  func(s *mcp.Server, h *tools) error
 }
 
+// inputSchemer is a tool input type whose schema is that of the library request it carries.
+type inputSchemer interface {
+	inputSchema(descs map[string]string) (*jsonschema.Schema, error)
+}
+
 // handlerFor is a tool's work once its principal is known: the output and its text rendering.
 type handlerFor[In, Out any] func(ctx context.Context, h *tools, p densemem.Principal, in In) (Out, string, error)
 
@@ -100,10 +106,17 @@ type handlerFor[In, Out any] func(ctx context.Context, h *tools, p densemem.Prin
 func newTool[In, Out any](name, title, description string, annotations *mcp.ToolAnnotations, descs map[string]string,
 	run handlerFor[In, Out]) tool {
 	return tool{name: name, add: func(s *mcp.Server, h *tools) error {
-		in, err := schemaFor[In](descs, "")
+		var in *jsonschema.Schema
+		var err error
+		if custom, ok := any(*new(In)).(inputSchemer); ok {
+			in, err = custom.inputSchema(descs)
+		} else {
+			in, err = inputSchemaFor[In](descs)
+		}
 		if err != nil {
 			return fmt.Errorf("mcpserver: %s input schema: %w", name, err)
 		}
+		setEnums(in, "", inputEnums[name])
 		in.Required = slices.DeleteFunc(in.Required, func(p string) bool { return slices.Contains(optionalInputs[name], p) })
 		out, err := schemaFor[Out](descs, "@")
 		if err != nil {

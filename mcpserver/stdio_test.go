@@ -7,12 +7,103 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
+
+// binary is the densemem command, built once for the package's tests.
+var binary struct {
+	once sync.Once
+	dir  string
+	path string
+	err  error
+	out  []byte
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary.dir != "" {
+		_ = os.RemoveAll(binary.dir)
+	}
+	os.Exit(code)
+}
+
+// densememBinary builds cmd/densemem once and returns its path.
+func densememBinary(t *testing.T) string {
+	t.Helper()
+	binary.once.Do(func() {
+		binary.dir, binary.err = os.MkdirTemp("", "densemem-mcpserver-test-")
+		if binary.err != nil {
+			return
+		}
+		binary.path = filepath.Join(binary.dir, "densemem")
+		binary.out, binary.err = exec.Command("go", "build", "-o", binary.path, "github.com/densemem/densemem/cmd/densemem").CombinedOutput()
+	})
+	if binary.err != nil {
+		t.Fatalf("go build: %v\n%s", binary.err, binary.out)
+	}
+	return binary.path
+}
+
+// dsnOf is the URL of pool's database as its user, as a host would configure it.
+func dsnOf(pool *pgxpool.Pool) string {
+	cc := pool.Config().ConnConfig
+	dsn := url.URL{Scheme: "postgres", User: url.User(cc.User), Host: fmt.Sprintf("%s:%d", cc.Host, cc.Port), Path: "/" + cc.Database,
+		RawQuery: "sslmode=disable&search_path=public"}
+	return dsn.String()
+}
+
+// A server that cannot start answers the MCP client's initialize with an error naming the fix (the
+// client shows it), instead of exiting before the client can speak; a password in the URL is never
+// shown.
+func TestStdioStartupFailuresReachTheClient(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	bin := densememBinary(t)
+	empty := testdb.NewEmpty(t)
+	for _, tc := range []struct {
+		name string
+		dsn  string
+		args []string
+		want []string
+	}{
+		{"no server", "postgres://densemem_runtime:s3cret-pw@127.0.0.1:1/app?sslmode=disable&connect_timeout=5",
+			[]string{"--team", string(f.team), "--profile", string(f.A.ProfileID)},
+			[]string{"Dense-Mem could not start", "is PostgreSQL running", "DENSEMEM_DATABASE_URL"}},
+		{"no --team", dsnOf(f.db.Runtime), []string{"--profile", string(f.A.ProfileID)},
+			[]string{"--team required", "to the server's args"}},
+		{"no database URL", "", []string{"--team", string(f.team), "--profile", string(f.A.ProfileID)},
+			[]string{"no database", "DENSEMEM_DATABASE_URL"}},
+		{"an unknown profile", dsnOf(f.db.Runtime), []string{"--team", string(f.team), "--profile", "pf_nobody"},
+			[]string{"has no profile \"pf_nobody\"", "densemem profile list"}},
+		{"an unmigrated database", dsnOf(empty), []string{"--team", string(f.team), "--profile", string(f.A.ProfileID)},
+			[]string{"not migrated", "densemem migrate up"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(bin, append([]string{"mcp", "--stdio"}, tc.args...)...)
+			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+tc.dsn)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
+			if err == nil {
+				_ = cs.Close()
+				t.Fatal("the client connected to a server that could not start")
+			}
+			mustContain(t, "the initialize error", err.Error(), tc.want...)
+			if strings.Contains(err.Error()+stderr.String(), "s3cret-pw") {
+				t.Errorf("the password was shown: %v\n%s", err, stderr.String())
+			}
+		})
+	}
+}
 
 // The stdio server, "densemem mcp --stdio" built with go build and started as a subprocess, and
 // driven by the SDK's client: tools/list returns the seven tools with their schemas, and one remember
@@ -20,16 +111,9 @@ import (
 func TestStdioSubprocess(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	bin := filepath.Join(t.TempDir(), "densemem")
-	build := exec.CommandContext(t.Context(), "go", "build", "-o", bin, "github.com/densemem/densemem/cmd/densemem")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	cc := f.db.Runtime.Config().ConnConfig
-	dsn := url.URL{Scheme: "postgres", User: url.User(cc.User), Host: fmt.Sprintf("%s:%d", cc.Host, cc.Port), Path: "/" + cc.Database,
-		RawQuery: "sslmode=disable&search_path=public"}
+	bin := densememBinary(t)
 	cmd := exec.Command(bin, "mcp", "--stdio", "--team", string(f.A.TeamID), "--profile", string(f.A.ProfileID))
-	cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsn.String())
+	cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsnOf(f.db.Runtime))
 	cmd.Stderr = os.Stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

@@ -16,11 +16,13 @@ const (
 	ToolForget          = "forget_memory"
 	ToolListConflicts   = "list_conflicts"
 	ToolListReviewItems = "list_review_items"
+	ToolListPredicates  = "list_predicates"
 )
 
 // ToolNames lists the server's tools in the order tools/list returns them.
 func ToolNames() []string {
-	return []string{ToolForget, ToolListConflicts, ToolListReviewItems, ToolRecall, ToolRemember, ToolResolve, ToolTrace}
+	return []string{ToolForget, ToolListConflicts, ToolListPredicates, ToolListReviewItems, ToolRecall, ToolRemember, ToolResolve,
+		ToolTrace}
 }
 
 var (
@@ -45,11 +47,17 @@ func (h *tools) all() []tool {
 			&mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}, listConflictsDescs, listConflicts),
 		newTool(ToolListReviewItems, "List your review items", listReviewItemsDescription,
 			&mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}, listReviewItemsDescs, listReviewItems),
+		newTool(ToolListPredicates, "List the team's predicates", listPredicatesDescription,
+			&mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: &no}, listPredicatesDescs, listPredicates),
 	}
 }
 
-func remember(ctx context.Context, h *tools, p densemem.Principal, in densemem.RememberRequest) (densemem.Placement, string, error) {
-	out, err := h.client.Remember(ctx, p, in)
+func remember(ctx context.Context, h *tools, p densemem.Principal, in rememberInput) (densemem.Placement, string, error) {
+	req, err := in.request()
+	if err != nil {
+		return densemem.Placement{}, "", err
+	}
+	out, err := h.client.Remember(ctx, p, req)
 	if err != nil {
 		return densemem.Placement{}, "", err
 	}
@@ -72,8 +80,12 @@ func trace(ctx context.Context, h *tools, p densemem.Principal, in densemem.Trac
 	return *out, renderTrace(out), nil
 }
 
-func resolve(ctx context.Context, h *tools, p densemem.Principal, in densemem.ResolveRequest) (densemem.ResolveResult, string, error) {
-	out, err := h.client.Resolve(ctx, p, in)
+func resolve(ctx context.Context, h *tools, p densemem.Principal, in resolveInput) (densemem.ResolveResult, string, error) {
+	req, err := in.request()
+	if err != nil {
+		return densemem.ResolveResult{}, "", err
+	}
+	out, err := h.client.Resolve(ctx, p, req)
 	if err != nil {
 		return densemem.ResolveResult{}, "", err
 	}
@@ -111,4 +123,12 @@ func listReviewItems(ctx context.Context, h *tools, p densemem.Principal, in lis
 		return densemem.ListReviewItemsResponse{}, "", err
 	}
 	return *out, renderReviewItems(out), nil
+}
+
+func listPredicates(ctx context.Context, h *tools, p densemem.Principal, in densemem.ListPredicatesRequest) (densemem.ListPredicatesResponse, string, error) {
+	out, err := h.client.ListPredicates(ctx, p, in)
+	if err != nil {
+		return densemem.ListPredicatesResponse{}, "", err
+	}
+	return *out, renderPredicates(out), nil
 }

@@ -22,6 +22,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,10 +123,54 @@ func Up(ctx context.Context, pool *pgxpool.Pool, opts *Options) error {
 
 // UpTo is Up that stops after the migration numbered version.
 func UpTo(ctx context.Context, pool *pgxpool.Pool, version int64, opts *Options) error {
-	return withProvider(ctx, pool, opts, true, func(p *goose.Provider) error {
-		_, err := p.UpTo(ctx, version)
+	_, err := Apply(ctx, pool, version, opts)
+	return err
+}
+
+// Result is one migration applied or rolled back.
+type Result struct {
+	Version   int64
+	Source    string // the file name, e.g. 00006_name_keys.go
+	Direction string // "up" or "down"
+	Duration  time.Duration
+}
+
+// results converts goose's results.
+func results(rs []*goose.MigrationResult) []Result {
+	out := make([]Result, 0, len(rs))
+	for _, r := range rs {
+		if r == nil || r.Source == nil {
+			continue
+		}
+		out = append(out, Result{Version: r.Source.Version, Source: sourceName(r.Source), Direction: r.Direction,
+			Duration: r.Duration})
+	}
+	return out
+}
+
+// Apply is UpTo reporting every migration it applied, oldest first (math.MaxInt64: every pending
+// one). On failure the migrations applied before it are reported with the error.
+func Apply(ctx context.Context, pool *pgxpool.Pool, version int64, opts *Options) ([]Result, error) {
+	var out []Result
+	err := withProvider(ctx, pool, opts, true, func(p *goose.Provider) error {
+		rs, err := p.UpTo(ctx, version)
+		out = results(rs)
 		return err
 	})
+	return out, err
+}
+
+// Rollback rolls back, newest first, every applied migration numbered above version (0: all of
+// them), and reports each. Rolling back loses the data of what the migrations created: it is for
+// development and for undoing a release, after a backup.
+func Rollback(ctx context.Context, pool *pgxpool.Pool, version int64, opts *Options) ([]Result, error) {
+	var out []Result
+	err := withProvider(ctx, pool, opts, false, func(p *goose.Provider) error {
+		rs, err := p.DownTo(ctx, version)
+		out = results(rs)
+		return err
+	})
+	return out, err
 }
 
 // MigrationStatus is one migration and whether the database has it.
@@ -137,19 +182,55 @@ type MigrationStatus struct {
 }
 
 // Status lists every migration of the library, oldest first, with whether the database behind pool
-// has applied it. It changes nothing.
+// has applied it. It changes nothing: on a database without the schema or its version table, every
+// migration is pending.
 func Status(ctx context.Context, pool *pgxpool.Pool, opts *Options) ([]MigrationStatus, error) {
+	schema, err := opts.schema()
+	if err != nil {
+		return nil, err
+	}
+	var table *string
+	if err := pool.QueryRow(ctx, "SELECT to_regclass($1)::text", pgx.Identifier{schema, versionTable}.Sanitize()).Scan(&table); err != nil {
+		return nil, fmt.Errorf("densemem migrations: status: %w", err)
+	}
 	var out []MigrationStatus
-	err := withProvider(ctx, pool, opts, false, func(p *goose.Provider) error {
+	err = withProvider(ctx, pool, opts, false, func(p *goose.Provider) error {
+		if table == nil {
+			for _, src := range p.ListSources() {
+				out = append(out, MigrationStatus{Version: src.Version, Source: sourceName(src)})
+			}
+			return nil
+		}
 		statuses, err := p.Status(ctx)
 		for _, s := range statuses {
-			out = append(out, MigrationStatus{Version: s.Source.Version, Source: s.Source.Path,
+			out = append(out, MigrationStatus{Version: s.Source.Version, Source: sourceName(s.Source),
 				Applied: s.State == goose.StateApplied, AppliedAt: s.AppliedAt})
 		}
 		return err
 	})
 	return out, err
 }
+
+// sourceName is a migration's file name: goose knows a SQL file's, and the Go ones are named after
+// their embedded source file.
+func sourceName(src *goose.Source) string {
+	if src.Path != "" {
+		return src.Path
+	}
+	return goSourceNames()[src.Version]
+}
+
+// goSourceNames maps the version of each Go migration to its file name.
+var goSourceNames = sync.OnceValue(func() map[int64]string {
+	names := map[int64]string{}
+	entries, _ := goSources.ReadDir(".")
+	for _, e := range entries {
+		if v, ok := fileVersion(e.Name()); ok && strings.HasSuffix(e.Name(), ".go") && !strings.HasSuffix(e.Name(), "_test.go") {
+			names[v] = e.Name()
+		}
+	}
+	return names
+})
 
 // Version returns the newest migration the database behind pool has applied, 0 when it has none
 // (no schema, or no version table yet). It is one query and changes nothing.

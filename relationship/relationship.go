@@ -36,6 +36,11 @@ func (s Status) Valid() bool {
 	return false
 }
 
+// Statuses returns every status.
+func Statuses() []Status {
+	return []Status{StatusPendingEvidence, StatusActive, StatusNeedsReview, StatusSuperseded, StatusRetracted, StatusRejected}
+}
+
 // Tier is how well supported a relationship is. Clients never set it.
 type Tier string
 

@@ -17,7 +17,6 @@ const maxEventPages = 20
 func (c *cli) trace(ctx context.Context, args []string) error {
 	s := c.sub("trace", "RELATIONSHIP_ID")
 	team := s.require("team", "the team")
-	asJSON := s.fs.Bool("json", false, "print the Trace result as JSON")
 	limit := s.fs.Int("limit", 0, "the most items per list (0: the library's default)")
 	pos, client, done, err := s.open(ctx, args, 1)
 	if err != nil {
@@ -29,11 +28,7 @@ func (c *cli) trace(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return c.printJSON(tr)
-	}
-	c.printTrace(tr)
-	return nil
+	return c.print(tr, func() { c.printTrace(tr) })
 }
 
 // printTrace prints a trace for a person: the relationship, its evidence, transitions,
@@ -78,7 +73,6 @@ func (c *cli) printTrace(tr *densemem.TraceResult) {
 func (c *cli) showCase(ctx context.Context, args []string) error {
 	s := c.sub("case", "CONFLICT_ID")
 	team := s.require("team", "the team")
-	asJSON := s.fs.Bool("json", false, "print the case and its events as JSON")
 	pos, client, done, err := s.open(ctx, args, 1)
 	if err != nil {
 		return err
@@ -92,14 +86,10 @@ func (c *cli) showCase(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return c.printJSON(struct {
-			*densemem.ConflictCase
-			Events []densemem.TraceConflictEvent `json:"events"`
-		}{cs, events})
-	}
-	c.printCase(cs, events)
-	return nil
+	return c.print(struct {
+		*densemem.ConflictCase
+		Events []densemem.TraceConflictEvent `json:"events"`
+	}{cs, events}, func() { c.printCase(cs, events) })
 }
 
 // caseEvents reads a case's events through Trace of one of its members (the events of a case

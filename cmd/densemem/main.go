@@ -1,21 +1,28 @@
 // Command densemem is the operator's tool for a Dense-Mem database: migrate it, administer teams,
-// profiles, predicates and policies as the host, run and inspect the nightly Conflict review, read a
-// relationship's trace or a conflict case, and serve the MCP adapter.
+// profiles, predicates and policies as the host, run and inspect the nightly Conflict review and the
+// review items, read a relationship's trace or a conflict case, and serve the MCP adapter.
 //
-//	densemem migrate up|status
-//	densemem team create --name NAME
-//	densemem profile create --team T --name NAME --scopes read,write
-//	densemem profile disable --team T --profile P
-//	densemem predicate register --team T --key KEY --kind state|event --cardinality one|many ...
+//	densemem migrate up|down|redo|status|validate|version
+//	densemem team create|list
+//	densemem profile create|list|disable --team T ...
+//	densemem predicate register|list --team T ...
 //	densemem policy show|set --team T ...
-//	densemem review run [--team T]...
-//	densemem review list --team T
-//	densemem trace --team T RELATIONSHIP_ID [--json]
-//	densemem case --team T CONFLICT_ID [--json]
+//	densemem review run [--team T]... [--reviewer-database-url URL]
+//	densemem review list --team T        (open and overdue conflict cases)
+//	densemem review items --team T       (review items waiting for a profile's decision)
+//	densemem case list --team T
+//	densemem case --team T CONFLICT_ID
+//	densemem trace --team T RELATIONSHIP_ID
 //	densemem mcp --stdio --team T --profile P | --http ADDR --tokens FILE
+//	densemem version
 //
-// Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL, and
-// prints its flags with --help.
+// Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL, prints
+// its flags with --help (a group's word alone, "densemem migrate --help", lists its subcommands) and
+// prints JSON with --json (durations as Go duration strings, e.g. "168h0m0s"). Passwords of database
+// URLs are never printed: help shows no URL, and errors and logs show "xxxxx" in its place.
+//
+// Exit statuses: 0 success; 1 the command failed (for review run, also when cases failed; for
+// migrate validate, when migrations are pending); 2 the command line was wrong.
 package main
 
 import (
@@ -50,17 +57,20 @@ const (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	code := (&cli{stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}).run(ctx, os.Args[1:])
+	code := (&cli{stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr, getenv: os.Getenv}).run(ctx, os.Args[1:])
 	stop()
 	os.Exit(code)
 }
 
-// cli is one invocation's surroundings: where it writes, the environment it reads and its clock (nil:
-// the wall clock; tests inject one).
+// cli is one invocation's surroundings: where it reads and writes, the environment it reads and its
+// clock (nil: the wall clock; tests inject one).
 type cli struct {
+	stdin          io.Reader
 	stdout, stderr io.Writer
 	getenv         func(string) string
 	now            func() time.Time
+	// asJSON is the subcommand's --json.
+	asJSON bool
 }
 
 // command is one subcommand: its name (with a group's word, e.g. "review run"), a line of help, and
@@ -77,29 +87,50 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"migrate up", "apply every pending migration", (*cli).migrateUp},
-		{"migrate status", "list the migrations and whether each is applied", (*cli).migrateStatus},
+		{"migrate up", "apply pending migrations, a line each (--to N, --dry-run, --show-sql)", (*cli).migrateUp},
+		{"migrate down", "roll back the newest migration (--to N: every one above N)", (*cli).migrateDown},
+		{"migrate redo", "roll back the newest migration and apply it again", (*cli).migrateRedo},
+		{"migrate status", "list the migrations and whether each is applied (changes nothing)", (*cli).migrateStatus},
+		{"migrate validate", "exit 1 unless the database has exactly this build's migrations", (*cli).migrateValidate},
+		{"migrate version", "print the database's migration version and this build's", (*cli).migrateVersion},
 		{"team create", "create a team (prints its ID)", (*cli).teamCreate},
+		{"team list", "list the teams", (*cli).teamList},
 		{"profile create", "create a profile in a team (prints its ID)", (*cli).profileCreate},
+		{"profile list", "list a team's profiles with their status and scopes", (*cli).profileList},
 		{"profile disable", "disable a profile", (*cli).profileDisable},
 		{"predicate register", "register a new version of a predicate", (*cli).predicateRegister},
+		{"predicate list", "list a team's predicates (the latest version of each)", (*cli).predicateList},
 		{"policy show", "show a team's policy in force", (*cli).policyShow},
-		{"policy set", "append a new version of a team's policy", (*cli).policySet},
-		{"review run", "run one nightly review pass over every due team now", (*cli).reviewRun},
+		{"policy set", "change a team's policy: only the flags given change", (*cli).policySet},
+		{"review run", "run one nightly review pass over every due team now (as the reviewer role)", (*cli).reviewRun},
 		{"review list", "list a team's open and overdue conflict cases, overdue first", (*cli).reviewList},
-		{"trace", "show a relationship's lineage", (*cli).trace},
+		{"review items", "list the review items waiting for a profile's decision", (*cli).reviewItems},
+		{"case list", "list a team's conflict cases (--status: open, overdue, resolved, dismissed)", (*cli).caseList},
 		{"case", "show a conflict case with its positions and events", (*cli).showCase},
+		{"trace", "show a relationship's lineage", (*cli).trace},
 		{"mcp", "serve the MCP adapter (stdio for one principal, or HTTP with bearer tokens)", (*cli).mcp},
+		{"version", "print this build's version and the migration it needs", (*cli).version},
 	}
 }
 
 // errUsage marks a command-line mistake: the message is printed with the subcommand's usage.
 var errUsage = errors.New("usage")
 
-// run runs the subcommand args name and returns the exit status.
+// run runs the subcommand args name and returns the exit status. Everything it writes passes through
+// a redactor that replaces the passwords of the database URLs it was given.
 func (c *cli) run(ctx context.Context, args []string) int {
+	secrets := passwords(c.getenv(envDatabaseURL), c.getenv(envReviewerDatabaseURL))
+	secrets = append(secrets, passwords(flagValues(args, "database-url", "reviewer-database-url")...)...)
+	c.stdout, c.stderr = redactor(c.stdout, secrets), redactor(c.stderr, secrets)
+	if c.stdin == nil {
+		c.stdin = strings.NewReader("")
+	}
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" || args[0] == "help" {
-		c.usage(c.stdout)
+		w := c.stdout
+		if len(args) == 0 {
+			w = c.stderr
+		}
+		c.usage(w, "")
 		if len(args) == 0 {
 			return exitUsage
 		}
@@ -107,8 +138,20 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	}
 	cmd, rest, ok := lookup(args)
 	if !ok {
-		fmt.Fprintf(c.stderr, "densemem: unknown command %q\n\n", strings.Join(args[:min(2, len(args))], " "))
-		c.usage(c.stderr)
+		if group := groupOf(args[0]); group != "" {
+			// A group's word alone, or with --help: its subcommands.
+			if len(args) > 1 && (args[1] == "-h" || args[1] == "--help" || args[1] == "help") {
+				c.usage(c.stdout, group)
+				return exitOK
+			}
+			if len(args) > 1 {
+				fmt.Fprintf(c.stderr, "densemem: unknown command %q\n\n", group+" "+args[1])
+			}
+			c.usage(c.stderr, group)
+			return exitUsage
+		}
+		fmt.Fprintf(c.stderr, "densemem: unknown command %q\n\n", args[0])
+		c.usage(c.stderr, "")
 		return exitUsage
 	}
 	err := cmd.run(c, ctx, rest)
@@ -120,7 +163,7 @@ func (c *cli) run(ctx context.Context, args []string) int {
 	case errors.Is(err, errUsage):
 		fmt.Fprintf(c.stderr, "densemem %s: %v\n", cmd.name, err)
 		return exitUsage
-	case errors.Is(err, errCasesFailed):
+	case errors.Is(err, errCasesFailed), errors.Is(err, errPending):
 		fmt.Fprintf(c.stderr, "densemem %s: %v\n", cmd.name, err)
 		return exitFailed
 	}
@@ -139,31 +182,58 @@ func lookup(args []string) (command, []string, bool) {
 	return command{}, nil, false
 }
 
-// usage lists the subcommands.
-func (c *cli) usage(w io.Writer) {
-	fmt.Fprintf(w, "Usage: densemem <command> [flags]\n\nCommands:\n")
+// groupOf returns word when it is the first word of a group of subcommands ("migrate"), else "".
+func groupOf(word string) string {
+	for _, cmd := range commands {
+		if first, _, ok := strings.Cut(cmd.name, " "); ok && first == word {
+			return word
+		}
+	}
+	return ""
+}
+
+// usage lists the subcommands, or those of group.
+func (c *cli) usage(w io.Writer, group string) {
+	if group == "" {
+		fmt.Fprintf(w, "Usage: densemem <command> [flags]\n\nCommands:\n")
+	} else {
+		fmt.Fprintf(w, "Usage: densemem %s <command> [flags]\n\nCommands:\n", group)
+	}
 	width := 0
 	for _, cmd := range commands {
 		width = max(width, len(cmd.name))
 	}
 	for _, cmd := range commands {
-		fmt.Fprintf(w, "  %-*s  %s\n", width, cmd.name, cmd.summary)
+		if group == "" || strings.HasPrefix(cmd.name, group+" ") {
+			fmt.Fprintf(w, "  %-*s  %s\n", width, cmd.name, cmd.summary)
+		}
 	}
-	fmt.Fprintf(w, "\nEvery command reads the database URL from --database-url or %s.\n"+
-		"Run \"densemem <command> --help\" for its flags.\n", envDatabaseURL)
+	fmt.Fprintf(w, "\nEvery command reads the database URL from --database-url or $%s, and prints JSON with --json.\n"+
+		"Run \"densemem <command> --help\" for its flags. Exit status: 0 success, 1 failure, 2 a wrong command line.\n",
+		envDatabaseURL)
 }
 
 // flags returns the flag set of a subcommand, writing its usage and errors to stderr, with the
-// database URL flag every subcommand has.
+// database URL and --json flags every subcommand has. The URL flag has no default in the flag set,
+// so help never prints it: resolve it with c.databaseURL.
 func (c *cli) flags(name, argsUsage string) (*flag.FlagSet, *string) {
 	fs := flag.NewFlagSet("densemem "+name, flag.ContinueOnError)
 	fs.SetOutput(c.stderr)
-	url := fs.String("database-url", c.getenv(envDatabaseURL), "PostgreSQL URL of the Dense-Mem database (default $"+envDatabaseURL+")")
+	url := fs.String("database-url", "", "PostgreSQL URL of the Dense-Mem database (default $"+envDatabaseURL+")")
+	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: densemem %s [flags] %s\n\n%s\n\nFlags:\n", name, argsUsage, summaryOf(name))
 		fs.PrintDefaults()
 	}
 	return fs, url
+}
+
+// databaseURL is the URL flag's value, else the environment's.
+func (c *cli) databaseURL(flagValue string) string {
+	if strings.TrimSpace(flagValue) != "" {
+		return flagValue
+	}
+	return c.getenv(envDatabaseURL)
 }
 
 // parse parses args into fs, wanting exactly positional positional arguments; a mistake is an
@@ -223,11 +293,16 @@ func (s *sub) require(name, usage string) *string {
 	return v
 }
 
-// parse parses args, wanting positional arguments, and checks the required flags.
+// parse parses args, wanting positional arguments, and checks the required flags; the URL flags take
+// the environment's value when not given.
 func (s *sub) parse(args []string, positional int) ([]string, error) {
 	pos, err := parse(s.fs, args, positional)
 	if err != nil {
 		return nil, err
+	}
+	*s.url = s.c.databaseURL(*s.url)
+	if s.reviewer != nil && strings.TrimSpace(*s.reviewer) == "" {
+		*s.reviewer = s.c.getenv(envReviewerDatabaseURL)
 	}
 	values := map[string]string{}
 	for name, v := range s.need {
@@ -275,7 +350,7 @@ func (c *cli) client(ctx context.Context, url, reviewerURL string) (*densemem.Cl
 		return nil, nil, err
 	}
 	closers := []func(){st.Close}
-	cfg := &densemem.Config{Clock: c.now, Logger: slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	cfg := &densemem.Config{Clock: c.now, Logger: c.logger()}
 	if reviewerURL != "" && reviewerURL != url {
 		rst, err := postgres.Open(ctx, reviewerURL, nil)
 		if err != nil {
@@ -296,6 +371,20 @@ func (c *cli) client(ctx context.Context, url, reviewerURL string) (*densemem.Cl
 		return nil, nil, err
 	}
 	return client, closeAll, nil
+}
+
+// logger logs warnings and errors to stderr (through the redactor).
+func (c *cli) logger() *slog.Logger {
+	return slog.New(slog.NewTextHandler(c.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// print prints v as JSON with --json, else calls human.
+func (c *cli) print(v any, human func()) error {
+	if c.asJSON {
+		return c.printJSON(v)
+	}
+	human()
+	return nil
 }
 
 // host is the host principal of team.

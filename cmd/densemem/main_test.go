@@ -189,7 +189,7 @@ func TestAdministration(t *testing.T) {
 	if out := h.must("policy", "set", "--team", team, "--version", "1", "--review-ttl", "72h", "--authoritative", profile); !strings.Contains(out, "policy version 2") || !strings.Contains(out, profile) {
 		t.Errorf("policy set: %q", out)
 	}
-	if _, errOut, code := h.run("policy", "set", "--team", team, "--version", "1"); code != exitFailed || !strings.Contains(errOut, "stale") {
+	if _, errOut, code := h.run("policy", "set", "--team", team, "--version", "1", "--time-zone", "Europe/Berlin"); code != exitFailed || !strings.Contains(errOut, "stale") {
 		t.Errorf("policy set from a replaced version: exit %d, %q; want a failure naming the stale version", code, errOut)
 	}
 	if out := h.must("profile", "disable", "--team", team, "--profile", profile); !strings.Contains(out, "disabled") {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+
 	"github.com/densemem/densemem"
 )
 
@@ -17,13 +19,13 @@ var errCasesFailed = errors.New("cases failed")
 func (c *cli) reviewRun(ctx context.Context, args []string) error {
 	s := c.sub("review run", "")
 	fs := s.fs
-	s.reviewer = fs.String("reviewer-database-url", c.getenv(envReviewerDatabaseURL),
-		"PostgreSQL URL as the reviewer role (default $"+envReviewerDatabaseURL+", else --database-url)")
+	s.reviewer = fs.String("reviewer-database-url", "",
+		"PostgreSQL URL as the reviewer role densemem_reviewer (default $"+envReviewerDatabaseURL+", else --database-url, "+
+			"which must then be the owner's or a superuser's)")
 	var teams multi
 	fs.Var(&teams, "team", "review only this team (repeatable; default: every team with due cases)")
 	worker := fs.String("worker", "densemem-cli", "the worker name recorded in run reservations")
 	maxCases := fs.Int("max-cases", 0, "the most cases claimed per team (0: no bound)")
-	asJSON := fs.Bool("json", false, "print the report as JSON")
 	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
@@ -34,17 +36,18 @@ func (c *cli) reviewRun(ctx context.Context, args []string) error {
 		req.TeamIDs = append(req.TeamIDs, densemem.TeamID(t))
 	}
 	rep, err := client.RunNightlyReview(ctx, req)
-	if rep != nil {
-		if *asJSON {
-			if jerr := c.printJSON(rep); jerr != nil {
-				return jerr
-			}
-		} else {
-			c.printReport(rep)
-		}
-	}
 	if err != nil {
+		if *s.reviewer == "" || *s.reviewer == *s.url {
+			var pgErr *pgconn.PgError
+			if errors.As(err, &pgErr) && pgErr.Code == "42501" || errors.Is(err, densemem.ErrForbidden) {
+				return fmt.Errorf("%w\nThe nightly review runs as the reviewer role: pass --reviewer-database-url (or set %s) "+
+					"with a URL that logs in as densemem_reviewer, or run it with the owner's URL", err, envReviewerDatabaseURL)
+			}
+		}
 		return err
+	}
+	if perr := c.print(rep, func() { c.printReport(rep) }); perr != nil {
+		return perr
 	}
 	if rep.Failed > 0 || rep.Unknown > 0 {
 		return fmt.Errorf("%w: %d failed, %d of unknown outcome; they stay due for the next run", errCasesFailed, rep.Failed, rep.Unknown)
@@ -72,7 +75,6 @@ func (c *cli) reviewList(ctx context.Context, args []string) error {
 	s := c.sub("review list", "")
 	team := s.require("team", "the team")
 	limit := s.fs.Int("limit", 100, "the most cases listed")
-	asJSON := s.fs.Bool("json", false, "print JSON")
 	_, client, done, err := s.open(ctx, args, 0)
 	if err != nil {
 		return err
@@ -82,12 +84,14 @@ func (c *cli) reviewList(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	if *asJSON {
-		return c.printJSON(page)
-	}
+	return c.print(page, func() { c.printCases(page, "no open or overdue conflict cases") })
+}
+
+// printCases prints a page of cases, or none when there is none.
+func (c *cli) printCases(page *densemem.ListConflictsResponse, none string) {
 	if len(page.Conflicts) == 0 {
-		fmt.Fprintln(c.stdout, "no open or overdue conflict cases")
-		return nil
+		fmt.Fprintln(c.stdout, none)
+		return
 	}
 	for _, cs := range page.Conflicts {
 		c.printCaseLine(cs)
@@ -95,7 +99,60 @@ func (c *cli) reviewList(ctx context.Context, args []string) error {
 	if page.NextAfter != "" {
 		fmt.Fprintf(c.stdout, "(more cases: raise --limit)\n")
 	}
-	return nil
+}
+
+func (c *cli) caseList(ctx context.Context, args []string) error {
+	s := c.sub("case list", "")
+	team := s.require("team", "the team")
+	limit := s.fs.Int("limit", 100, "the most cases listed")
+	statuses := s.fs.String("status", "open,overdue", "comma-separated statuses, of: open, overdue, resolved, dismissed")
+	_, client, done, err := s.open(ctx, args, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := client.ListConflicts(ctx, host(*team), densemem.ListConflictsRequest{Limit: *limit, Status: split(*statuses)})
+	if err != nil {
+		return err
+	}
+	return c.print(page, func() { c.printCases(page, "no cases of status "+*statuses) })
+}
+
+func (c *cli) reviewItems(ctx context.Context, args []string) error {
+	s := c.sub("review items", "")
+	team := s.require("team", "the team")
+	profile := s.fs.String("profile", "", "only this profile's items (default: every profile's)")
+	status := s.fs.String("status", densemem.ReviewItemStatusOpen, "open, resolved or superseded")
+	limit := s.fs.Int("limit", 100, "the most items listed")
+	_, client, done, err := s.open(ctx, args, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := client.ListReviewItems(ctx, host(*team), densemem.ListReviewItemsRequest{Status: *status,
+		ProfileID: densemem.ProfileID(*profile), Limit: *limit})
+	if err != nil {
+		return err
+	}
+	return c.print(page, func() {
+		if len(page.ReviewItems) == 0 {
+			fmt.Fprintf(c.stdout, "no %s review items\n", *status)
+			return
+		}
+		for _, it := range page.ReviewItems {
+			fmt.Fprintf(c.stdout, "%s  %s  %s  profile %s, ingest %s, item %s\n", it.Status, it.ReviewID, it.Kind,
+				it.ProfileID, it.IngestID, it.PlacementItemID)
+			if it.Prompt != nil {
+				fmt.Fprintf(c.stdout, "    %s\n", it.Prompt.Question)
+				for _, ch := range it.Prompt.Choices {
+					fmt.Fprintf(c.stdout, "    - %s\n", ch.Action)
+				}
+			}
+		}
+		if page.NextAfter != "" {
+			fmt.Fprintf(c.stdout, "(more items: raise --limit)\n")
+		}
+	})
 }
 
 // printCaseLine prints one case of a list: status, ID, subject and key, deadline, positions.
