@@ -265,15 +265,11 @@ func (c *lineConn) Write(_ context.Context, msg jsonrpc.Message) error {
 	return c.write(b)
 }
 
-// write writes one line, whole, between other writers' lines.
+// write writes one line, whole, between other writers' lines. It writes after Close too: the
+// answers to requests read before the input ended still reach the client.
 func (c *lineConn) write(b []byte) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	select {
-	case <-c.closed:
-		return io.ErrClosedPipe
-	default:
-	}
 	_, err := c.w.Write(append(b, '\n'))
 	return err
 }

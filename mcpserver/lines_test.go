@@ -60,7 +60,11 @@ func TestStdioAnswersMalformedMessagesAndGoesOn(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	served := make(chan error, 1)
 	go func() {
-		served <- mcpserver.Serve(ctx, f.client, f.A, &mcpserver.LineTransport{Reader: inR, Writer: outW, MaxMessageBytes: 1 << 20})
+		err := mcpserver.Serve(ctx, f.client, f.A, &mcpserver.LineTransport{Reader: inR, Writer: outW, MaxMessageBytes: 1 << 20})
+		// A server that stops ends the peer's reading at once: the test fails, it does not hang.
+		_ = outW.CloseWithError(fmt.Errorf("the server stopped: %v", err))
+		_ = inR.CloseWithError(fmt.Errorf("the server stopped: %v", err))
+		served <- err
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -5,52 +5,28 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/internal/testbin"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// binary is the densemem command, built once for the package's tests.
-var binary struct {
-	once sync.Once
-	dir  string
-	path string
-	err  error
-	out  []byte
-}
-
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if binary.dir != "" {
-		_ = os.RemoveAll(binary.dir)
-	}
+	testbin.Remove()
 	os.Exit(code)
 }
 
 // densememBinary builds cmd/densemem once and returns its path.
 func densememBinary(t *testing.T) string {
-	t.Helper()
-	binary.once.Do(func() {
-		binary.dir, binary.err = os.MkdirTemp("", "densemem-mcpserver-test-")
-		if binary.err != nil {
-			return
-		}
-		binary.path = filepath.Join(binary.dir, "densemem")
-		binary.out, binary.err = exec.Command("go", "build", "-o", binary.path, "github.com/densemem/densemem/cmd/densemem").CombinedOutput()
-	})
-	if binary.err != nil {
-		t.Fatalf("go build: %v\n%s", binary.err, binary.out)
-	}
-	return binary.path
+	return testbin.Path(t, "github.com/densemem/densemem/cmd/densemem")
 }
 
 // dsnOf is the URL of pool's database as its user, as a host would configure it.
