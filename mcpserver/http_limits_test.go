@@ -116,7 +116,7 @@ func TestHTTPBoundsRequestBodies(t *testing.T) {
 	}
 
 	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader(strings.Repeat(" ", 2048)))
-	req.Header.Set("Authorization", "Bearer alice-secret")
+	req.Header.Set("Authorization", "bearer alice-secret") // the scheme is case-insensitive (RFC 9110 §11.1)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	resp, err = http.DefaultClient.Do(req)

@@ -317,8 +317,13 @@ type httpHandler struct {
 
 // ServeHTTP implements http.Handler.
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	token, hasToken := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if _, ok := h.tokens.Lookup(strings.TrimSpace(token)); !ok {
+	fields := strings.Fields(r.Header.Get("Authorization"))
+	hasToken := len(fields) == 2 && strings.EqualFold(fields[0], "Bearer")
+	token := ""
+	if hasToken {
+		token = fields[1]
+	}
+	if _, ok := h.tokens.Lookup(token); !ok {
 		challenge := `Bearer realm="dense-mem"`
 		if hasToken {
 			challenge += `, error="invalid_token", error_description="unknown bearer token"`
