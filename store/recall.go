@@ -35,6 +35,9 @@ type RecallSearchParams struct {
 	// when filters left a cut branch short, up to MaxHits, so a common word costs about PerBranch
 	// rows per source, not MaxHits.
 	MaxHits int
+	// Authoritative are the team policy's authoritative profiles: a candidate whose effective
+	// evidence in the view is labelled authoritative by one of them has RankedRelationship.Authority.
+	Authoritative []identity.ProfileID
 }
 
 // RankedRelationship is one branch candidate in rank order, with its state at the requested instant.
@@ -45,6 +48,11 @@ type RankedRelationship struct {
 	Tier    relationship.Tier
 	ValidTo *time.Time
 	Version int
+	// CreatedAt is the relationship's creation, the ranking's tie-break.
+	CreatedAt time.Time
+	// Authority reports allowed authority among its effective evidence in the view
+	// (evidence.AllowedAuthority with RecallSearchParams.Authoritative).
+	Authority bool
 }
 
 // RecallSearch is the output of the candidate search.
@@ -65,14 +73,23 @@ type RecallDetailsParams struct {
 	KnownAt       *time.Time
 	// Cases asks for the conflict cases the relationships belong to (as of KnownAt).
 	Cases bool
+	// MaxExcerpts, when positive, bounds the evidence read per relationship: its first MaxExcerpts
+	// effective supports in Trace's order (recorded time, observation, verification, support ID);
+	// RecallEvidence.Effective counts them all. Zero reads every effective support.
+	MaxExcerpts int
 }
 
 // RecallEvidence is one effective support path with its excerpt.
 type RecallEvidence struct {
 	RelationshipID relationship.ID
 	SupportID      string
-	FragmentID     evidence.FragmentID
-	Start, End     int
+	// ObservationID and VerificationID are the support's, part of its place in Trace's evidence list.
+	ObservationID, VerificationID string
+	// Effective counts the relationship's effective supports in the read's window, those beyond
+	// RecallDetailsParams.MaxExcerpts included.
+	Effective  int
+	FragmentID evidence.FragmentID
+	Start, End int
 	// Excerpt is the cited span cut to evidence.MaxExcerptBytes by evidence.Excerpt; ExcerptCut says
 	// whether it was cut.
 	Excerpt    string
