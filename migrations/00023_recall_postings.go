@@ -182,16 +182,22 @@ BEGIN
         END IF;
     END LOOP;
     FOREACH driver IN ARRAY drivers LOOP
-        RETURN QUERY SELECT 'text'::text, s.relationship_id, ts_rank(c.search, q)::float8
-            FROM (SELECT p.fragment_id FROM recall_postings p
+        -- The postings are the outer side of a nested loop (the lateral reference makes them so), and
+        -- the order they bring is the order asked for, so the window ends the read.
+        RETURN QUERY SELECT 'text'::text, x.relationship_id, x.score
+            FROM (SELECT p.fragment_id, p.impact, p.created_at FROM recall_postings p
                   WHERE p.team_id = p_team AND p.lexeme = driver AND (p_known_at IS NULL OR p.created_at <= p_known_at)
                   ORDER BY p.impact DESC, p.created_at, p.fragment_id
                   LIMIT reads) p
-            JOIN fragment_contents c ON c.team_id = p_team AND c.fragment_id = p.fragment_id
-            JOIN support_links s ON s.team_id = p_team AND s.fragment_id = p.fragment_id
-            WHERE c.search @@ q AND (p_known_at IS NULL OR s.created_at <= p_known_at)
-              AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = p_team
-                              AND fr.fragment_id = p.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))
+            CROSS JOIN LATERAL (
+                SELECT s.relationship_id, ts_rank(c.search, q)::float8 AS score
+                FROM fragment_contents c
+                JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
+                WHERE c.team_id = p_team AND c.fragment_id = p.fragment_id AND c.search @@ q
+                  AND s.team_id = p_team AND (p_known_at IS NULL OR s.created_at <= p_known_at)
+                  AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = p_team
+                                  AND fr.fragment_id = p.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))) x
+            ORDER BY p.impact DESC, p.created_at, p.fragment_id
             LIMIT p_limit;
         GET DIAGNOSTICS found = ROW_COUNT;
         IF found >= p_limit THEN
