@@ -65,8 +65,10 @@ type RecallResponse struct {
 	QueryTermsDropped int `json:"query_terms_dropped,omitempty"`
 	// CandidatesTruncated reports that a source of candidates matched more rows than ranking saw
 	// (3 × Limit per source, widened up to Limits.MaxRecallHits when filters rejected too many): the
-	// ranking saw the first of them (an entity's relationships in creation order, text hits in table
-	// or index order), not the best by score. A narrower query finds the rest.
+	// ranking saw the first of them — a named entity's relationships in creation order, text hits
+	// best first by their driving word (for a single word, its best matches) — or, for an AND of
+	// words each in many fragments, the matches among the postings a search may read (decision 139).
+	// A narrower query finds the rest.
 	CandidatesTruncated bool       `json:"candidates_truncated,omitempty"`
 	ValidAt             *time.Time `json:"valid_at,omitempty"`
 	KnownAt             *time.Time `json:"known_at,omitempty"`

@@ -29,9 +29,8 @@ type RecallSearchParams struct {
 	PredicateKey string
 	// PerBranch bounds each branch's candidates.
 	PerBranch int
-	// MaxHits bounds the rows each source of candidates (matching fragment text, matching subject
-	// names, matching object names, each named entity's relationships on each side) contributes
-	// before ranking (0: no bound). A search starts with PerBranch rows per source and widens only
+	// MaxHits bounds the rows each source of candidates (each driving lexeme's matching fragment
+	// text, each named entity's relationships on each side) contributes before ranking (0: no bound). A search starts with PerBranch rows per source and widens only
 	// when filters left a cut branch short, up to MaxHits, so a common word costs about PerBranch
 	// rows per source, not MaxHits.
 	MaxHits int
@@ -61,8 +60,9 @@ type RecallSearch struct {
 	EntityName []RankedRelationship
 	// HitsTruncated reports that some source had more rows than the search's window (PerBranch, or
 	// up to MaxHits when widened): the ranking saw only the window's rows, the first in the order
-	// the source was read (an entity's relationships in creation order; text hits in table or index
-	// order) rather than the best by score.
+	// the source was read (an entity's relationships in creation order; text hits best first by
+	// their driving lexeme), or that a driving lexeme read the last posting it may (8 × the window)
+	// before filling its window.
 	HitsTruncated bool
 }
 

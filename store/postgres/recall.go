@@ -16,9 +16,9 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Scores are double precision from the first hit on: ts_rank_cd returns single precision, whose sums
-// depend on the order rows reach the aggregate, and equal scores must stay equal so the documented
-// tie-break (earlier creation, then ID) decides.
+// Scores are double precision from the first hit on: ts_rank and ts_rank_cd return single precision,
+// whose sums depend on the order rows reach the aggregate, and equal scores must stay equal so the
+// documented tie-break (earlier creation, then ID) decides.
 //
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
