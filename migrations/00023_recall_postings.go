@@ -123,17 +123,19 @@ $$`,
 //
 // websearch_to_tsquery gives an OR of groups, each an AND of words and phrases (possibly negated).
 // Every match of a group holds each of its positive lexemes, so one of them, its driver, finds all
-// of the group's matches: the group's rarest lexeme, found by counting at most p_limit · 8 + 1 of
-// its postings (a bounded, exact count per team; no estimate, nothing multiplied), or its only one.
-// Each driver's postings are read best first, at most p_limit · 8 of them, each checked against the
-// whole query (the text must match q, the fragment be effective and its support recorded by
-// known_at) and scored by ts_rank, until p_limit matches. For a single word the order of the
+// of the group's matches: the group's rarest lexeme, found by counting at most reads + 1 of its
+// postings (a bounded, exact count per team; no estimate, nothing multiplied), or its only one.
+// Each group's driver's postings are read best first, at most reads (8 × the group's window) of
+// them, each checked against the group (the text must match it, the fragment be effective and its
+// support recorded by known_at) and scored by ts_rank against the whole query, until the group's
+// window of matches: p_limit for a query of one group, an equal share of it for several, never less
+// than the limit p_limit was made for (3 × limit + 1) plus one. For a single word the order of the
 // postings is the order of ts_rank, so its first matches are its best (ties by earlier creation);
 // for several words they are the driver's best, ranked exactly by the caller. So the work is
 // bounded by p_limit, never by the team or the word's matches, and every statement has one plan
 // (nested loops along recall_postings_order; hash and merge joins, bitmap and sequential scans off).
 //
-// Rows: ('text', relationship, score) per match, then 'cut_window' when a driver filled its window
+// Rows: ('text', relationship, score) per match, then 'cut_window' when a group filled its window
 // (more matches follow; a wider window finds them) and 'cut_reads' when a driver read its last
 // allowed posting before filling it (its other matches lie deeper: a narrower query finds them).
 // A group without a positive lexeme (only negations) finds nothing.
@@ -144,14 +146,16 @@ LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT SET plan_c
     SET max_parallel_workers_per_gather = 0 AS $$
 DECLARE
     q tsquery := websearch_to_tsquery('english', p_query);
-    reads bigint := least(p_limit, 1000000) * 8;
+    groups text[];
+    per bigint;
+    reads bigint;
     grp text;
+    gq tsquery;
     lexemes text[];
     lex text;
     driver text;
     best bigint;
     n bigint;
-    drivers text[] := '{}';
     found bigint;
 BEGIN
     IF p_team IS DISTINCT FROM current_setting('densemem.team', true) THEN
@@ -160,13 +164,21 @@ BEGIN
     IF numnode(q) = 0 THEN
         RETURN;
     END IF;
-    -- The groups of the OR, negated phrases removed; each group's positive lexemes.
-    FOREACH grp IN ARRAY string_to_array(regexp_replace(q::text, '!\([^)]*\)', '', 'g'), ' | ') LOOP
+    -- The groups of the OR (an AND of words and phrases each; only a negated phrase has parentheses).
+    -- Each group's window is an equal share of p_limit, but never less than the limit that p_limit
+    -- (3 × limit + 1) was made for, plus one: each group's own best matches are candidates.
+    groups := string_to_array(q::text, ' | ');
+    per := least(p_limit, greatest(ceil(p_limit::numeric / cardinality(groups)), ceil((p_limit - 1) / 3.0) + 1));
+    reads := least(per, 1000000) * 8;
+    FOREACH grp IN ARRAY groups LOOP
+        -- The group's positive lexemes: its quoted lexemes outside negations.
         SELECT array_agg(DISTINCT replace(m[2], '''''', '''') ORDER BY replace(m[2], '''''', '''')) INTO lexemes
-        FROM regexp_matches(grp, '(!?)''((?:[^'']|'''')*)''', 'g') m WHERE m[1] = '';
+        FROM regexp_matches(regexp_replace(grp, '!\([^)]*\)', '', 'g'), '(!?)''((?:[^'']|'''')*)''', 'g') m
+        WHERE m[1] = '';
         IF lexemes IS NULL THEN
             CONTINUE;
         END IF;
+        gq := grp::tsquery;
         driver := lexemes[1];
         IF cardinality(lexemes) > 1 THEN
             best := NULL;
@@ -179,13 +191,9 @@ BEGIN
                 END IF;
             END LOOP;
         END IF;
-        IF NOT driver = ANY (drivers) THEN
-            drivers := drivers || driver;
-        END IF;
-    END LOOP;
-    FOREACH driver IN ARRAY drivers LOOP
         -- The postings are the outer side of a nested loop (the lateral reference makes them so), and
-        -- the order they bring is the order asked for, so the window ends the read.
+        -- the order they bring is the order asked for, so the window ends the read. Each is checked
+        -- against its group and scored against the whole query.
         RETURN QUERY SELECT 'text'::text, x.relationship_id, x.score
             FROM (SELECT p.fragment_id, p.impact, p.created_at FROM recall_postings p
                   WHERE p.team_id = p_team AND p.lexeme = driver AND (p_known_at IS NULL OR p.created_at <= p_known_at)
@@ -195,14 +203,14 @@ BEGIN
                 SELECT s.relationship_id, ts_rank(c.search, q)::float8 AS score
                 FROM fragment_contents c
                 JOIN support_links s ON s.team_id = c.team_id AND s.fragment_id = c.fragment_id
-                WHERE c.team_id = p_team AND c.fragment_id = p.fragment_id AND c.search @@ q
+                WHERE c.team_id = p_team AND c.fragment_id = p.fragment_id AND c.search @@ gq
                   AND s.team_id = p_team AND (p_known_at IS NULL OR s.created_at <= p_known_at)
                   AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = p_team
                                   AND fr.fragment_id = p.fragment_id AND (p_known_at IS NULL OR fr.created_at <= p_known_at))) x
             ORDER BY p.impact DESC, p.created_at, p.fragment_id
-            LIMIT p_limit;
+            LIMIT per;
         GET DIAGNOSTICS found = ROW_COUNT;
-        IF found >= p_limit THEN
+        IF found >= per THEN
             RETURN QUERY SELECT 'cut_window'::text, ''::text, 0::float8;
         ELSIF EXISTS (SELECT 1 FROM recall_postings p
                       WHERE p.team_id = p_team AND p.lexeme = driver AND (p_known_at IS NULL OR p.created_at <= p_known_at)
