@@ -176,8 +176,9 @@ func TestConcurrentConflictResponsesOneWins(t *testing.T) {
 	// The computed expectation the control worlds must agree with: one evidence item, one observation
 	// with its verification and two resolution events, one relationship with its support, transition
 	// and refresh intent, one idempotency record, a challenges and a confirms cross-reference, one new
-	// member of an existing position, one case event; no entity, name, value, position or case row.
-	computed := map[string]int{"evidence_fragments": 1, "fragment_contents": 1, "observations": 1, "verification_events": 1,
+	// member of an existing position, one case event, the recall postings of the evidence's nine
+	// lexemes (migration 23); no entity, name, value, position or case row.
+	computed := map[string]int{"evidence_fragments": 1, "fragment_contents": 1, "recall_postings": 9, "observations": 1, "verification_events": 1,
 		"entity_resolution_events": 2, "relationships": 1, "support_links": 1, "relationship_transitions": 1,
 		"idempotency_records": 1, "relationship_cross_references": 2,
 		"conflict_position_members": 1, "conflict_events": 1}

@@ -56,6 +56,11 @@ type Limits struct {
 	// them (decision 122); whenever a source had more rows than were read, the response reports
 	// candidates_truncated.
 	MaxRecallHits int
+	// MaxRecallExcerpts bounds the evidence excerpts of one Recall result, and of each member of a
+	// case position Recall shows (10): the first in Trace's order. A result with more says how many
+	// more (EvidenceOmitted) and where Trace's evidence list goes on (EvidenceNextAfter). At the
+	// default no result reaches 64 KiB (decision 141).
+	MaxRecallExcerpts int
 	// StatementTimeout bounds every statement of every store call (5 s); a statement past it is
 	// cancelled by PostgreSQL and the call fails with ErrTimeout, writing nothing.
 	StatementTimeout time.Duration
@@ -98,6 +103,7 @@ const (
 	DefaultMaxAdvisoryLocks    = 64
 	DefaultMaxQueryTerms       = 16
 	DefaultMaxRecallHits       = 2000
+	DefaultMaxRecallExcerpts   = 10
 	DefaultStatementTimeout    = 5 * time.Second
 	// HardMaxAliasesPerEntity is the most aliases an entity can hold whatever the configuration; a
 	// database trigger refuses more.
@@ -148,7 +154,8 @@ func (c *Config) withDefaults() Config {
 		{&l.MaxCitations, DefaultMaxCitations}, {&l.MaxTextBytes, DefaultMaxTextBytes},
 		{&l.MaxAliasesPerEntity, DefaultMaxAliasesPerEntity}, {&l.MaxNames, DefaultMaxNames},
 		{&l.MaxAdvisoryLocks, DefaultMaxAdvisoryLocks}, {&l.MaxQueryTerms, DefaultMaxQueryTerms},
-		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxTraceItems, DefaultMaxTraceItems},
+		{&l.MaxRecallHits, DefaultMaxRecallHits}, {&l.MaxRecallExcerpts, DefaultMaxRecallExcerpts},
+		{&l.MaxTraceItems, DefaultMaxTraceItems},
 		{&l.MaxPageItems, DefaultMaxPageItems}, {&l.MaxReassignItems, DefaultMaxReassignItems},
 		{&l.MaxRevisionRelationships, DefaultMaxRevisionRelationships}} {
 		if *f.v <= 0 {

@@ -707,10 +707,11 @@ func (w *knownAtWorld) snapshot() storedState {
 		if rows.Close(); rows.Err() != nil {
 			w.fatalf("snapshot cases: %v", rows.Err())
 		}
-		// Only effective supports: Recall leaves out the supports of retired fragments.
+		// Only effective supports: Recall leaves out the supports of retired fragments. In Trace's
+		// order, as Recall shows them (decision 141); no relationship here has more than Recall shows.
 		rows, err = l.q.Query(l.ctx, `SELECT relationship_id, fragment_id FROM support_links s WHERE team_id = $1
 			AND NOT EXISTS (SELECT 1 FROM fragment_retirements fr WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id)
-			ORDER BY relationship_id, created_at, support_id`, e.team)
+			ORDER BY relationship_id, created_at, observation_id, verification_id, support_id`, e.team)
 		if err != nil {
 			w.fatalf("snapshot supports: %v", err)
 		}

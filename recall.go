@@ -65,8 +65,10 @@ type RecallResponse struct {
 	QueryTermsDropped int `json:"query_terms_dropped,omitempty"`
 	// CandidatesTruncated reports that a source of candidates matched more rows than ranking saw
 	// (3 × Limit per source, widened up to Limits.MaxRecallHits when filters rejected too many): the
-	// ranking saw the first of them (an entity's relationships in creation order, text hits in table
-	// or index order), not the best by score. A narrower query finds the rest.
+	// ranking saw the first of them — a named entity's relationships in creation order, text hits
+	// best first by their driving word (for a single word, its best matches) — or, for an AND of
+	// words each in many fragments, the matches among the postings a search may read (decision 139).
+	// A narrower query finds the rest.
 	CandidatesTruncated bool       `json:"candidates_truncated,omitempty"`
 	ValidAt             *time.Time `json:"valid_at,omitempty"`
 	KnownAt             *time.Time `json:"known_at,omitempty"`
@@ -102,9 +104,17 @@ type RecallResult struct {
 	// TrueAtValidAt is set only when the request has ValidAt, and reports that the relationship held
 	// in the world at ValidAt (active or superseded at the view's known instant, ValidDuring containing
 	// ValidAt). It says nothing about now: read Current for that.
-	TrueAtValidAt *bool             `json:"true_at_valid_at,omitempty"`
-	Score         float64           `json:"score"`
-	Evidence      []EvidenceExcerpt `json:"evidence"`
+	TrueAtValidAt *bool   `json:"true_at_valid_at,omitempty"`
+	Score         float64 `json:"score"`
+	// Evidence is the relationship's effective evidence in the view, its first
+	// Limits.MaxRecallExcerpts supports in Trace's order (recorded time, then IDs).
+	Evidence []EvidenceExcerpt `json:"evidence"`
+	// EvidenceOmitted counts the effective supports past Evidence's last (0 when Evidence holds all).
+	EvidenceOmitted int `json:"evidence_omitted,omitempty"`
+	// EvidenceNextAfter, set when EvidenceOmitted is, is the cursor of Trace's evidence list after
+	// Evidence's last entry: Trace with After[TraceListEvidence] set to it reads the rest, a page at a
+	// time (retired supports included, marked so).
+	EvidenceNextAfter string `json:"evidence_next_after,omitempty"`
 	// ConflictID names the live case this relationship is a member of.
 	ConflictID string `json:"conflict_id,omitempty"`
 	// ResolvedConflict is set when a resolved case preferred this relationship's position (or, for an
@@ -213,27 +223,33 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	out.QueryTermsDropped = dropped
 	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: query, Names: v.names,
 		ExpandFrom: req.ExpandFromEntityIDs, At: v.at, ValidAt: v.validAt, KnownAt: v.knownAt, PredicateKey: v.predicate,
-		PerBranch: min(3*limit, 150), MaxHits: c.cfg.Limits.MaxRecallHits})
+		PerBranch: min(3*limit, 150), MaxHits: c.cfg.Limits.MaxRecallHits, Authoritative: pr.Policy.AuthoritativeProfiles})
 	if err != nil {
 		return nil, err
 	}
 	out.CandidatesTruncated = found.HitsTruncated
-	// 5. Fuse the branches and read every candidate as of the view, with its evidence and cases.
-	fused := ranking.Fuse(rankedIDs(found.FullText), rankedIDs(found.EntityName))
+	// 5. Fuse the branches and rank: boosts, then the tie-break, then the limit. The search says
+	// what the boosts need, so only the results are read in full.
+	state := rankedState(found)
+	ranked := ranking.Rank(candidates(ranking.Fuse(rankedIDs(found.FullText), rankedIDs(found.EntityName)), state), limit)
+	// 6. Read the results as of the view, with their evidence and cases.
+	ids := make([]relationship.ID, len(ranked))
+	for i, r := range ranked {
+		ids[i] = r.ID
+	}
+	slices.Sort(ids)
 	var rel related
-	allCases, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: slices.Sorted(maps.Keys(fused)),
-		KnownAt: v.knownAt, Cases: true}, &rel)
+	allCases, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: ids,
+		KnownAt: v.knownAt, Cases: true, MaxExcerpts: c.cfg.Limits.MaxRecallExcerpts}, &rel)
 	if err != nil {
 		return nil, err
 	}
-	views, ev := rel.views, rel.ev
-	// 6. Rank: boosts, then the tie-break, then the limit.
-	state := rankedState(found)
-	ranked := ranking.Rank(candidates(fused, state, views, ev, pr.Policy.AuthoritativeProfiles), limit)
 	// 7. Shape each result in the view, with the cases it belongs to.
 	cases := casesOf(allCases)
 	for _, r := range ranked {
-		out.Results = append(out.Results, recallResult(views[r.ID], state[r.ID], r.Score, ev[r.ID], cases[r.ID], v))
+		if view, ok := rel.views[r.ID]; ok {
+			out.Results = append(out.Results, recallResult(view, state[r.ID], r.Score, rel.ev[r.ID], cases[r.ID], v))
+		}
 	}
 	// 8. The live cases of the results, each once, with every position.
 	if err := c.recallConflicts(ctx, p, out, allCases, v.knownAt, &rel); err != nil {
@@ -300,21 +316,15 @@ func rankedState(found store.RecallSearch) map[relationship.ID]store.RankedRelat
 	return state
 }
 
-// candidates are the fused relationships the view can show, as the ranking rule sees them: their
-// tier in the view, allowed authority among their evidence, and their creation.
-func candidates(fused map[relationship.ID]float64, state map[relationship.ID]store.RankedRelationship,
-	views map[relationship.ID]store.RelationshipView, ev map[relationship.ID][]store.RecallEvidence,
-	authoritative []identity.ProfileID) []ranking.Candidate {
+// candidates are the fused relationships, as the ranking rule sees them: their tier in the view,
+// allowed authority among their effective evidence in the view, and their creation, as the search
+// found them.
+func candidates(fused map[relationship.ID]float64, state map[relationship.ID]store.RankedRelationship) []ranking.Candidate {
 	out := make([]ranking.Candidate, 0, len(fused))
 	for _, id := range slices.Sorted(maps.Keys(fused)) {
-		v, ok := views[id]
-		if !ok {
-			continue
-		}
-		out = append(out, ranking.Candidate{ID: id, Fused: fused[id], Fact: state[id].Tier == relationship.TierFact,
-			CreatedAt: v.CreatedAt, Authority: slices.ContainsFunc(ev[id], func(e store.RecallEvidence) bool {
-				return evidence.AllowedAuthority(e.Authority, e.Author, authoritative)
-			})})
+		st := state[id]
+		out = append(out, ranking.Candidate{ID: id, Fused: fused[id], Fact: st.Tier == relationship.TierFact,
+			CreatedAt: st.CreatedAt, Authority: st.Authority})
 	}
 	return out
 }
@@ -327,6 +337,12 @@ func recallResult(v store.RelationshipView, st store.RankedRelationship, score f
 	rel := v.Relationship
 	res := RecallResult{Relationship: summary(v), Score: score, Evidence: excerpts(ev),
 		ValidDuring: ValidityInterval{From: rel.Validity.From, To: rel.Validity.To}, Current: rel.CurrentAt(view.at)}
+	if n := len(ev); n > 0 && ev[0].Effective > n {
+		last := ev[n-1]
+		res.EvidenceOmitted = ev[0].Effective - n
+		res.EvidenceNextAfter = traceCursor{List: TraceListEvidence, At: last.CreatedAt,
+			IDs: []string{last.ObservationID, last.VerificationID, last.SupportID}}.encode()
+	}
 	if view.validAt != nil {
 		held := rel.TrueAt(*view.validAt)
 		res.TrueAtValidAt = &held
@@ -369,7 +385,8 @@ func (c *Client) recallConflicts(ctx context.Context, p Principal, out *RecallRe
 		}
 	}
 	if len(missing) > 0 {
-		if _, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: missing, KnownAt: knownAt}, rel); err != nil {
+		if _, err := c.readRelated(ctx, store.RecallDetailsParams{Team: p.TeamID, Relationships: missing, KnownAt: knownAt,
+			MaxExcerpts: c.cfg.Limits.MaxRecallExcerpts}, rel); err != nil {
 			return err
 		}
 	}

@@ -66,6 +66,20 @@ const recallScaleLoadVersion = "benchload-zipf-1"
 var recallScaleP95 = map[string]float64{}
 
 func BenchmarkRecallAtScale(b *testing.B) {
+	eachRecallSize(b, func(b *testing.B, label string, w *bulkLoadedTeam) {
+		for _, class := range recallScaleClasses(b, w) {
+			for _, v := range benchload.Views {
+				b.Run("class="+class.name+"/view="+string(v), func(b *testing.B) {
+					measureRecallScale(b, w, label, class, v)
+				})
+			}
+		}
+	})
+}
+
+// eachRecallSize runs f in a sub-benchmark "size=<label>" on the kept team of each size RS_SIZES
+// names (default 100k), in the order it names them.
+func eachRecallSize(b *testing.B, f func(b *testing.B, label string, w *bulkLoadedTeam)) {
 	sizes := os.Getenv("RS_SIZES")
 	if sizes == "" {
 		sizes = "100k"
@@ -76,16 +90,7 @@ func BenchmarkRecallAtScale(b *testing.B) {
 		if !ok {
 			b.Fatalf("RS_SIZES: unknown size %q (want 10k, 100k or 1M)", label)
 		}
-		b.Run("size="+label, func(b *testing.B) {
-			w := keptRecallTeam(b, label, active)
-			for _, class := range recallScaleClasses(b, w) {
-				for _, v := range benchload.Views {
-					b.Run("class="+class.name+"/view="+string(v), func(b *testing.B) {
-						measureRecallScale(b, w, label, class, v)
-					})
-				}
-			}
-		})
+		b.Run("size="+label, func(b *testing.B) { f(b, label, keptRecallTeam(b, label, active)) })
 	}
 }
 

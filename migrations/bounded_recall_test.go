@@ -11,14 +11,15 @@ import (
 	"github.com/densemem/densemem/migrations"
 )
 
-// TestBoundedRecallMigrationUpDown: migration 21 creates the creation-ordered relationship indexes
+// TestBoundedRecallMigrationUpDown: migration 21 (checked at version 22; migration 23 replaces its
+// search function) creates the creation-ordered relationship indexes
 // and densemem_search_dense (the owner's, not executable by PUBLIC) and sets the search function's
 // planner settings; its Down puts back migration 16's function and drops the rest; Up applies again.
 func TestBoundedRecallMigrationUpDown(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := testdb.NewEmpty(t)
-	if err := migrations.Up(ctx, pool, nil); err != nil {
+	if err := migrations.UpTo(ctx, pool, 22, nil); err != nil {
 		t.Fatal(err)
 	}
 	checkBoundedRecallSchema(t, ctx, pool, true)
@@ -26,7 +27,7 @@ func TestBoundedRecallMigrationUpDown(t *testing.T) {
 		t.Fatalf("down to 19: %v", err)
 	}
 	checkBoundedRecallSchema(t, ctx, pool, false)
-	if err := migrations.Up(ctx, pool, nil); err != nil {
+	if err := migrations.UpTo(ctx, pool, 22, nil); err != nil {
 		t.Fatalf("up again: %v", err)
 	}
 	checkBoundedRecallSchema(t, ctx, pool, true)

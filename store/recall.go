@@ -29,12 +29,14 @@ type RecallSearchParams struct {
 	PredicateKey string
 	// PerBranch bounds each branch's candidates.
 	PerBranch int
-	// MaxHits bounds the rows each source of candidates (matching fragment text, matching subject
-	// names, matching object names, each named entity's relationships on each side) contributes
-	// before ranking (0: no bound). A search starts with PerBranch rows per source and widens only
+	// MaxHits bounds the rows each source of candidates (each driving lexeme's matching fragment
+	// text, each named entity's relationships on each side) contributes before ranking (0: no bound). A search starts with PerBranch rows per source and widens only
 	// when filters left a cut branch short, up to MaxHits, so a common word costs about PerBranch
 	// rows per source, not MaxHits.
 	MaxHits int
+	// Authoritative are the team policy's authoritative profiles: a candidate whose effective
+	// evidence in the view is labelled authoritative by one of them has RankedRelationship.Authority.
+	Authoritative []identity.ProfileID
 }
 
 // RankedRelationship is one branch candidate in rank order, with its state at the requested instant.
@@ -45,6 +47,11 @@ type RankedRelationship struct {
 	Tier    relationship.Tier
 	ValidTo *time.Time
 	Version int
+	// CreatedAt is the relationship's creation, the ranking's tie-break.
+	CreatedAt time.Time
+	// Authority reports allowed authority among its effective evidence in the view
+	// (evidence.AllowedAuthority with RecallSearchParams.Authoritative).
+	Authority bool
 }
 
 // RecallSearch is the output of the candidate search.
@@ -53,8 +60,9 @@ type RecallSearch struct {
 	EntityName []RankedRelationship
 	// HitsTruncated reports that some source had more rows than the search's window (PerBranch, or
 	// up to MaxHits when widened): the ranking saw only the window's rows, the first in the order
-	// the source was read (an entity's relationships in creation order; text hits in table or index
-	// order) rather than the best by score.
+	// the source was read (an entity's relationships in creation order; text hits best first by
+	// their driving lexeme), or that a driving lexeme read the last posting it may (8 × the window)
+	// before filling its window.
 	HitsTruncated bool
 }
 
@@ -65,14 +73,23 @@ type RecallDetailsParams struct {
 	KnownAt       *time.Time
 	// Cases asks for the conflict cases the relationships belong to (as of KnownAt).
 	Cases bool
+	// MaxExcerpts, when positive, bounds the evidence read per relationship: its first MaxExcerpts
+	// effective supports in Trace's order (recorded time, observation, verification, support ID);
+	// RecallEvidence.Effective counts them all. Zero reads every effective support.
+	MaxExcerpts int
 }
 
 // RecallEvidence is one effective support path with its excerpt.
 type RecallEvidence struct {
 	RelationshipID relationship.ID
 	SupportID      string
-	FragmentID     evidence.FragmentID
-	Start, End     int
+	// ObservationID and VerificationID are the support's, part of its place in Trace's evidence list.
+	ObservationID, VerificationID string
+	// Effective counts the relationship's effective supports in the read's window, those beyond
+	// RecallDetailsParams.MaxExcerpts included.
+	Effective  int
+	FragmentID evidence.FragmentID
+	Start, End int
 	// Excerpt is the cited span cut to evidence.MaxExcerptBytes by evidence.Excerpt; ExcerptCut says
 	// whether it was cut.
 	Excerpt    string

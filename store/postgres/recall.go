@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"math"
+	"time"
 
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
@@ -15,9 +16,9 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// Scores are double precision from the first hit on: ts_rank_cd returns single precision, whose sums
-// depend on the order rows reach the aggregate, and equal scores must stay equal so the documented
-// tie-break (earlier creation, then ID) decides.
+// Scores are double precision from the first hit on: ts_rank and ts_rank_cd return single precision,
+// whose sums depend on the order rows reach the aggregate, and equal scores must stay equal so the
+// documented tie-break (earlier creation, then ID) decides.
 //
 // Recall parameters: $1 team, $2 query text, $3 the instant of the current view, $4 valid_at,
 // $5 known_at, $6 per-branch limit, $7 predicate key (” for any), $8 name n-grams, $9 expansion
@@ -47,19 +48,16 @@ const recallFilter = `r.team_id = $1
 const recallSearchSQL = `-- name: RecallSearch
 WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
 search AS MATERIALIZED (
-    -- Full-text hits by index, through the owner's function (decision 53): at most $10 rows per source.
+    -- Full-text hits from the postings, through the owner's function (decisions 53, 139): at most $10
+    -- rows per driving lexeme, and a 'cut_window' or 'cut_reads' row when a driver had more.
     SELECT h.source, h.relationship_id AS id, h.score FROM {schema}.densemem_search_hits($1, $2, $5, $10) h
 ),
-text_hits AS (SELECT id, score FROM search WHERE source = 'text'),
-subject_hits AS (SELECT id, score FROM search WHERE source = 'subject'),
-object_hits AS (SELECT id, score FROM search WHERE source = 'object'),
-hits AS (SELECT * FROM text_hits UNION ALL SELECT * FROM subject_hits UNION ALL SELECT * FROM object_hits),
--- The full-text candidates the view shows, then each of their predicate versions' phrase score once
--- (to_tsvector costs more than the rest of a candidate's row).
+-- The full-text candidates the view shows, each scored by its best matching evidence, then each of
+-- their predicate versions' phrase score once (to_tsvector costs more than the rest of a candidate's row).
 candidates AS MATERIALIZED (
     SELECT r.relationship_id AS id, h.score, r.predicate_key, r.predicate_version,
            st.status, st.tier, st.valid_to, st.version, r.created_at
-    FROM (SELECT id, sum(score) AS score FROM hits GROUP BY id) h
+    FROM (SELECT id, max(score) AS score FROM search WHERE source = 'text' GROUP BY id) h
     JOIN LATERAL (SELECT * FROM {schema}.relationships r WHERE r.team_id = $1 AND r.relationship_id = h.id LIMIT 1) r ON true
     ` + recallState + `
     WHERE ` + recallFilter + `
@@ -72,7 +70,7 @@ phrase AS MATERIALIZED (
     JOIN {schema}.predicate_definitions pd ON pd.team_id = $1 AND pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
 ),
 fulltext AS (
-    SELECT c.id, c.score + pd.score AS score, c.status, c.tier, c.valid_to, c.version
+    SELECT c.id, c.score + pd.score AS score, c.status, c.tier, c.valid_to, c.version, c.created_at
     FROM candidates c
     JOIN phrase pd ON pd.predicate_key = c.predicate_key AND pd.version = c.predicate_version
     ORDER BY score DESC, c.created_at, c.id
@@ -114,15 +112,24 @@ entity_name AS (
     ORDER BY score DESC, r.created_at, r.relationship_id
     LIMIT $6
 )
-SELECT 'fulltext', id, score, status, tier, valid_to, version FROM fulltext
+-- Each candidate with what the boosts need (its creation, and whether effective evidence in the
+-- view carries allowed authority: labelled authoritative by one of $11, the policy's authoritative
+-- profiles), so that only the results' details are read afterwards.
+SELECT b.branch, b.id, b.score, b.status, b.tier, b.valid_to, b.version, b.created_at,
+       cardinality($11::text[]) > 0 AND EXISTS (SELECT 1 FROM {schema}.support_links s
+           WHERE s.team_id = $1 AND s.relationship_id = b.id AND s.authority = 'authoritative'
+             AND s.author_profile_id = ANY($11::text[]) AND ($5::timestamptz IS NULL OR s.created_at <= $5::timestamptz)
+             AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr WHERE fr.team_id = s.team_id
+                             AND fr.fragment_id = s.fragment_id AND ($5::timestamptz IS NULL OR fr.created_at <= $5::timestamptz)))
+FROM (SELECT 'fulltext' AS branch, id, score, status, tier, valid_to, version, created_at FROM fulltext
+      UNION ALL
+      SELECT 'entity_name', id, score, status, tier, valid_to, version, created_at FROM entity_name) b
 UNION ALL
-SELECT 'entity_name', id, score, status, tier, valid_to, version FROM entity_name
+SELECT 'truncated_fulltext', '', 0, '', '', NULL, 0, NULL, false WHERE EXISTS (SELECT 1 FROM search WHERE source = 'cut_window')
 UNION ALL
-SELECT 'truncated_fulltext', '', 0, '', '', NULL, 0
-WHERE (SELECT count(*) FROM text_hits) >= $10 OR (SELECT count(*) FROM subject_hits) >= $10
-   OR (SELECT count(*) FROM object_hits) >= $10
+SELECT 'truncated_reads', '', 0, '', '', NULL, 0, NULL, false WHERE EXISTS (SELECT 1 FROM search WHERE source = 'cut_reads')
 UNION ALL
-SELECT 'truncated_entity_name', '', 0, '', '', NULL, 0
+SELECT 'truncated_entity_name', '', 0, '', '', NULL, 0, NULL, false
 WHERE EXISTS (SELECT 1 FROM subject_named GROUP BY entity_id HAVING count(*) >= $10)
    OR EXISTS (SELECT 1 FROM object_named GROUP BY entity_id HAVING count(*) >= $10)`
 
@@ -163,13 +170,23 @@ func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, wi
 	// One round trip; send runs it with its generic plan: planning it per call cost more than running
 	// it, and the custom plan at small team sizes chose a scan.
 	b := &pgx.Batch{}
-	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, window+1).
+	authoritative := make([]string, len(p.Authoritative))
+	for i, a := range p.Authoritative {
+		authoritative[i] = string(a)
+	}
+	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, window+1,
+		authoritative).
 		Query(func(rows pgx.Rows) error {
 			for rows.Next() {
 				var branch, status, tier string
 				var r store.RankedRelationship
-				if err := rows.Scan(&branch, &r.ID, &r.Score, &status, &tier, &r.ValidTo, &r.Version); err != nil {
+				var created *time.Time
+				if err := rows.Scan(&branch, &r.ID, &r.Score, &status, &tier, &r.ValidTo, &r.Version, &created,
+					&r.Authority); err != nil {
 					return err
+				}
+				if created != nil {
+					r.CreatedAt = *created
 				}
 				r.Status, r.Tier = relationship.Status(status), relationship.Tier(tier)
 				switch branch {
@@ -179,6 +196,11 @@ func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, wi
 					out.EntityName = append(out.EntityName, r)
 				case "truncated_fulltext":
 					cut[0], out.HitsTruncated = true, true
+				case "truncated_reads":
+					// A driver read all the postings it may before filling its window (a sparse AND):
+					// widening would read eight times as many for few matches, so the search reports
+					// the cut and stops there (decision 139).
+					out.HitsTruncated = true
 				default:
 					cut[1], out.HitsTruncated = true, true
 				}
@@ -193,20 +215,31 @@ func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, wi
 
 // recallEvidenceSQL reads each support's cited span as bytes, at most $4 of them: the excerpt limit
 // plus a lookahead, cut in Go on a character boundary (evidence.Excerpt). Cutting text in SQL by bytes
-// could split a character, which PostgreSQL refuses to convert back to text.
+// could split a character, which PostgreSQL refuses to convert back to text. Per relationship it
+// reads the first $5 effective supports (all when NULL) in Trace's order (support_links_relationship)
+// and counts them all.
 const recallEvidenceSQL = `-- name: RecallEvidence
 SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
        substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, $4::int)),
        f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at,
-       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = s.team_id AND x.fragment_id = s.fragment_id)
-FROM {schema}.support_links s
+       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = s.team_id AND x.fragment_id = s.fragment_id),
+       s.observation_id, s.verification_id, n.effective
+FROM unnest($2::text[]) AS id (relationship_id)
+CROSS JOIN LATERAL (SELECT count(*)::int AS effective FROM {schema}.support_links s
+    WHERE s.team_id = $1 AND s.relationship_id = id.relationship_id AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
+                      WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+                        AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))) n
+CROSS JOIN LATERAL (SELECT * FROM {schema}.support_links s
+    WHERE s.team_id = $1 AND s.relationship_id = id.relationship_id AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
+      AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
+                      WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+                        AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))
+    ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id
+    LIMIT $5::int) s
 JOIN {schema}.evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
 JOIN {schema}.fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
-WHERE s.team_id = $1 AND s.relationship_id = ANY($2::text[]) AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
-  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
-                  WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
-                    AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))
-ORDER BY s.relationship_id, s.created_at, s.support_id`
+ORDER BY s.relationship_id, s.created_at, s.observation_id, s.verification_id, s.support_id`
 
 const recallCasesSQL = `-- name: RecallCases
 SELECT DISTINCT ON (e.conflict_id) e.conflict_id, c.subject_entity_id, c.predicate_key, c.scope, e.resulting_status,
@@ -240,13 +273,18 @@ func (s *Store) RecallDetails(ctx context.Context, p store.RecallDetailsParams) 
 		return err
 	})
 	const read = evidence.MaxExcerptBytes + evidence.ExcerptLookahead
-	b.Queue(recallEvidenceSQL, p.Team, ids, p.KnownAt, read).Query(func(rows pgx.Rows) error {
+	var perRelationship *int
+	if p.MaxExcerpts > 0 {
+		perRelationship = &p.MaxExcerpts
+	}
+	b.Queue(recallEvidenceSQL, p.Team, ids, p.KnownAt, read, perRelationship).Query(func(rows pgx.Rows) error {
 		out.Evidence, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.RecallEvidence, error) {
 			var e store.RecallEvidence
 			var st, auth string
 			var span []byte
 			err := row.Scan(&e.RelationshipID, &e.SupportID, &e.FragmentID, &e.Start, &e.End, &span, &st, &auth,
-				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt, &e.Erased)
+				&e.SourceGroup, &e.ContentHash, &e.Author, &e.CreatedAt, &e.Erased, &e.ObservationID, &e.VerificationID,
+				&e.Effective)
 			e.SourceType, e.Authority = evidence.SourceType(st), evidence.Authority(auth)
 			if !e.Erased {
 				e.Excerpt, e.ExcerptCut = evidence.Excerpt(string(span), evidence.MaxExcerptBytes, e.End-e.Start <= read)
