@@ -57,7 +57,8 @@ func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, 
 // lockPlacement takes a placement's locks in tx: the request's idempotency key and names, then,
 // after re-resolving the mentions, the conflict keys (and cases) the request touches. It returns the
 // planner and what the key locks read, or the record already stored under the key (to replay).
-func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*placement.Planner,
+// liveOnly reads the keys' live relationships only (a Remember's, store.KeysLockParams.LiveOnly).
+func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, params placement.Params, liveOnly bool) (*placement.Planner,
 	store.KeysLocked, *store.IdempotencyRecord, error) {
 	req, in := params.Request, params.Intake
 	var kl store.KeysLocked
@@ -91,9 +92,20 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 			keys = append(keys, k)
 		}
 	}
+	// A Remember reads its keys' live relationships only: nothing it decides reads a key's closed
+	// history (relationship.Decide, the cross-references and Settle look at live ones, a case at
+	// active ones), except a correction naming a closed relationship, read by ID. A Resolve's
+	// placement reads the whole key, as its decision checks do.
+	var named []relationship.ID
+	for _, r := range req.Proposal.Relationships {
+		if r.CorrectsRelationshipID != "" {
+			named = append(named, r.CorrectsRelationshipID)
+		}
+	}
 	if len(keys) > 0 || len(cases) > 0 {
 		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity)}); err != nil {
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity),
+			LiveOnly: liveOnly, Named: named}); err != nil {
 			return nil, kl, nil, err
 		}
 	}

@@ -450,6 +450,11 @@ type KeysLockParams struct {
 	// needs_review, with their supports: what a case review needs. A key's closed history
 	// (superseded, retracted, rejected) is then not read, so the cost does not grow with it.
 	LiveOnly bool
+	// Named are relationships the call names by ID (a proposal's corrects_relationship_id): with
+	// LiveOnly, those of them that lie on the keys but are closed are returned too, unlocked and
+	// without supports (a closed relationship never changes), so the call can tell a closed
+	// relationship of the key from one that is not of the key.
+	Named []relationship.ID
 	// Members asks for the current members of the returned cases that are not relationships of the
 	// keys (an identity_correction case's members lie on other keys): locked after the case rows,
 	// returned in KeysLocked.Members with their supports in KeysLocked.Supports.

@@ -177,6 +177,14 @@ WHERE ` + keyFilter + liveFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
+// keyNamedClosedSQL reads the closed relationships among $5 that lie on the keys (KeysLockParams.
+// Named), by primary key, unlocked: a closed relationship never changes.
+const keyNamedClosedSQL = `-- name: KeyNamedClosedRelationships
+SELECT ` + lockedRelationships + `
+WHERE ` + keyFilter + ` AND r.relationship_id = ANY($5::text[])
+  AND r.status NOT IN ('active', 'pending_evidence', 'needs_review')
+ORDER BY r.relationship_id`
+
 // keyRelationshipsReadSQL and keyLiveRelationshipsReadSQL are KeysRead's: the same rows, unlocked.
 const keyRelationshipsReadSQL = `-- name: KeyRelationshipsRead
 SELECT ` + lockedRelationships + `
@@ -326,6 +334,15 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 	b.Queue(relsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, out)
 	})
+	if p.LiveOnly && len(p.Named) > 0 {
+		named := make([]string, len(p.Named))
+		for i, id := range p.Named {
+			named[i] = string(id)
+		}
+		b.Queue(keyNamedClosedSQL, p.Team, k.subjects, k.preds, k.scopes, named).Query(func(rows pgx.Rows) error {
+			return readKeyRelationships(rows, out)
+		})
+	}
 	b.Queue(supsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
 		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
