@@ -119,7 +119,9 @@ func TestRememberOnPopularKeyDecidesAsWholeKey(t *testing.T) {
 	if d := cmp.Diff(whole, live); d != "" {
 		t.Errorf("live-only read decided otherwise (-whole key +live only):\n%s", d)
 	}
-	if !slices.ContainsFunc(live, func(s string) bool { return strings.HasPrefix(s, "A next version") && strings.Contains(s, "superseded_prior") }) {
+	if !slices.ContainsFunc(live, func(s string) bool {
+		return strings.HasPrefix(s, "A next version") && strings.Contains(s, "superseded_prior")
+	}) {
 		t.Errorf("the next version did not supersede the current one:\n%s", strings.Join(live, "\n"))
 	}
 }
