@@ -102,10 +102,17 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 			named = append(named, r.CorrectsRelationshipID)
 		}
 	}
+	// A key whose statements compare by object (cardinality many, events) is read, further, for the
+	// request's objects only — unless the request adopts, revises or answers a case, whose steps look
+	// at the key's other statements (an adoption's link, a retirement's recomputation, a case).
+	var byObject []store.KeyObject
+	if liveOnly && len(in.Adopt) == 0 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
+		byObject = pl.ByObject()
+	}
 	if len(keys) > 0 || len(cases) > 0 {
 		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
 			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity),
-			LiveOnly: liveOnly, Named: named}); err != nil {
+			LiveOnly: liveOnly, Named: named, ByObject: byObject}); err != nil {
 			return nil, kl, nil, err
 		}
 	}

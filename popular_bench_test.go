@@ -1,6 +1,8 @@
 package densemem_test
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"slices"
 	"testing"
@@ -39,35 +41,41 @@ type popularShape struct {
 // one's (ratio-1k, ratio-10k, ratio-100k, ratio-history); roundtrips/op, the most round trips a
 // shape's Remember took on average, and fresh-roundtrips/op.
 func BenchmarkRememberPopularEntity(b *testing.B) {
-	be := newBenchEnv(b, 0)
 	sizes := make([]int, len(popularSizes))
 	for i, s := range popularSizes {
 		sizes[i] = s.n
 	}
-	p := benchload.Params{Team: string(be.team), Owner: string(be.A.ProfileID), Active: 1_000, Popular: sizes,
-		History: popularHistory, Start: be.clock.Now().Add(time.Minute), SkipResolutions: true}
-	start := time.Now()
-	if err := benchload.Load(be.ctx, be.pool, p); err != nil {
+	// The load takes about a minute: the database is kept between runs (as BenchmarkRecallMix's are),
+	// so a kept one holds the relationships earlier runs' ops added too (a few per op and key).
+	p := benchload.Params{Active: 1_000, Popular: sizes, History: popularHistory, SkipResolutions: true,
+		Start: newTestClock().Now().Add(time.Minute)}
+	h := sha256.Sum256(fmt.Appendf(nil, "%d %v %d %s", p.Active, p.Popular, p.History, p.Start.UTC().Format(time.RFC3339Nano)))
+	w := keptTeam(b, "densemem_bench_popular_"+hex.EncodeToString(h[:])[:12], p)
+	be, p := w.benchEnv, w.params
+	// Names and idempotency keys of this run's ops: unique across the runs a kept database sees.
+	runID := time.Now().UnixMilli()
+	// The history key's current version, which op -1 supersedes (a kept database's is an earlier
+	// run's last).
+	var current time.Time
+	if err := be.pool.QueryRow(be.ctx, `SELECT max(r.valid_from) FROM relationships r
+JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.subject_entity_id
+WHERE r.team_id = $1 AND n.name = $2 AND r.status = 'active'`, be.team, benchload.HistoryName(popularHistory)).Scan(&current); err != nil {
 		b.Fatal(err)
 	}
-	b.Logf("loaded %d relationships in %s", p.Active+p.SubjectCount()+popularHistory+111_000, time.Since(start).Round(time.Millisecond))
-	be.clock.Advance(p.End().Sub(be.clock.Now()) + 24*time.Hour)
 
 	var shapes []popularShape
 	for _, s := range popularSizes {
 		shapes = append(shapes, popularShape{label: s.label, want: densemem.CategoryAccepted, req: func(i int) densemem.RememberRequest {
 			f := fact{subject: benchload.PopularName(s.n), subjectKind: "person", predicate: "works_on",
-				object: fmt.Sprintf("bench-project-%s-%d", s.label, i), objectKind: "project"}
+				object: fmt.Sprintf("bench-project-%s-%d-%d", s.label, runID, i), objectKind: "project"}
 			f.content = fmt.Sprintf("%s works on the %s project.", f.subject, f.object)
-			return f.request(fmt.Sprintf("popular-%s-%d", s.label, i))
+			return f.request(fmt.Sprintf("popular-%s-%d-%d", s.label, runID, i))
 		}})
 	}
-	// The history's versions are dated one a day up to the day before the load; op i's the day after
-	// the load's start and on, each later than the one before.
-	first := p.Start.Truncate(24 * time.Hour)
+	// Op i's version is dated i+2 days after the current one: later than every version before.
 	shapes = append(shapes, popularShape{label: "history", want: densemem.CategorySupersededPrior, req: func(i int) densemem.RememberRequest {
-		f := deploy(benchload.HistoryName(popularHistory), fmt.Sprintf("bench-branch-%d", i)).since(first.AddDate(0, 0, i+1))
-		return f.request(fmt.Sprintf("history-%d", i))
+		f := deploy(benchload.HistoryName(popularHistory), fmt.Sprintf("bench-branch-%d-%d", runID, i)).since(current.AddDate(0, 0, i+2))
+		return f.request(fmt.Sprintf("history-%d-%d", runID, i))
 	}})
 
 	times := map[string][]time.Duration{}
@@ -93,7 +101,16 @@ func BenchmarkRememberPopularEntity(b *testing.B) {
 	}
 	ops := func(i int) []func() {
 		out := []func(){func() {
-			run("fresh", i, func() *densemem.Placement { return be.rememberFresh(be.A, i) }, densemem.CategoryAccepted)
+			run("fresh", i, func() *densemem.Placement {
+				f := freshFact(i)
+				f.subject, f.object = fmt.Sprintf("env-%d-%d", runID, i), fmt.Sprintf("branch-%d-%d", runID, i)
+				f.content = fmt.Sprintf("The %s environment deploys from the %s branch.", f.subject, f.object)
+				pl, err := be.client.Remember(be.ctx, be.A, f.request(fmt.Sprintf("fresh-%d-%d", runID, i)))
+				if err != nil {
+					b.Fatalf("fresh op %d: %v", i, err)
+				}
+				return pl
+			}, densemem.CategoryAccepted)
 		}}
 		for _, s := range shapes {
 			out = append(out, func() { run(s.label, i, remember(s, i), s.want) })

@@ -126,10 +126,11 @@ func TestRememberOnPopularKeyDecidesAsWholeKey(t *testing.T) {
 	}
 }
 
-// TestRememberDoesNotLockClosedRelationships: while another transaction holds a closed
-// (superseded, and retracted) relationship of a key FOR UPDATE, a Remember on that key — by its
-// owner, superseding the current version, and by another profile — completes under a lock_timeout
-// instead of waiting for it. Reading the whole key, as before issue 21, it fails on the lock.
+// TestRememberDoesNotLockClosedRelationships: while another transaction holds a closed (superseded)
+// relationship of a key FOR UPDATE, a Remember on that key — by its owner, superseding the current
+// version, and by another profile — completes under a lock_timeout instead of waiting for it; so
+// does a Remember on a key of cardinality many while another object's live relationship of it is
+// held. Reading the whole key, as before issue 21, each fails on the lock.
 func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
 	t.Parallel()
 	for _, whole := range []bool{false, true} {
@@ -139,6 +140,7 @@ func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
 			day := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
 			old := e.remember(e.A, deploy("production", "main").since(day))
 			cur := e.remember(e.A, deploy("production", "release").since(day.AddDate(0, 1, 0)))
+			other := e.rememberReq(e.A, worksOnRequest(nextKey(), "procyon", "project-a")).RelationshipOutcomes[0]
 			if st, _, _, _ := e.relationshipState(old.RelationshipID); st != "superseded" || cur.Status != "active" {
 				t.Fatalf("set-up: old %s, current %s; want superseded and active", st, cur.Status)
 			}
@@ -162,19 +164,24 @@ func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = holder.Rollback(context.WithoutCancel(e.ctx)) }()
-			if _, err := holder.Exec(e.ctx, `SELECT 1 FROM relationships WHERE relationship_id = $1 FOR UPDATE`, old.RelationshipID); err != nil {
+			if _, err := holder.Exec(e.ctx, `SELECT 1 FROM relationships WHERE relationship_id = ANY($1) FOR UPDATE`,
+				[]densemem.RelationshipID{old.RelationshipID, other.RelationshipID}); err != nil {
 				t.Fatal(err)
 			}
 			_, errA := client.Remember(e.ctx, e.A, deploy("production", "hotfix").since(day.AddDate(0, 2, 0)).request(nextKey()))
 			_, errB := client.Remember(e.ctx, e.B, deploy("production", "main").request(nextKey()))
+			// A key of cardinality many is read for the statement's object only: another object's
+			// relationship, live and locked, does not block it either.
+			_, errC := client.Remember(e.ctx, e.A, worksOnRequest(nextKey(), "procyon", "project-b"))
 			if whole {
-				if errA == nil || errB == nil {
-					t.Errorf("reading the whole key: Remembers returned %v, %v; want both to fail on the held closed row", errA, errB)
+				if errA == nil || errB == nil || errC == nil {
+					t.Errorf("reading the whole key: Remembers returned %v, %v, %v; want each to fail on a held row", errA, errB, errC)
 				}
 				return
 			}
-			if errA != nil || errB != nil {
-				t.Errorf("Remembers on a key whose closed relationship is locked: %v, %v; want both placed", errA, errB)
+			if errA != nil || errB != nil || errC != nil {
+				t.Errorf("Remembers on keys whose closed, or other objects', relationships are locked: %v, %v, %v; want each placed",
+					errA, errB, errC)
 			}
 		})
 	}

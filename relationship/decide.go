@@ -156,6 +156,12 @@ func compareIDs(a, b ID) int {
 	return 0
 }
 
+// ComparesByObject reports whether a statement of p is compared only with statements of the same
+// object: so for an event or a predicate of cardinality many, where nothing is Incompatible, and
+// Identical, CrossReference and CorrectsIdentity look at one object. A decision on such a key needs
+// the key's relationships about the statement's object, not the others.
+func (p Predicate) ComparesByObject() bool { return p.Kind == KindEvent || p.Cardinality != CardinalityOne }
+
 // Statement is what Incompatible compares of one relationship: its object, polarity and validity.
 type Statement struct {
 	Object   Object
@@ -171,7 +177,7 @@ type Statement struct {
 // of overlap across groups (overlapsAcross).
 func Contradicted(p Predicate, stmts []Statement) []bool {
 	out := make([]bool, len(stmts))
-	if p.Kind == KindEvent || p.Cardinality != CardinalityOne {
+	if p.ComparesByObject() {
 		return out
 	}
 	var positive []int
