@@ -160,7 +160,9 @@ func compareIDs(a, b ID) int {
 // object: so for an event or a predicate of cardinality many, where nothing is Incompatible, and
 // Identical, CrossReference and CorrectsIdentity look at one object. A decision on such a key needs
 // the key's relationships about the statement's object, not the others.
-func (p Predicate) ComparesByObject() bool { return p.Kind == KindEvent || p.Cardinality != CardinalityOne }
+func (p Predicate) ComparesByObject() bool {
+	return p.Kind == KindEvent || p.Cardinality != CardinalityOne
+}
 
 // Statement is what Incompatible compares of one relationship: its object, polarity and validity.
 type Statement struct {
