@@ -27,6 +27,8 @@ type Client struct {
 
 	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
 	lockedOnly bool
+	// wholeKeys makes Remember read its keys' closed history too (tests only: export_test.go).
+	wholeKeys bool
 	// reviewLockedOnly turns the nightly reviewer's fenced way off (tests only: export_test.go).
 	reviewLockedOnly bool
 	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).

@@ -58,15 +58,15 @@ func Disagreement(ps []Position) bool {
 	if len(ps) < 2 {
 		return false
 	}
-	var owners []identity.ProfileID
+	owners := map[identity.ProfileID]bool{}
 	for _, p := range ps {
 		for _, o := range p.Owners {
-			if !slices.Contains(owners, o) {
-				owners = append(owners, o)
+			if owners[o] = true; len(owners) >= 2 {
+				return true
 			}
 		}
 	}
-	return len(owners) >= 2
+	return false
 }
 
 // Maintain decides what committed state does to a conflict key's case: open one when a material
@@ -97,14 +97,15 @@ func maintain(ps []Position, live *Live) Change {
 		return Change{Action: ActionDismiss, Remove: slices.Clone(live.Members)}
 	}
 	want := refs(ps)
+	has, wanted := set(live.Members), set(want)
 	var ch Change
 	for _, w := range want {
-		if !slices.Contains(live.Members, w) {
+		if !has[w] {
 			ch.Add = append(ch.Add, w)
 		}
 	}
 	for _, m := range live.Members {
-		if !slices.Contains(want, m) {
+		if !wanted[m] {
 			ch.Remove = append(ch.Remove, m)
 		}
 	}
@@ -113,6 +114,15 @@ func maintain(ps []Position, live *Live) Change {
 	}
 	ch.Action, ch.Positions = ActionUpdate, ps
 	return ch
+}
+
+// set returns refs as a set, so a membership is compared in O(1).
+func set(refs []MemberRef) map[MemberRef]bool {
+	out := make(map[MemberRef]bool, len(refs))
+	for _, r := range refs {
+		out[r] = true
+	}
+	return out
 }
 
 func refs(ps []Position) []MemberRef {
