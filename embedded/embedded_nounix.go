@@ -5,6 +5,7 @@ package embedded
 import (
 	"context"
 	"errors"
+	"os"
 )
 
 // Server is a running private PostgreSQL server; on Windows there is none.
@@ -20,3 +21,6 @@ func Start(context.Context, string, *Options) (*Server, error) {
 
 // Stop does nothing on Windows.
 func (s *Server) Stop() error { return nil }
+
+// Discard removes the data directory dir; on Windows there is no server to stop.
+func Discard(_ context.Context, dir string, _ *Options) error { return os.RemoveAll(dir) }

@@ -427,3 +427,25 @@ const (
 	processOther                      // a process that is not a postgres on this cluster
 	processUnknown                    // running, and could not be identified
 )
+
+// Discard removes the data directory dir and everything in it, after stopping a server a crashed
+// run of it left behind. It fails with ErrLocked while another process has dir open. Test helpers
+// use it to clean up the directories of test processes that died.
+func Discard(ctx context.Context, dir string, opts *Options) error {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return fmt.Errorf("embedded: data directory %q: %w", dir, err)
+	}
+	s := &Server{dir: abs, pgdata: filepath.Join(abs, clusterDir), opts: opts.orDefault()}
+	if s.lock, err = lockDir(abs); err != nil {
+		return err
+	}
+	defer s.release()
+	if err := s.stopOrphan(ctx); err != nil {
+		return err
+	}
+	if err := os.RemoveAll(abs); err != nil {
+		return fmt.Errorf("embedded: remove %s: %w", abs, err)
+	}
+	return nil
+}
