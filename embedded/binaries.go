@@ -2,6 +2,7 @@ package embedded
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -29,8 +30,8 @@ var versionPattern = regexp.MustCompile(`\(PostgreSQL\) (\d+)`)
 // findBinaries returns the binaries in dir when set, else from $DENSEMEM_POSTGRES_BIN, else the
 // newest usable installation found through pg_config or in the usual directories. want, when not
 // zero, is the major version an existing cluster needs.
-func findBinaries(dir string, want int) (binaries, error) {
-	configured, source := dir, "Options.BinDir"
+func findBinaries(ctx context.Context, o Options, want int) (binaries, error) {
+	configured, source := o.BinDir, "Options.BinDir"
 	if configured == "" {
 		configured, source = os.Getenv(EnvBinDir), "$"+EnvBinDir
 	}
@@ -60,6 +61,18 @@ func findBinaries(dir string, want int) (binaries, error) {
 		sort.SliceStable(found, func(i, j int) bool { return found[i].major > found[j].major })
 		return found[0], nil
 	}
+	downloadErr := errors.New("forbidden by Options.NoDownload or $" + EnvNoDownload)
+	if !o.NoDownload && os.Getenv(EnvNoDownload) == "" {
+		if want != 0 && want != downloadMajor() {
+			downloadErr = fmt.Errorf("the download is PostgreSQL %d", downloadMajor())
+		} else {
+			b, err := download(ctx, o)
+			if err == nil {
+				return b, nil
+			}
+			downloadErr = err
+		}
+	}
 	need := fmt.Sprintf("PostgreSQL %d or later", MinVersion)
 	if want != 0 {
 		need = fmt.Sprintf("PostgreSQL %d (the data directory's cluster was made by it)", want)
@@ -71,7 +84,15 @@ func findBinaries(dir string, want int) (binaries, error) {
 	return binaries{}, fmt.Errorf("embedded: no %s binaries (initdb, postgres) on this machine (%s): install "+
 		"PostgreSQL (apt-get install postgresql, dnf install postgresql-server, brew install postgresql@16) "+
 		"or set %s (or Options.BinDir) to the directory holding initdb and postgres; "+
-		"or set DENSEMEM_DATABASE_URL to an external server instead", need, seen, EnvBinDir)
+		"or set DENSEMEM_DATABASE_URL to an external server instead (download of PostgreSQL %s: %v)",
+		need, seen, EnvBinDir, DownloadVersion, downloadErr)
+}
+
+// downloadMajor is DownloadVersion's major version.
+func downloadMajor() int {
+	major, _, _ := strings.Cut(DownloadVersion, ".")
+	n, _ := strconv.Atoi(major)
+	return n
 }
 
 // candidateDirs lists where PostgreSQL binaries usually are: pg_config's bindir first, then the

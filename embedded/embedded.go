@@ -15,7 +15,9 @@
 //
 //   - Its binaries are the machine's installed PostgreSQL 15 or later (Options.BinDir, else
 //     $DENSEMEM_POSTGRES_BIN, else pg_config --bindir, else the usual install directories); with none
-//     installed, Open fails with an error naming how to install them or point at them.
+//     installed, PostgreSQL DownloadVersion for the platform is downloaded once from Maven Central
+//     (about 15 MB, verified against its published SHA-256) into a cache; when that fails too, Start
+//     fails with an error naming how to install binaries or point at them.
 //   - It listens on a Unix socket in its data directory only (no TCP port, so two hosts on one machine
 //     never collide), with trust authentication: who may connect is decided by the directory's
 //     permissions (0700, the server's user), not by passwords.
@@ -84,6 +86,14 @@ type Options struct {
 	// /usr/lib/postgresql/N/bin, RHEL's /usr/pgsql-N/bin, Homebrew's, /usr/local/pgsql/bin), the
 	// newest version 15 or later; a data directory made by one major version needs binaries of it.
 	BinDir string
+	// NoDownload forbids downloading binaries when none are installed (so does
+	// $DENSEMEM_POSTGRES_NO_DOWNLOAD): Start then fails, naming how to install them.
+	NoDownload bool
+	// CacheDir is where downloaded binaries are kept; empty: densemem/postgres in the user's cache
+	// directory (~/.cache on Linux, ~/Library/Caches on macOS).
+	CacheDir string
+	// Repository is the Maven repository downloads come from; empty: DefaultRepository.
+	Repository string
 	// ServerUser is the user the server runs as when the host runs as root (PostgreSQL refuses to run
 	// as root). Empty: "nobody". Ignored when the host is not root: the server runs as the host's user.
 	ServerUser string

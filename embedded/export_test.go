@@ -1,3 +1,5 @@
+//go:build unix
+
 package embedded
 
 // Abandon releases the data directory's lock and forgets the server without stopping it, as a host

@@ -17,15 +17,18 @@ const capDACReadSearch = 2
 // procAttr is how initdb and the server are started: in a process group of their own (a terminal's
 // Ctrl-C reaches the host, which stops the server through Stop), told to shut down fast when the
 // host dies, and, when the host is root, as cred. When cred cannot search a directory above pgdata
-// (root's home is 0700), they keep CAP_DAC_READ_SEARCH so that they can reach the cluster; nothing
+// or the binaries (root's home is 0700), they keep CAP_DAC_READ_SEARCH so that they can reach the cluster; nothing
 // else of root's privileges.
-func procAttr(cred *credential, pgdata string) (*syscall.SysProcAttr, error) {
+func procAttr(cred *credential, pgdata, bindir string) (*syscall.SysProcAttr, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGINT}
 	if cred == nil {
 		return attr, nil
 	}
 	attr.Credential = &syscall.Credential{Uid: cred.uid, Gid: cred.gid, Groups: []uint32{}}
 	blocked := unsearchable(filepath.Dir(pgdata), cred)
+	if blocked == "" {
+		blocked = unsearchable(bindir, cred)
+	}
 	if blocked == "" {
 		return attr, nil
 	}

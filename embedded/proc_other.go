@@ -12,7 +12,7 @@ import (
 
 // procAttr is how initdb and the server are started: in a process group of their own (a terminal's
 // Ctrl-C reaches the host, which stops the server through Stop), and, when the host is root, as cred.
-func procAttr(cred *credential, _ string) (*syscall.SysProcAttr, error) {
+func procAttr(cred *credential, _, _ string) (*syscall.SysProcAttr, error) {
 	attr := &syscall.SysProcAttr{Setpgid: true}
 	if cred != nil {
 		attr.Credential = &syscall.Credential{Uid: cred.uid, Gid: cred.gid, Groups: []uint32{}}

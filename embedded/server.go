@@ -74,13 +74,13 @@ func Start(ctx context.Context, dir string, opts *Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.bin, err = findBinaries(o.BinDir, version); err != nil {
+	if s.bin, err = findBinaries(ctx, o, version); err != nil {
 		return nil, err
 	}
 	if s.socketDir, err = socketDir(s.pgdata); err != nil {
 		return nil, err
 	}
-	attr, err := procAttr(cred, s.pgdata)
+	attr, err := procAttr(cred, s.pgdata, s.bin.dir)
 	if err != nil {
 		return nil, err
 	}
