@@ -35,138 +35,70 @@
 // migrations as the cluster's superuser "postgres", as an operator would on an external server.
 //
 // Supported: Linux and macOS (Unix sockets, flock); PostgreSQL 15 or later. Windows is not supported.
+//
+// The server alone (Start, without the migrations and stores) serves a host that manages its own
+// databases on it; the densemem command's migrate subcommands use it.
 package embedded
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
-	"net/url"
-	"os"
-	"path/filepath"
-	"runtime"
-	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/internal/pgserver"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
 
-// Names in the cluster and the data directory.
+// Names in the cluster and the environment.
 const (
 	// Database is the database Open creates and migrates.
-	Database = "densemem"
+	Database = pgserver.Database
 	// Superuser is the cluster's superuser, created by initdb; it owns the migrations.
-	Superuser = "postgres"
-
+	Superuser = pgserver.Superuser
 	// EnvBinDir names the environment variable that points at a directory holding initdb and
 	// postgres, when Options.BinDir is empty.
-	EnvBinDir = "DENSEMEM_POSTGRES_BIN"
+	EnvBinDir = pgserver.EnvBinDir
 	// EnvDataDir names the environment variable DefaultDir reads first.
-	EnvDataDir = "DENSEMEM_DATA"
-
-	lockFile   = "densemem.lock"
-	logFile    = "server.log"
-	clusterDir = "pgdata"
-	// port only names the socket file (.s.PGSQL.5432): the server listens on no TCP port.
-	port = 5432
+	EnvDataDir = pgserver.EnvDataDir
+	// EnvNoDownload, set to any value, forbids downloading binaries (as Options.NoDownload does).
+	EnvNoDownload = pgserver.EnvNoDownload
+	// MinVersion is the oldest PostgreSQL major version the library supports.
+	MinVersion = pgserver.MinVersion
+	// DownloadVersion is the PostgreSQL version downloaded when none is installed.
+	DownloadVersion = pgserver.DownloadVersion
+	// DefaultRepository is where the binaries are downloaded from (Maven Central).
+	DefaultRepository = pgserver.DefaultRepository
 )
 
 // ErrLocked is returned by Start and Open when another process holds the data directory.
-var ErrLocked = errors.New("embedded: data directory in use by another process")
+var ErrLocked = pgserver.ErrLocked
 
-// Options tune Start and Open. The zero value (or nil) is the default.
-type Options struct {
-	// BinDir is the directory holding initdb and postgres. Empty: $DENSEMEM_POSTGRES_BIN, else the
-	// directory pg_config --bindir names, else the usual install directories (Debian's
-	// /usr/lib/postgresql/N/bin, RHEL's /usr/pgsql-N/bin, Homebrew's, /usr/local/pgsql/bin), the
-	// newest version 15 or later; a data directory made by one major version needs binaries of it.
-	BinDir string
-	// NoDownload forbids downloading binaries when none are installed (so does
-	// $DENSEMEM_POSTGRES_NO_DOWNLOAD): Start then fails, naming how to install them.
-	NoDownload bool
-	// CacheDir is where downloaded binaries are kept; empty: densemem/postgres in the user's cache
-	// directory (~/.cache on Linux, ~/Library/Caches on macOS).
-	CacheDir string
-	// Repository is the Maven repository downloads come from; empty: DefaultRepository.
-	Repository string
-	// ServerUser is the user the server runs as when the host runs as root (PostgreSQL refuses to run
-	// as root). Empty: "nobody". Ignored when the host is not root: the server runs as the host's user.
-	ServerUser string
-	// NoSync runs the server without fsync and initdb without syncing: faster, and a machine crash
-	// (not a host crash) may lose or corrupt data. For tests only.
-	NoSync bool
-	// Log receives one line per step (preparing, starting, stopping an orphan); nil: nothing.
-	Log io.Writer
-	// StartTimeout bounds initdb and the server's start; zero: 2 minutes.
-	StartTimeout time.Duration
+// Options tune Start and Open; see the fields. The zero value (or nil) is the default.
+type Options = pgserver.Options
+
+// Server is a running private PostgreSQL server: URL, AdminURL and OwnerURL connect to it over its
+// Unix socket, CreateDatabase makes a database, Stop stops it.
+type Server = pgserver.Server
+
+// Start starts the server of the data directory dir, creating dir and preparing the cluster (initdb)
+// on the first run, and returns when it accepts connections. It fails with ErrLocked while another
+// process has dir open, and stops a server a crashed earlier run of dir left behind.
+func Start(ctx context.Context, dir string, opts *Options) (*Server, error) {
+	return pgserver.Start(ctx, dir, opts)
 }
 
-func (o *Options) orDefault() Options {
-	var v Options
-	if o != nil {
-		v = *o
-	}
-	if v.ServerUser == "" {
-		v.ServerUser = "nobody"
-	}
-	if v.StartTimeout <= 0 {
-		v.StartTimeout = 2 * time.Minute
-	}
-	if v.Log == nil {
-		v.Log = io.Discard
-	}
-	return v
+// Discard removes the data directory dir and everything in it, after stopping a server a crashed run
+// of it left behind. It fails with ErrLocked while another process has dir open.
+func Discard(ctx context.Context, dir string, opts *Options) error {
+	return pgserver.Discard(ctx, dir, opts)
 }
 
 // DefaultDir is the data directory a host uses when none is configured: $DENSEMEM_DATA, else
 // densemem under the user's data directory ($XDG_DATA_HOME, else ~/.local/share; on macOS
 // ~/Library/Application Support).
-func DefaultDir() (string, error) {
-	if d := os.Getenv(EnvDataDir); d != "" {
-		return filepath.Abs(d)
-	}
-	if runtime.GOOS == "darwin" {
-		base, err := os.UserConfigDir() // ~/Library/Application Support
-		if err != nil {
-			return "", err
-		}
-		return filepath.Join(base, "densemem"), nil
-	}
-	if x := os.Getenv("XDG_DATA_HOME"); filepath.IsAbs(x) {
-		return filepath.Join(x, "densemem"), nil
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("embedded: no data directory: set %s (%w)", EnvDataDir, err)
-	}
-	return filepath.Join(home, ".local", "share", "densemem"), nil
-}
-
-// URL returns the connection string of database as user on the server (over its Unix socket).
-func (s *Server) URL(database, user string) string {
-	u := url.URL{Scheme: "postgres", User: url.User(user), Path: "/" + database}
-	q := url.Values{}
-	q.Set("host", s.socketDir)
-	q.Set("port", fmt.Sprint(port))
-	q.Set("sslmode", "disable")
-	u.RawQuery = q.Encode()
-	return u.String()
-}
-
-// AdminURL is the superuser's URL on the maintenance database "postgres": for creating and dropping
-// databases (tests clone their databases through it).
-func (s *Server) AdminURL() string { return s.URL("postgres", Superuser) }
-
-// Dir is the data directory.
-func (s *Server) Dir() string { return s.dir }
-
-// Prepared reports whether this Start created the cluster (ran initdb), the slow first run.
-func (s *Server) Prepared() bool { return s.prepared }
+func DefaultDir() (string, error) { return pgserver.DefaultDir() }
 
 // DB is Dense-Mem on a private server: the stores of the runtime and reviewer roles on the migrated
 // database "densemem".
@@ -180,7 +112,8 @@ type DB struct {
 }
 
 // Open starts the server of dir (preparing it on the first run), creates and migrates the database
-// "densemem" and opens the runtime and reviewer roles' stores on it. Close stops everything.
+// "densemem" as the cluster's superuser and opens the runtime and reviewer roles' stores on it.
+// Close stops everything.
 func Open(ctx context.Context, dir string, opts *Options) (*DB, error) {
 	srv, err := Start(ctx, dir, opts)
 	if err != nil {
@@ -218,9 +151,6 @@ func openDB(ctx context.Context, srv *Server) (*DB, error) {
 	return db, nil
 }
 
-// OwnerURL is the superuser's URL on the database "densemem": for migrations and administration.
-func (s *Server) OwnerURL() string { return s.URL(Database, Superuser) }
-
 // RuntimeURL is the runtime role's URL on the database "densemem".
 func (db *DB) RuntimeURL() string {
 	return db.Server.URL(Database, migrations.DefaultRuntimeRole)
@@ -236,26 +166,4 @@ func (db *DB) Close() error {
 	db.Store.Close()
 	db.ReviewStore.Close()
 	return db.Server.Stop()
-}
-
-// CreateDatabase creates database name on the server unless it exists.
-func (s *Server) CreateDatabase(ctx context.Context, name string) error {
-	conn, err := pgx.Connect(ctx, s.AdminURL())
-	if err != nil {
-		return fmt.Errorf("embedded: connect: %w", err)
-	}
-	defer conn.Close(context.WithoutCancel(ctx))
-	var exists bool
-	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", name).Scan(&exists); err != nil {
-		return fmt.Errorf("embedded: look up database %s: %w", name, err)
-	}
-	if exists {
-		return nil
-	}
-	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize())
-	var pgErr *pgconn.PgError
-	if err != nil && !(errors.As(err, &pgErr) && pgErr.Code == "42P04") {
-		return fmt.Errorf("embedded: create database %s: %w", name, err)
-	}
-	return nil
 }

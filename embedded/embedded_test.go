@@ -153,95 +153,6 @@ func checkTeam(t *testing.T, db *embedded.DB, team densemem.TeamID) {
 	}
 }
 
-// TestStart_SecondOpenerLocked checks that a data directory in use refuses a second opener.
-func TestStart_SecondOpenerLocked(t *testing.T) {
-	t.Parallel()
-	dir := dataDir(t)
-	srv, err := embedded.Start(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Stop()
-	_, err = embedded.Start(context.Background(), dir, opts)
-	if !errors.Is(err, embedded.ErrLocked) {
-		t.Fatalf("second Start: %v, want ErrLocked", err)
-	}
-	if !strings.Contains(err.Error(), strconv.Itoa(os.Getpid())) {
-		t.Errorf("the error does not name the holder's pid %d: %v", os.Getpid(), err)
-	}
-}
-
-// TestStart_StopsTheOrphanOfACrashedRun leaves a server running with its lock released, as a host
-// killed with kill -9 leaves it, and checks that the next Start stops it and starts afresh.
-func TestStart_StopsTheOrphanOfACrashedRun(t *testing.T) {
-	t.Parallel()
-	dir := dataDir(t)
-	srv, err := embedded.Start(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	oldPID, exited := embedded.Abandon(srv)
-	again, err := embedded.Start(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatalf("start after a crash: %v", err)
-	}
-	defer again.Stop()
-	select {
-	case <-exited:
-	default:
-		t.Errorf("the orphan (pid %d) still runs after the next Start", oldPID)
-	}
-	if embedded.PID(again) == oldPID {
-		t.Errorf("the new server has the orphan's pid %d", oldPID)
-	}
-}
-
-// TestStart_NeverSignalsAnotherProgram names a running program that is not a server in
-// postmaster.pid, as after a reboot that reused the pid: Start must leave it alone and start.
-func TestStart_NeverSignalsAnotherProgram(t *testing.T) {
-	t.Parallel()
-	dir := dataDir(t)
-	other := exec.Command("sleep", "600")
-	if err := other.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- other.Wait() }()
-	defer func() { _ = other.Process.Kill(); <-done }()
-	pidFile := filepath.Join(dir, "pgdata", "postmaster.pid")
-	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(other.Process.Pid)+"\n"+filepath.Join(dir, "pgdata")+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	srv, err := embedded.Start(context.Background(), dir, opts)
-	if err != nil {
-		t.Fatalf("start with a stale postmaster.pid: %v", err)
-	}
-	defer srv.Stop()
-	select {
-	case err := <-done:
-		t.Fatalf("the other program was stopped: %v", err)
-	default:
-	}
-	if err := other.Process.Signal(syscall.Signal(0)); err != nil {
-		t.Errorf("the other program is gone: %v", err)
-	}
-}
-
-// TestStart_NoBinaries checks the error when no PostgreSQL binaries are found: it names both ways
-// to provide them.
-func TestStart_NoBinaries(t *testing.T) {
-	t.Parallel()
-	_, err := embedded.Start(context.Background(), t.TempDir(), &embedded.Options{BinDir: t.TempDir()})
-	if err == nil {
-		t.Fatal("started without binaries")
-	}
-	for _, want := range []string{"Options.BinDir", "initdb"} {
-		if !strings.Contains(err.Error(), want) {
-			t.Errorf("error does not mention %q: %v", want, err)
-		}
-	}
-}
-
 // TestCrash_KillHostThenReopen starts a host process that opens a data directory and records a team,
 // kills it with SIGKILL, and opens the directory again: the open succeeds, the team is there, and the
 // server the host left is gone.
@@ -280,7 +191,7 @@ func TestCrash_KillHostThenReopen(t *testing.T) {
 	}
 	defer db.Close()
 	checkTeam(t, db, densemem.TeamID(team))
-	if embedded.PID(db.Server) == serverPID {
+	if db.Server.PID() == serverPID {
 		t.Fatalf("the new server has the old one's pid %d", serverPID)
 	}
 	if err := syscall.Kill(serverPID, 0); err == nil && isPostgres(serverPID) {
@@ -316,6 +227,6 @@ func crashHost(dir string) {
 		fmt.Fprintln(os.Stderr, "crash host:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("ready %s %d\n", team, embedded.PID(db.Server))
+	fmt.Printf("ready %s %d\n", team, db.Server.PID())
 	time.Sleep(time.Hour) // killed by the test
 }

@@ -31,7 +31,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/densemem/densemem/embedded"
+	"github.com/densemem/densemem/internal/pgserver"
 	"github.com/densemem/densemem/migrations"
 )
 
@@ -128,7 +128,7 @@ func resolveAdminURL() (string, error) {
 			"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
 			"postgres without a password, or install PostgreSQL %d+ binaries for a private server, or import %q "+
 			"in the tests (a blank import) and start Docker so a container can be started (127.0.0.1:5432: %v; "+
-			"private server: %v)", envURL, embedded.MinVersion, containerPackage, localErr, embeddedErr)
+			"private server: %v)", envURL, pgserver.MinVersion, containerPackage, localErr, embeddedErr)
 	}
 	u, dockerErr := start()
 	if dockerErr == nil {
@@ -138,16 +138,13 @@ func resolveAdminURL() (string, error) {
 		"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
 		"postgres without a password, or install PostgreSQL %d+ binaries for a private server, or install and "+
 		"start Docker so a container can be started (127.0.0.1:5432: %v; private server: %v; docker: %v)",
-		envURL, embedded.MinVersion, localErr, embeddedErr, dockerErr)
+		envURL, pgserver.MinVersion, localErr, embeddedErr, dockerErr)
 }
 
-// embeddedServer is the test process's private server, when it has one. It is never stopped here:
-// on Linux the server shuts down when the test process exits; a later test process removes the
-// directories (and stops the servers) of test processes that have gone.
-var embeddedServer *embedded.Server
-
 // startEmbedded starts a private server in a fresh temporary directory (without fsync: test data
-// need not survive a machine crash) and returns its maintenance URL.
+// need not survive a machine crash) and returns its maintenance URL. The server is never stopped
+// here: on Linux it shuts down when the test process exits; a later test process removes the
+// directories (and stops the servers) of test processes that have gone.
 func startEmbedded() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -156,12 +153,11 @@ func startEmbedded() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	srv, err := embedded.Start(ctx, dir, &embedded.Options{NoSync: true})
+	srv, err := pgserver.Start(ctx, dir, &pgserver.Options{NoSync: true})
 	if err != nil {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
-	embeddedServer = srv
 	return srv.AdminURL(), nil
 }
 
@@ -175,7 +171,7 @@ func discardAbandoned(ctx context.Context) {
 		if err != nil || time.Since(fi.ModTime()) < time.Minute {
 			continue
 		}
-		_ = embedded.Discard(ctx, d, nil)
+		_ = pgserver.Discard(ctx, d, nil)
 	}
 }
 

@@ -1,6 +1,6 @@
 //go:build unix
 
-package embedded
+package pgserver
 
 import (
 	"bytes"
@@ -449,3 +449,6 @@ func Discard(ctx context.Context, dir string, opts *Options) error {
 	}
 	return nil
 }
+
+// PID is the server's process id (the postmaster's).
+func (s *Server) PID() int { return s.cmd.Process.Pid }

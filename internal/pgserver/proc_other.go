@@ -1,6 +1,6 @@
 //go:build unix && !linux
 
-package embedded
+package pgserver
 
 import (
 	"errors"
