@@ -148,3 +148,61 @@ WHERE r.team_id = $1 AND n.name = $2 AND r.status = 'active'`, be.team, benchloa
 	}
 	b.ReportMetric(most, "roundtrips/op")
 }
+
+// BenchmarkAdoption measures adoption by many profiles (issue 21 item 3): each iteration, B
+// remembers one fragment stating adoptionRels works_on relationships of a new person, then 25
+// profiles adopt it in turn, each remembering the same relationships citing B's fragment. Metrics:
+// ms-median-first and ms-median-25th, the medians over the iterations of the first and the 25th
+// adopter's Remember; ratio-25th, their ratio; xrefs-25th, the cross-references the 25th adopter
+// wrote per relationship.
+func BenchmarkAdoption(b *testing.B) {
+	const adopters, adoptionRels = 25, 50
+	be := newBenchEnv(b, 0)
+	profiles := make([]densemem.Principal, adopters)
+	for i := range profiles {
+		profiles[i] = be.mustProfile(fmt.Sprintf("adopter-%02d", i), "read", "write")
+	}
+	var first, last []time.Duration
+	var xrefs float64
+	it := 0
+	for b.Loop() {
+		src := worksOnRequest(fmt.Sprintf("adoptee-%d", it), fmt.Sprintf("adoptee-%d", it), projects(1000*it, 1000*it+adoptionRels)...)
+		pl, err := be.client.Remember(be.ctx, be.B, src)
+		if err != nil {
+			b.Fatal(err)
+		}
+		fragment := pl.Fragments[0].FragmentID
+		for k, p := range profiles {
+			req := src
+			req.IdempotencyKey = fmt.Sprintf("adopt-%d-%d", it, k)
+			t0 := time.Now()
+			out, err := be.client.Remember(be.ctx, p, adoptingAll(req, fragment))
+			d := time.Since(t0)
+			if err != nil {
+				b.Fatalf("adopter %d: %v", k+1, err)
+			}
+			switch k {
+			case 0:
+				first = append(first, d)
+			case adopters - 1:
+				last = append(last, d)
+				n := 0
+				for _, o := range out.RelationshipOutcomes {
+					n += len(o.CrossReferences)
+				}
+				xrefs = float64(n) / float64(len(out.RelationshipOutcomes))
+			}
+		}
+		it++
+	}
+	median := func(ds []time.Duration) float64 {
+		ds = slices.Clone(ds)
+		slices.Sort(ds)
+		return float64(ds[len(ds)/2].Microseconds()) / 1000
+	}
+	f, l := median(first), median(last)
+	b.ReportMetric(f, "ms-median-first")
+	b.ReportMetric(l, "ms-median-25th")
+	b.ReportMetric(l/f, "ratio-25th")
+	b.ReportMetric(xrefs, "xrefs-25th")
+}

@@ -145,12 +145,22 @@ func refs(ps []Position) []MemberRef {
 // groups are tallied across the case by TallyCase: the distinct identities are one side, so a group
 // behind two of them counts for each, and a group behind e's position and a distinct one for neither.
 func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []Position {
-	var onE, others []relationship.Relationship
+	// The material members on each side, grouped by what CorrectsIdentity compares first (predicate,
+	// scope, object, polarity), so a member is checked against its group only, not every member.
+	type statement struct {
+		predicate, scope string
+		object           relationship.Object
+		polarity         relationship.Polarity
+	}
+	of := func(r relationship.Relationship) statement {
+		return statement{r.PredicateKey, r.Scope, r.Object, r.Polarity}
+	}
+	onE, others := map[statement][]relationship.Relationship{}, map[statement][]relationship.Relationship{}
 	for _, m := range members {
 		if r := m.Relationship; Material(r, now) && r.Subject == e {
-			onE = append(onE, r)
+			onE[of(r)] = append(onE[of(r)], r)
 		} else if Material(r, now) {
-			others = append(others, r)
+			others[of(r)] = append(others[of(r)], r)
 		}
 	}
 	paired := func(r relationship.Relationship) bool {
@@ -158,7 +168,7 @@ func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []P
 		if r.Subject == e {
 			across = others
 		}
-		return slices.ContainsFunc(across, func(o relationship.Relationship) bool {
+		return slices.ContainsFunc(across[of(r)], func(o relationship.Relationship) bool {
 			return o.Owner != r.Owner && relationship.CorrectsIdentity(r, o)
 		})
 	}
