@@ -56,7 +56,12 @@ func TestMain(m *testing.M) {
 			return 1
 		}
 		seed = filepath.Join(tmp, "pgdata")
-		return m.Run()
+		code := m.Run()
+		if err := testdb.StopEmbedded(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+		return code
 	}()
 	os.Exit(code)
 }

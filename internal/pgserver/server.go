@@ -287,7 +287,12 @@ func (s *Server) start(ctx context.Context, attr *syscall.SysProcAttr) error {
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := s.ping(ctx)
+		// Ready when the cluster's postmaster.pid names this process (not a server that still holds
+		// the socket) and a connection succeeds.
+		err := s.ownsCluster(cmd.Process.Pid)
+		if err == nil {
+			err = s.ping(ctx)
+		}
 		if err == nil {
 			return nil
 		}
@@ -300,6 +305,19 @@ func (s *Server) start(ctx context.Context, attr *syscall.SysProcAttr) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// ownsCluster reports whether the cluster's postmaster.pid names pid.
+func (s *Server) ownsCluster(pid int) error {
+	b, err := os.ReadFile(filepath.Join(s.pgdata, "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	if strings.TrimSpace(first) != strconv.Itoa(pid) {
+		return fmt.Errorf("postmaster.pid names pid %s, not %d", strings.TrimSpace(first), pid)
+	}
+	return nil
 }
 
 // ping connects to the maintenance database once.

@@ -141,10 +141,26 @@ func resolveAdminURL() (string, error) {
 		envURL, pgserver.MinVersion, localErr, embeddedErr, dockerErr)
 }
 
+// embeddedServer is the test process's private server, when it has one.
+var embeddedServer *pgserver.Server
+
+// StopEmbedded stops the test process's private server, if it started one, and removes its
+// directory; a TestMain may call it after m.Run. Without it the server shuts down when the test
+// process exits (on Linux) and a later test process removes the directory.
+func StopEmbedded() error {
+	if embeddedServer == nil {
+		return nil
+	}
+	err := embeddedServer.Stop()
+	if rmErr := os.RemoveAll(embeddedServer.Dir()); err == nil {
+		err = rmErr
+	}
+	embeddedServer = nil
+	return err
+}
+
 // startEmbedded starts a private server in a fresh temporary directory (without fsync: test data
-// need not survive a machine crash) and returns its maintenance URL. The server is never stopped
-// here: on Linux it shuts down when the test process exits; a later test process removes the
-// directories (and stops the servers) of test processes that have gone.
+// need not survive a machine crash) and returns its maintenance URL.
 func startEmbedded() (string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
@@ -158,6 +174,7 @@ func startEmbedded() (string, error) {
 		_ = os.RemoveAll(dir)
 		return "", err
 	}
+	embeddedServer = srv
 	return srv.AdminURL(), nil
 }
 
