@@ -360,15 +360,18 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		logStep(fmt.Sprintf("copy %d rows into %s", n, t.name))
 	}
 	// The recall postings (migration 23) are written by a row trigger of fragment_contents, which the
-	// copy switched off: one set-based insert writes what it would have for the copied fragments
-	// (recorded from Start on; anything the team held before has its postings), in the index's order
-	// so that the index grows at its end (in fragment order, 1M fragments' 19M postings took 7 min 47 s
-	// and left the index a third larger than a build).
+	// copy switched off: one set-based insert writes what it would have for the copied fragments (by
+	// ID: what the team held before has its postings, whatever its recorded time), in the index's
+	// order so that the index grows at its end (in fragment order, 1M fragments' 19M postings took
+	// 7 min 47 s and left the index a third larger than a build).
+	copied := make([]string, len(l.rels))
+	for i := range l.rels {
+		copied[i] = l.id("frg", &l.rels[i])
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO recall_postings (team_id, lexeme, impact, created_at, fragment_id)
 WITH c AS (SELECT c.team_id, c.fragment_id, c.search FROM fragment_contents c
-    JOIN evidence_fragments f ON f.team_id = c.team_id AND f.fragment_id = c.fragment_id
-    WHERE c.team_id = $1 AND f.created_at >= $2) `+migrations.PostingsFromContents+`
-ORDER BY 2, 3 DESC, 4, 5`, p.Team, p.Start); err != nil {
+    WHERE c.team_id = $1 AND c.fragment_id = ANY($2::text[])) `+migrations.PostingsFromContents+`
+ORDER BY 2, 3 DESC, 4, 5`, p.Team, copied); err != nil {
 		return fmt.Errorf("benchload: recall postings: %w", err)
 	}
 	logStep("recall postings")
