@@ -173,10 +173,6 @@ func newFloors(in PolicyInput) floors {
 	return f
 }
 
-// share is p's share of the case's groups. Every floor checks a group count of at least 2 first, so
-// total is never 0 where share is used.
-func (f floors) share(p Position) float64 { return float64(p.Groups) / float64(f.total) }
-
 // strong reports whether p meets the strong floor: at least 4 groups and more than 3/4 of them.
 func (f floors) strong(p Position) bool { return StrongFloor.Met(p.Groups, f.total) }
 

@@ -1,0 +1,158 @@
+package console
+
+import (
+	"html/template"
+
+	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/conflict"
+)
+
+// caseStatuses maps the cases page's status filter to ListConflicts' statuses.
+var caseStatuses = map[string][]string{
+	"":          {densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen},
+	"overdue":   {densemem.ConflictStatusOverdue},
+	"open":      {densemem.ConflictStatusOpen},
+	"resolved":  {densemem.ConflictStatusResolved},
+	"dismissed": {densemem.ConflictStatusDismissed},
+}
+
+// casesBody is the cases page: one page of cases under the policy in force.
+type casesBody struct {
+	Status           string
+	Policy           densemem.TeamPolicy
+	Strong, Majority conflict.Floor
+	Cases            []caseView
+	Next             string
+}
+
+// caseView is one case with what would resolve it: the floor that applies now and each position's
+// distance from it.
+type caseView struct {
+	densemem.ConflictCase
+	Floor     conflict.Floor
+	PostTTL   bool
+	Total     int
+	Positions []positionView
+	Bars      template.HTML
+}
+
+// positionView is one position with its share of the counted groups and how many more groups it
+// would need to meet the floor.
+type positionView struct {
+	densemem.RecallPosition
+	Name      string
+	Share     float64
+	Shortfall int
+	Preferred bool
+}
+
+// casesPage lists a page of the team's cases of one status filter (open and overdue by default).
+func (c *console) casesPage(rq *request) error {
+	status, page, err := c.listCases(rq, caseStatuses, "open, overdue, resolved, dismissed, or none for open and overdue")
+	if err != nil {
+		return err
+	}
+	pol, err := c.client.TeamPolicy(rq.ctx, rq.principal)
+	if err != nil {
+		return err
+	}
+	body := casesBody{Status: status, Policy: pol, Strong: conflict.StrongFloor, Majority: conflict.MajorityFloor, Next: page.NextAfter}
+	for _, cs := range page.Conflicts {
+		body.Cases = append(body.Cases, c.caseView(cs))
+	}
+	return rq.show("cases", "Conflict cases", "cases", body)
+}
+
+// listCases reads the page of cases the request's status filter (one of filters) and cursor name.
+func (c *console) listCases(rq *request, filters map[string][]string, known string) (string, *densemem.ListConflictsResponse, error) {
+	q := rq.r.URL.Query()
+	statuses, ok := filters[q.Get("status")]
+	if !ok {
+		return "", nil, badInput("status", "unknown status filter: one of "+known)
+	}
+	page, err := c.client.ListConflicts(rq.ctx, rq.principal, densemem.ListConflictsRequest{Status: statuses,
+		Limit: c.opts.PageSize, After: q.Get("after")})
+	return q.Get("status"), page, err
+}
+
+// caseView measures a case against the floor that applies to it now.
+func (c *console) caseView(cs densemem.ConflictCase) caseView {
+	v := caseView{ConflictCase: cs, Floor: conflict.FloorAt(c.opts.Clock(), cs.ReviewDueAt)}
+	v.PostTTL = v.Floor == conflict.MajorityFloor
+	for _, p := range cs.Positions {
+		v.Total += p.CountedSourceGroups
+	}
+	bars := Bars{Title: "Counted source groups per position of " + cs.ConflictID, Floor: v.Floor}
+	for _, p := range cs.Positions {
+		pv := positionView{RecallPosition: p, Name: positionName(p), Shortfall: v.Floor.Shortfall(p.CountedSourceGroups, v.Total),
+			Preferred: p.PositionID == cs.PreferredPositionID}
+		if v.Total > 0 {
+			pv.Share = float64(p.CountedSourceGroups) / float64(v.Total)
+		}
+		v.Positions = append(v.Positions, pv)
+		bars.Bars = append(bars.Bars, Bar{Label: pv.Name, Groups: p.CountedSourceGroups, Needed: p.CountedSourceGroups + pv.Shortfall,
+			Preferred: pv.Preferred})
+	}
+	v.Bars = DrawBars(bars)
+	return v
+}
+
+// positionName is a position as a reader names it: its object, "not" before a negative one.
+func positionName(p densemem.RecallPosition) string {
+	name := p.Object.Name
+	if name == "" {
+		name = string(p.Object.EntityID)
+	}
+	if p.Polarity == "-" {
+		name = "not " + name
+	}
+	return name
+}
+
+// caseBody is one case's page: the case, its bars and a page of its events.
+type caseBody struct {
+	Case       caseView
+	Events     []densemem.TraceConflictEvent
+	EventsNote string
+	Next       string
+	Members    []densemem.RelationshipID
+}
+
+// casePage shows one case: its positions against the floor and a page of its event history (read
+// through Trace of its first member, which pages a case's events).
+func (c *console) casePage(rq *request) error {
+	id := rq.r.PathValue("id")
+	cs, err := c.client.Conflict(rq.ctx, rq.principal, id)
+	if err != nil {
+		return err
+	}
+	body := caseBody{Case: c.caseView(*cs)}
+	for _, p := range cs.Positions {
+		body.Members = append(body.Members, p.RelationshipIDs...)
+	}
+	if len(body.Members) == 0 {
+		body.EventsNote = "The case has no members left to read its events through."
+		return rq.show("case", "Case "+id, "cases", body)
+	}
+	list := densemem.TraceConflictEventsList(id)
+	req := densemem.TraceRequest{RelationshipID: body.Members[0], Limit: c.opts.PageSize}
+	if after := rq.r.URL.Query().Get("after"); after != "" {
+		req.After = map[string]string{list: after}
+	}
+	tr, err := c.client.Trace(rq.ctx, rq.principal, req)
+	if err != nil {
+		return err
+	}
+	body.EventsNote = "This case is not on the first page of its member's cases; open a member's trace to page to it."
+	for _, tc := range tr.Conflicts {
+		if tc.ConflictID == id {
+			body.Events, body.EventsNote = tc.Events, ""
+		}
+	}
+	for _, t := range tr.Truncated {
+		if t.List == list {
+			body.Next = t.NextAfter
+		}
+	}
+	return rq.show("case", "Case "+id, "cases", body)
+}
