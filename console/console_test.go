@@ -73,7 +73,7 @@ func TestPages(t *testing.T) {
 		t.Error("the trace page has a script")
 	}
 	s.page("/relationships/"+string(s.aliceMain), "superseded", "conflict_resolved", "corrects", `id="lineage"`)
-	s.page("/relationships/"+string(s.aliceMain)+"/timeline", `id="timeline"`, "cutoff 2026-01-01", "superseded", string(s.bob.ProfileID), string(s.carol.ProfileID))
+	s.page("/relationships/"+string(s.aliceMain)+"/timeline", `id="timeline"`, "cutoff 2026-01-01", "superseded", "bob: production deploys_from release", "carol: production")
 	s.page("/relationships/"+string(s.splitInto), "split", string(s.splitFrom))
 	s.page("/nightly", s.resolved, s.overdue, "release")
 	s.page("/search?q=production+deploys", "release", "current")
@@ -127,7 +127,7 @@ func TestIsolation(t *testing.T) {
 func TestProfileToken(t *testing.T) {
 	s := seed(t)
 	status, body := s.get(aliceToken, "/review")
-	if status != http.StatusOK || !strings.Contains(body, string(s.held)) || !strings.Contains(body, "signed in as "+string(s.alice.ProfileID)) {
+	if status != http.StatusOK || !strings.Contains(body, string(s.held)) || !strings.Contains(body, "signed in as alice") {
 		t.Errorf("alice's review page: %d, want her held item", status)
 	}
 	if status, _ := s.get(aliceToken, "/review?profile="+string(s.bob.ProfileID)); status != http.StatusForbidden {

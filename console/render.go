@@ -52,6 +52,7 @@ var funcs = template.FuncMap{
 		}
 		return stamp(*t)
 	},
+	"who": func(id densemem.ProfileID) string { return string(id) },
 	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"join": func(ids []densemem.ProfileID) string {
 		s := make([]string, len(ids))
@@ -85,10 +86,18 @@ type pageData struct {
 	Body  any
 }
 
-// render executes view into a buffer first, so a template error never sends half a page.
-func (c *console) render(w http.ResponseWriter, status int, view string, d pageData) {
+// render executes view into a buffer first, so a template error never sends half a page. who names
+// profiles (nil: by their IDs).
+func (c *console) render(w http.ResponseWriter, status int, view string, d pageData, who ...func(densemem.ProfileID) string) {
 	var buf bytes.Buffer
-	if err := c.views[view].Execute(&buf, d); err != nil {
+	t := c.views[view]
+	if len(who) > 0 {
+		var err error
+		if t, err = t.Clone(); err == nil {
+			t = t.Funcs(template.FuncMap{"who": who[0]})
+		}
+	}
+	if err := t.Execute(&buf, d); err != nil {
 		c.opts.Logger.Error("console: render", "view", view, "err", err)
 		http.Error(w, "the page could not be drawn", http.StatusInternalServerError)
 		return
@@ -105,7 +114,29 @@ type request struct {
 	r         *http.Request
 	c         *console
 	principal densemem.Principal
+	names     map[densemem.ProfileID]string
 }
+
+// who names a profile of the team by its name, read once per request (the first page of
+// ListProfiles, Limits.MaxPageItems of them; a profile past it is named by its ID).
+func (rq *request) who(id densemem.ProfileID) string {
+	if rq.names == nil {
+		rq.names = map[densemem.ProfileID]string{}
+		page, err := rq.c.client.ListProfiles(rq.ctx, rq.principal, densemem.ListProfilesRequest{Limit: maxProfileNames})
+		if err == nil {
+			for _, p := range page.Profiles {
+				rq.names[p.ProfileID] = p.Name
+			}
+		}
+	}
+	if n, ok := rq.names[id]; ok && n != "" {
+		return n
+	}
+	return string(id)
+}
+
+// maxProfileNames is the one page of profiles a request reads to name them.
+const maxProfileNames = 500
 
 // show renders a page of the principal's team.
 func (rq *request) show(view, title, nav string, body any) error {
@@ -113,7 +144,10 @@ func (rq *request) show(view, title, nav string, body any) error {
 	if rq.principal.Host {
 		who = "host"
 	}
-	rq.c.render(rq.w, http.StatusOK, view, pageData{Title: title, Who: who, Team: rq.principal.TeamID, Nav: nav, Body: body})
+	if !rq.principal.Host {
+		who = rq.who(rq.principal.ProfileID)
+	}
+	rq.c.render(rq.w, http.StatusOK, view, pageData{Title: title, Who: who, Team: rq.principal.TeamID, Nav: nav, Body: body}, rq.who)
 	return nil
 }
 

@@ -78,7 +78,7 @@ func DrawBars(b Bars) template.HTML {
 		if bar.Preferred {
 			fill = "#2e7d4f"
 		}
-		d.text(left-8, y+17, "end", "label", bar.Label)
+		d.text(left-8, y+17, "end", "label", clip(bar.Label, 22))
 		d.add(`<rect x="%.1f" y="%.1f" width="%.1f" height="22" fill="%s"/>`, left, y+3, float64(bar.Groups)*unit, fill)
 		d.text(left+float64(bar.Groups)*unit+6, y+18, "start", "value", fmt.Sprintf("%d", bar.Groups))
 		if bar.Needed > bar.Groups {
@@ -139,7 +139,7 @@ func (t Timeline) span() (time.Time, time.Time) {
 // DrawTimeline draws t: per relationship, a thick bar for its validity in the world and a thin bar
 // below for the time the system held it, a cross where it was closed, and the cutoff as a line.
 func DrawTimeline(t Timeline) template.HTML {
-	const left, width, rowH, top = 170.0, 520.0, 44.0, 30.0
+	const left, width, rowH, top = 270.0, 620.0, 44.0, 52.0
 	lo, hi := t.span()
 	x := func(at time.Time) float64 { return left + width*float64(at.Sub(lo))/float64(hi.Sub(lo)) }
 	xp := func(at *time.Time, open float64) float64 {
@@ -149,25 +149,33 @@ func DrawTimeline(t Timeline) template.HTML {
 		return x(*at)
 	}
 	height := int(top + rowH*float64(len(t.Rows)) + 34)
-	d := newSVG(int(left+width+20), height, t.Title, "timeline", timelineDesc(t))
-	d.text(left, 14, "start", "axis", lo.UTC().Format(time.DateOnly))
-	d.text(left+width, 14, "end", "axis", hi.UTC().Format(time.DateOnly))
+	d := newSVG(int(left+width+110), height, t.Title, "timeline", timelineDesc(t))
+	d.add(`<rect x="%.1f" y="4" width="14" height="10" fill="#5b7db1"/>`, left)
+	d.text(left+18, 13, "start", "note", "true in the world")
+	d.add(`<rect x="%.1f" y="6" width="14" height="6" fill="#8a8a8a"/>`, left+140)
+	d.text(left+158, 13, "start", "note", "held by the system (× closed)")
+	for i := 0; i <= 5; i++ {
+		at := lo.Add(time.Duration(float64(hi.Sub(lo)) * float64(i) / 5))
+		tx := x(at)
+		d.add(`<line x1="%.1f" y1="34" x2="%.1f" y2="%d" stroke="#e3e6eb" stroke-width="1"/>`, tx, tx, height-16)
+		d.text(tx, 30, "middle", "axis", at.UTC().Format(time.DateOnly))
+	}
 	for i, r := range t.Rows {
 		y := top + rowH*float64(i)
-		d.text(left-8, y+14, "end", "label", r.Label)
+		d.text(left-8, y+14, "end", "label", clip(r.Label, 40))
 		vx1, vx2 := xp(r.ValidFrom, left), xp(r.ValidTo, left+width)
 		d.add(`<rect class="valid" x="%.1f" y="%.1f" width="%.1f" height="14" fill="#5b7db1"/>`, vx1, y+2, max(vx2-vx1, 2))
 		kx1, kx2 := x(r.LearntAt), xp(r.ClosedAt, x(t.Now))
-		d.add(`<rect class="known" x="%.1f" y="%.1f" width="%.1f" height="6" fill="#8a8a8a"/>`, kx1, y+22, max(kx2-kx1, 2))
+		d.add(`<rect class="known" x="%.1f" y="%.1f" width="%.1f" height="7" fill="#8a8a8a"/>`, kx1, y+21, max(kx2-kx1, 3))
 		if r.ClosedAt != nil {
 			cx := x(*r.ClosedAt)
-			d.add(`<path d="M%.1f %.1f l8 8 m0 -8 l-8 8" stroke="#b3261e" stroke-width="2"/>`, cx-4, y+21)
-			d.text(cx+7, y+30, "start", "note", r.ClosedBy)
+			d.add(`<path d="M%.1f %.1f l8 8 m0 -8 l-8 8" stroke="#b3261e" stroke-width="2"/>`, cx-4, y+20)
+			d.text(cx+8, y+28, "start", "note", r.ClosedBy)
 		}
 	}
 	if t.Cutoff != nil {
 		cx := x(*t.Cutoff)
-		d.add(`<line x1="%.1f" y1="20" x2="%.1f" y2="%d" stroke="#2e7d4f" stroke-dasharray="6 3" stroke-width="2"/>`, cx, cx, height-12)
+		d.add(`<line x1="%.1f" y1="36" x2="%.1f" y2="%d" stroke="#2e7d4f" stroke-dasharray="6 3" stroke-width="2"/>`, cx, cx, height-14)
 		d.text(cx, float64(height-2), "middle", "floor", "cutoff "+t.Cutoff.UTC().Format(time.DateOnly))
 	}
 	return d.html()
@@ -215,7 +223,7 @@ type LineageEdge struct {
 // DrawLineage draws g: the centre in the middle, relationships with an arrow into it on the left,
 // those it points to on the right, each a link to its trace.
 func DrawLineage(g Lineage) template.HTML {
-	const w, nodeW, nodeH, rowH = 760.0, 210.0, 40.0, 56.0
+	const w, nodeW, nodeH, rowH = 1000.0, 260.0, 40.0, 56.0
 	var in, out []LineageNode
 	kinds := map[string]string{}
 	for _, e := range g.Edges {
@@ -253,6 +261,15 @@ func DrawLineage(g Lineage) template.HTML {
 	return d.html()
 }
 
+// clip shortens s to n characters, marking the cut.
+func clip(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
+}
+
 func joinKind(a, b string) string {
 	if a == "" || strings.Contains(a, b) {
 		return a + b
@@ -274,7 +291,7 @@ func (d *svgDoc) node(x, y, w, h float64, n LineageNode, center bool) {
 		d.add(`<a href="%s">`, esc(n.Href))
 	}
 	d.add(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="6" fill="%s" stroke="%s" stroke-width="1.5"/>`, x, y, w, h, fill, stroke)
-	d.text(x+w/2, y+16, "middle", "label", n.Label)
+	d.text(x+w/2, y+16, "middle", "label", clip(n.Label, int(w/7)))
 	d.text(x+w/2, y+32, "middle", "note", n.ID)
 	if n.Href != "" {
 		d.add(`</a>`)

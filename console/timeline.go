@@ -64,7 +64,7 @@ func (c *console) timelinePage(rq *request) error {
 		if r.Subject.EntityID != key.Subject.EntityID || r.Predicate != key.Predicate || r.Scope != key.Scope {
 			continue
 		}
-		t.Rows = append(t.Rows, timelineRow(other))
+		t.Rows = append(t.Rows, timelineRow(other, rq.who))
 	}
 	body.Picture = t
 	body.Drawn = DrawTimeline(t)
@@ -73,9 +73,9 @@ func (c *console) timelinePage(rq *request) error {
 
 // timelineRow is one relationship's validity and the interval the system held it current: from its
 // creation to its first transition out of active or review.
-func timelineRow(tr *densemem.TraceResult) TimelineRow {
+func timelineRow(tr *densemem.TraceResult, who func(densemem.ProfileID) string) TimelineRow {
 	r := tr.Relationship
-	row := TimelineRow{Label: statement(r.RelationshipSummary), ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, LearntAt: r.CreatedAt}
+	row := TimelineRow{Label: statement(r.RelationshipSummary, who), ValidFrom: r.ValidFrom, ValidTo: r.ValidTo, LearntAt: r.CreatedAt}
 	for _, t := range tr.Transitions {
 		switch t.ToStatus {
 		case "superseded", "retracted", "rejected":

@@ -40,7 +40,7 @@ func (c *console) tracePage(rq *request) error {
 	if err != nil {
 		return err
 	}
-	body := traceBody{T: tr, Lineage: DrawLineage(lineage(tr))}
+	body := traceBody{T: tr, Lineage: DrawLineage(lineage(tr, rq.who))}
 	for _, e := range tr.Evidence {
 		body.Evidence = append(body.Evidence, splitSpan(e))
 	}
@@ -67,18 +67,18 @@ func splitSpan(e densemem.TraceEvidence) evidenceView {
 // lineage is the graph one hop around a traced relationship: its cross-references both ways, and
 // the relationships its transitions name (what superseded it, what it was split or merged into or
 // re-derived from).
-func lineage(tr *densemem.TraceResult) Lineage {
+func lineage(tr *densemem.TraceResult, who func(densemem.ProfileID) string) Lineage {
 	r := tr.Relationship
 	center := string(r.RelationshipID)
-	g := Lineage{Title: "Lineage of " + center, Center: LineageNode{ID: center, Label: statement(r.RelationshipSummary)}}
+	g := Lineage{Title: "Lineage of " + center, Center: LineageNode{ID: center, Label: statement(r.RelationshipSummary, who)}}
 	labels := map[string]string{}
 	for _, n := range tr.Neighbours {
-		labels[string(n.RelationshipID)] = statement(n)
+		labels[string(n.RelationshipID)] = statement(n, who)
 	}
 	for _, cs := range tr.Conflicts {
 		for _, p := range cs.Positions {
 			for _, m := range p.Members {
-				labels[string(m.RelationshipID)] = string(m.OwnerProfileID) + ": " + p.Object.Name
+				labels[string(m.RelationshipID)] = who(m.OwnerProfileID) + ": " + p.Object.Name
 			}
 		}
 	}
@@ -115,12 +115,12 @@ func lineage(tr *densemem.TraceResult) Lineage {
 }
 
 // statement is a relationship as a short sentence: owner, subject, predicate, object.
-func statement(s densemem.RelationshipSummary) string {
+func statement(s densemem.RelationshipSummary, who func(densemem.ProfileID) string) string {
 	neg := ""
 	if s.Polarity == "-" {
 		neg = "not "
 	}
-	return string(s.OwnerProfileID) + ": " + s.Subject.Name + " " + s.Predicate + " " + neg + s.Object.Name
+	return who(s.OwnerProfileID) + ": " + s.Subject.Name + " " + s.Predicate + " " + neg + s.Object.Name
 }
 
 func labelOr(s, def string) string {
