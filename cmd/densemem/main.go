@@ -1,6 +1,7 @@
 // Command densemem is the operator's tool for a Dense-Mem database: migrate it, administer teams,
 // profiles, predicates and policies as the host, run and inspect the nightly Conflict review and the
-// review items, read a relationship's trace or a conflict case, and serve the MCP adapter.
+// review items, read a relationship's trace or a conflict case, serve the MCP adapter and the
+// operator console.
 //
 //	densemem migrate up|down|redo|status|validate|version
 //	densemem team create|list
@@ -14,6 +15,7 @@
 //	densemem case --team T CONFLICT_ID
 //	densemem trace --team T RELATIONSHIP_ID
 //	densemem mcp --stdio --team T --profile P | --http ADDR --tokens FILE
+//	densemem ui --tokens FILE [--http ADDR]   (the operator console, read-only)
 //	densemem version
 //
 // Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL; without
@@ -121,6 +123,7 @@ func init() {
 		{"case", "show a conflict case with its positions and events", (*cli).showCase},
 		{"trace", "show a relationship's lineage", (*cli).trace},
 		{"mcp", "serve the MCP adapter (stdio for one principal, or HTTP with bearer tokens)", (*cli).mcp},
+		{"ui", "serve the read-only operator console on --http for the principals of a token file", (*cli).ui},
 		{"version", "print this build's version and the migration it needs", (*cli).version},
 	}
 }

@@ -70,7 +70,7 @@ func (c *cli) mcp(ctx context.Context, args []string) error {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: *headerTimeout, IdleTimeout: *idleTimeout, MaxHeaderBytes: maxHeaderBytes}
-	return c.serveHTTP(ctx, srv, *addr)
+	return c.serveHTTP(ctx, srv, *addr, "mcp")
 }
 
 // mcpHash is what mcp --hash-token --json prints.
@@ -122,13 +122,13 @@ func startupFix(err error) error {
 	return err
 }
 
-// serveHTTP serves srv on addr until ctx is done.
-func (c *cli) serveHTTP(ctx context.Context, srv *http.Server, addr string) error {
+// serveHTTP serves srv on addr until ctx is done; name is the subcommand, for its first line.
+func (c *cli) serveHTTP(ctx context.Context, srv *http.Server, addr, name string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stderr, "densemem mcp: serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(c.stderr, "densemem %s: serving on http://%s\n", name, ln.Addr())
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
