@@ -28,23 +28,11 @@ func (c *cli) ui(ctx context.Context, args []string) error {
 	if *hash != "" {
 		return c.print(mcpHash{TokenSHA256: console.HashToken(*hash)}, func() { fmt.Fprintln(c.stdout, console.HashToken(*hash)) })
 	}
-	if err := required(map[string]string{"tokens": *tokensPath}); err != nil {
-		return err
-	}
-	tokens, err := console.LoadTokens(*tokensPath)
-	if err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *s.url, "")
+	tokens, client, done, err := c.tokenClient(ctx, *s.url, *tokensPath, console.LoadTokens, checkConsolePrincipal)
 	if err != nil {
 		return err
 	}
 	defer done()
-	for i, p := range tokens.Principals() {
-		if err := checkConsolePrincipal(ctx, client, p); err != nil {
-			return fmt.Errorf("token file entry %d: %w", i, err)
-		}
-	}
 	h, err := console.Handler(client, &console.Options{Tokens: tokens, SessionTimeout: *sessionTimeout, SecureCookies: *secure,
 		Logger: c.logger()})
 	if err != nil {
