@@ -115,11 +115,9 @@ type caseBody struct {
 	Events     []densemem.TraceConflictEvent
 	EventsNote string
 	Next       string
-	Members    []densemem.RelationshipID
 }
 
-// casePage shows one case: its positions against the floor and a page of its event history (read
-// through Trace of its first member, which pages a case's events).
+// casePage shows one case: its positions against the floor and a page of its event history.
 func (c *console) casePage(rq *request) error {
 	id := rq.r.PathValue("id")
 	cs, err := c.client.Conflict(rq.ctx, rq.principal, id)
@@ -127,32 +125,13 @@ func (c *console) casePage(rq *request) error {
 		return err
 	}
 	body := caseBody{Case: c.caseView(*cs)}
-	for _, p := range cs.Positions {
-		body.Members = append(body.Members, p.RelationshipIDs...)
-	}
-	if len(body.Members) == 0 {
-		body.EventsNote = "The case has no members left to read its events through."
-		return rq.show("case", "Case "+id, "cases", body)
-	}
-	list := densemem.TraceConflictEventsList(id)
-	req := densemem.TraceRequest{RelationshipID: body.Members[0], Limit: c.opts.PageSize}
-	if after := rq.r.URL.Query().Get("after"); after != "" {
-		req.After = map[string]string{list: after}
-	}
-	tr, err := c.client.Trace(rq.ctx, rq.principal, req)
+	events, next, found, err := c.caseEvents(rq, *cs, rq.r.URL.Query().Get("after"))
 	if err != nil {
 		return err
 	}
-	body.EventsNote = "This case is not on the first page of its member's cases; open a member's trace to page to it."
-	for _, tc := range tr.Conflicts {
-		if tc.ConflictID == id {
-			body.Events, body.EventsNote = tc.Events, ""
-		}
-	}
-	for _, t := range tr.Truncated {
-		if t.List == list {
-			body.Next = t.NextAfter
-		}
+	body.Events, body.Next = events, next
+	if !found {
+		body.EventsNote = "The events of this case are read through a member's trace: open a member's trace to page to them."
 	}
 	return rq.show("case", "Case "+id, "cases", body)
 }

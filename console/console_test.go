@@ -75,7 +75,7 @@ func TestPages(t *testing.T) {
 	s.page("/relationships/"+string(s.aliceMain), "superseded", "conflict_resolved", "corrects", `id="lineage"`)
 	s.page("/relationships/"+string(s.aliceMain)+"/timeline", `id="timeline"`, "cutoff 2026-01-01", "superseded", "bob: production deploys_from release", "carol: production")
 	s.page("/relationships/"+string(s.splitInto), "split", string(s.splitFrom))
-	s.page("/nightly", s.resolved, s.overdue, "release")
+	s.page("/nightly", s.resolved, s.overdue, "release", "Run of 2026-01-13", "post_ttl_majority_floor_met", "overdue_no_qualifying_position")
 	s.page("/search?q=production+deploys", "release", "current")
 	s.page("/search?q=production+deploys&valid_at=2025-09-01", "main")
 	if status, body := s.get(hostToken, "/search?q=x&valid_at=yesterday"); status != http.StatusBadRequest || !strings.Contains(body, "valid_at") {

@@ -41,33 +41,6 @@ func (c *console) reviewPage(rq *request) error {
 	return rq.show("review", "Open review items", "review", body)
 }
 
-// nightlyBody is one page of the cases the nightly review decided or marked overdue.
-type nightlyBody struct {
-	Status string
-	Cases  []densemem.ConflictCase
-	Next   string
-}
-
-// nightlyStatuses maps the nightly page's filter to ListConflicts' statuses: what the reviewer
-// resolved, dismissed or marked overdue.
-var nightlyStatuses = map[string][]string{
-	"":          {densemem.ConflictStatusOverdue, densemem.ConflictStatusResolved, densemem.ConflictStatusDismissed},
-	"resolved":  {densemem.ConflictStatusResolved},
-	"dismissed": {densemem.ConflictStatusDismissed},
-	"overdue":   {densemem.ConflictStatusOverdue},
-}
-
-// nightlyPage lists a page of the cases the nightly review resolved, dismissed or marked overdue
-// (decision 214: the library keeps no per-run report; each run's report goes to the host's
-// scheduler).
-func (c *console) nightlyPage(rq *request) error {
-	status, page, err := c.listCases(rq, nightlyStatuses, "resolved, dismissed, overdue, or none for all three")
-	if err != nil {
-		return err
-	}
-	return rq.show("nightly", "Nightly review", "nightly", nightlyBody{Status: status, Cases: page.Conflicts, Next: page.NextAfter})
-}
-
 // searchBody is the search form and, when a query was given, Recall's answer.
 type searchBody struct {
 	Query, ValidAt, KnownAt string
