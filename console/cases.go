@@ -2,18 +2,21 @@ package console
 
 import (
 	"html/template"
+	"slices"
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/conflict"
 )
 
-// caseStatuses maps the cases page's status filter to ListConflicts' statuses.
-var caseStatuses = map[string][]string{
-	"":          {densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen},
-	"overdue":   {densemem.ConflictStatusOverdue},
-	"open":      {densemem.ConflictStatusOpen},
-	"resolved":  {densemem.ConflictStatusResolved},
-	"dismissed": {densemem.ConflictStatusDismissed},
+// statusFilter returns a page's status filter: no status means statuses (the page's default), a
+// status name itself.
+func statusFilter(status string, statuses ...string) ([]string, bool) {
+	if status == "" {
+		return statuses, true
+	}
+	known := []string{densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen, densemem.ConflictStatusResolved,
+		densemem.ConflictStatusDismissed}
+	return []string{status}, slices.Contains(known, status)
 }
 
 // casesBody is the cases page: one page of cases under the policy in force.
@@ -48,7 +51,7 @@ type positionView struct {
 
 // casesPage lists a page of the team's cases of one status filter (open and overdue by default).
 func (c *console) casesPage(rq *request) error {
-	status, page, err := c.listCases(rq, caseStatuses, "open, overdue, resolved, dismissed, or none for open and overdue")
+	status, page, err := c.listCases(rq, "open and overdue", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen)
 	if err != nil {
 		return err
 	}
@@ -63,12 +66,13 @@ func (c *console) casesPage(rq *request) error {
 	return rq.show("cases", "Conflict cases", "cases", body)
 }
 
-// listCases reads the page of cases the request's status filter (one of filters) and cursor name.
-func (c *console) listCases(rq *request, filters map[string][]string, known string) (string, *densemem.ListConflictsResponse, error) {
+// listCases reads the page of cases the request's status filter and cursor name; without a status,
+// of the page's default statuses (named def).
+func (c *console) listCases(rq *request, def string, defaults ...string) (string, *densemem.ListConflictsResponse, error) {
 	q := rq.r.URL.Query()
-	statuses, ok := filters[q.Get("status")]
+	statuses, ok := statusFilter(q.Get("status"), defaults...)
 	if !ok {
-		return "", nil, badInput("status", "unknown status filter: one of "+known)
+		return "", nil, badInput("status", "unknown status filter: one of open, overdue, resolved, dismissed, or none for "+def)
 	}
 	page, err := c.client.ListConflicts(rq.ctx, rq.principal, densemem.ListConflictsRequest{Status: statuses,
 		Limit: c.opts.PageSize, After: q.Get("after")})

@@ -12,16 +12,6 @@ import (
 // attempt of a run date (it stays due; the next run date tries again).
 const reasonExhausted = "max_attempts_exhausted"
 
-// nightlyStatuses maps the nightly page's filter to ListConflicts' statuses.
-var nightlyStatuses = map[string][]string{
-	"": {densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen, densemem.ConflictStatusResolved,
-		densemem.ConflictStatusDismissed},
-	"resolved":  {densemem.ConflictStatusResolved},
-	"dismissed": {densemem.ConflictStatusDismissed},
-	"overdue":   {densemem.ConflictStatusOverdue},
-	"open":      {densemem.ConflictStatusOpen},
-}
-
 // nightlyBody is the nightly page: the reviewer's events of one page of cases, by run date, newest
 // first, and the cases themselves.
 type nightlyBody struct {
@@ -48,7 +38,8 @@ type runCase struct {
 // run's report goes to the host's scheduler). Each case's events are read through Trace of its
 // first member, one call per case of the page.
 func (c *console) nightlyPage(rq *request) error {
-	status, page, err := c.listCases(rq, nightlyStatuses, "resolved, dismissed, overdue, open, or none for all")
+	status, page, err := c.listCases(rq, "all four", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen,
+		densemem.ConflictStatusResolved, densemem.ConflictStatusDismissed)
 	if err != nil {
 		return err
 	}
