@@ -3,6 +3,7 @@ package console_test
 import (
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -74,7 +75,7 @@ func TestPages(t *testing.T) {
 	}
 	s.page("/relationships/"+string(s.aliceMain), "superseded", "conflict_resolved", "corrects", `id="lineage"`)
 	s.page("/relationships/"+string(s.aliceMain)+"/timeline", `id="timeline"`, "cutoff 2026-01-01", "superseded", "bob: production deploys_from release", "carol: production")
-	s.page("/relationships/"+string(s.splitInto), "split", string(s.splitFrom))
+	s.page("/relationships/"+string(s.splitInto), "split", string(s.splitFrom), "alice: Mark works_on Billing (retracted)")
 	s.page("/nightly", s.resolved, s.overdue, "release", "Run of 2026-01-13", "post_ttl_majority_floor_met", "overdue_no_qualifying_position")
 	s.page("/search?q=production+deploys", "release", "current")
 	s.page("/search?q=production+deploys&valid_at=2025-09-01", "main")
@@ -191,4 +192,45 @@ func TestBrowserSession(t *testing.T) {
 		t.Errorf("after sign-out: %d, want 401", status)
 	}
 	_ = time.Now
+}
+
+// TestPaging: with one item a page, every list links to its next page with the API's cursor, and
+// the next page holds the rest.
+func TestPaging(t *testing.T) {
+	s := seed(t)
+	tokens, err := console.NewTokenStore([]console.Token{{TokenSHA256: console.HashToken(hostToken), TeamID: s.team, Host: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := console.Handler(s.client, &console.Options{Tokens: tokens, Clock: s.clock.Now, PageSize: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.server = httptest.NewServer(h)
+	t.Cleanup(s.server.Close)
+	first := s.page("/nightly", "Next page")
+	next := nextLink(t, first, `/nightly?after=`)
+	second := s.page(next)
+	if strings.Contains(first, s.resolved) == strings.Contains(second, s.resolved) {
+		t.Errorf("the resolved case is on both pages or on neither")
+	}
+	trace := s.page("/relationships/"+string(s.aliceMain), "Next page of transitions")
+	more := s.page(nextLink(t, trace, "/relationships/"+string(s.aliceMain)+"?after.transitions="), "superseded")
+	if strings.Contains(more, "Next page of transitions") {
+		t.Error("the second page of two transitions links to a third")
+	}
+	if _, err := console.Handler(s.client, &console.Options{}); err == nil {
+		t.Error("Handler without tokens: want an error")
+	}
+}
+
+// nextLink returns the href in body that starts with prefix, unescaped.
+func nextLink(t *testing.T, body, prefix string) string {
+	t.Helper()
+	i := strings.Index(body, `href="`+prefix)
+	if i < 0 {
+		t.Fatalf("no link to %s", prefix)
+	}
+	href := body[i+len(`href="`):]
+	return strings.ReplaceAll(href[:strings.Index(href, `"`)], "&amp;", "&")
 }

@@ -52,15 +52,9 @@ var funcs = template.FuncMap{
 		}
 		return stamp(*t)
 	},
-	"who": func(id densemem.ProfileID) string { return string(id) },
-	"pct": func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
-	"join": func(ids []densemem.ProfileID) string {
-		s := make([]string, len(ids))
-		for i, id := range ids {
-			s[i] = string(id)
-		}
-		return strings.Join(s, ", ")
-	},
+	"who":  func(id densemem.ProfileID) string { return string(id) },
+	"span": span,
+	"pct":  func(f float64) string { return fmt.Sprintf("%.0f%%", f*100) },
 	"query": func(kv ...string) template.URL {
 		q := url.Values{}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -70,6 +64,18 @@ var funcs = template.FuncMap{
 		}
 		return template.URL("?" + q.Encode())
 	},
+}
+
+// span is a duration as a reader says it: whole days as days, else Go's spelling.
+func span(d time.Duration) string {
+	const day = 24 * time.Hour
+	switch {
+	case d == day:
+		return "1 day"
+	case d > 0 && d%day == 0:
+		return fmt.Sprintf("%d days", d/day)
+	}
+	return d.String()
 }
 
 // stamp is a time as the console shows it: UTC to the second.

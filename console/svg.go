@@ -65,6 +65,7 @@ func DrawBars(b Bars) template.HTML {
 	for _, bar := range b.Bars {
 		scale = max(scale, float64(bar.Groups), float64(bar.Needed))
 	}
+	scale *= 1.3 // room right of the longest bar and the floor for their labels
 	unit := (width - 20) / scale
 	height := int(top + rowH*float64(len(b.Bars)) + 30)
 	desc := fmt.Sprintf("Floor: at least %d groups and more than %.0f%% of them.", b.Floor.Groups, b.Floor.Share*100)
@@ -301,6 +302,9 @@ func (d *svgDoc) node(x, y, w, h float64, n LineageNode, center bool) {
 func lineageDesc(g Lineage) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "Lineage of %s (%s).", g.Center.ID, g.Center.Label)
+	for _, n := range g.Nodes {
+		fmt.Fprintf(&b, " %s: %s.", n.ID, n.Label)
+	}
 	for _, e := range g.Edges {
 		fmt.Fprintf(&b, " %s %s %s.", e.From, e.Kind, e.To)
 	}

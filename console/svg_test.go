@@ -88,3 +88,11 @@ func TestClip(t *testing.T) {
 		t.Errorf("clip = %q", got)
 	}
 }
+
+func TestSpan(t *testing.T) {
+	for d, want := range map[time.Duration]string{7 * 24 * time.Hour: "7 days", 24 * time.Hour: "1 day", 36 * time.Hour: "36h0m0s"} {
+		if got := span(d); got != want {
+			t.Errorf("span(%s) = %q, want %q", d, got, want)
+		}
+	}
+}

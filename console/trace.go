@@ -40,7 +40,11 @@ func (c *console) tracePage(rq *request) error {
 	if err != nil {
 		return err
 	}
-	body := traceBody{T: tr, Lineage: DrawLineage(lineage(tr, rq.who))}
+	g := lineage(tr, rq.who)
+	if err := c.labelLineage(rq, &g); err != nil {
+		return err
+	}
+	body := traceBody{T: tr, Lineage: DrawLineage(g)}
 	for _, e := range tr.Evidence {
 		body.Evidence = append(body.Evidence, splitSpan(e))
 	}
@@ -91,7 +95,7 @@ func lineage(tr *densemem.TraceResult, who func(densemem.ProfileID) string) Line
 		}
 		if !seen[other] {
 			seen[other] = true
-			g.Nodes = append(g.Nodes, LineageNode{ID: other, Label: labelOr(labels[other], "relationship"), Href: "/relationships/" + other})
+			g.Nodes = append(g.Nodes, LineageNode{ID: other, Label: labels[other], Href: "/relationships/" + other})
 		}
 	}
 	for _, x := range tr.CrossReferences {
@@ -112,6 +116,31 @@ func lineage(tr *densemem.TraceResult, who func(densemem.ProfileID) string) Line
 		}
 	}
 	return g
+}
+
+// maxLineageLabels bounds the relationships of a lineage named by a Trace of their own: those the
+// traced relationship's page does not name (closed ones, which are not neighbours).
+const maxLineageLabels = 8
+
+// labelLineage names the nodes of g that have no label yet, one Trace each, the first
+// maxLineageLabels of them.
+func (c *console) labelLineage(rq *request, g *Lineage) error {
+	looked := 0
+	for i, n := range g.Nodes {
+		if n.Label != "" || looked == maxLineageLabels {
+			continue
+		}
+		looked++
+		tr, err := c.client.Trace(rq.ctx, rq.principal, densemem.TraceRequest{RelationshipID: densemem.RelationshipID(n.ID), Limit: 1})
+		if err != nil {
+			return err
+		}
+		g.Nodes[i].Label = statement(tr.Relationship.RelationshipSummary, rq.who) + " (" + string(tr.Relationship.Status) + ")"
+	}
+	for i := range g.Nodes {
+		g.Nodes[i].Label = labelOr(g.Nodes[i].Label, "relationship")
+	}
+	return nil
 }
 
 // statement is a relationship as a short sentence: owner, subject, predicate, object.
