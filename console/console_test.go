@@ -99,7 +99,8 @@ func TestIsolation(t *testing.T) {
 			t.Errorf("the other team's host GET %s: %d, want 404", path, status)
 		}
 	}
-	for _, path := range []string{"/cases", "/nightly", "/review", "/search?q=qa+deploys"} {
+	for _, path := range []string{"/cases", "/nightly", "/review", "/search?q=qa+deploys", "/review?profile=" + string(s.otherProfile),
+		"/cases?status=open", "/nightly?status=open"} {
 		if _, body := s.get(hostToken, path); strings.Contains(body, s.otherCase) || strings.Contains(body, string(s.otherRel)) {
 			t.Errorf("acme's %s shows the other team's rows", path)
 		}

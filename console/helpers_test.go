@@ -57,6 +57,7 @@ type seeded struct {
 	splitFrom, splitInto  densemem.RelationshipID
 	otherCase             string
 	otherRel              densemem.RelationshipID
+	otherProfile          densemem.ProfileID
 	handler               http.Handler
 	server                *httptest.Server
 }
@@ -72,7 +73,7 @@ func seed(t *testing.T) *seeded {
 	s.heldAndSplit()
 	s.other = s.newTeam("other")
 	o1, o2 := s.profile(s.other, "olga"), s.profile(s.other, "oscar")
-	s.otherRel = s.deploy(o1, "qa", "trunk", nil).RelationshipID
+	s.otherRel, s.otherProfile = s.deploy(o1, "qa", "trunk", nil).RelationshipID, o1.ProfileID
 	s.otherCase = s.deploy(o2, "qa", "legacy", nil).Conflict.ConflictID
 	tokens, err := console.NewTokenStore([]console.Token{
 		{TokenSHA256: console.HashToken(hostToken), TeamID: s.team, Host: true},
