@@ -77,8 +77,9 @@ const measure = `({text: document.querySelector('main').innerText,
 // TestBrowser signs in through the form in headless Chromium and reads every main page of the
 // seeded team: its content, every picture drawn with a non-zero box, the stylesheet applied.
 func TestBrowser(t *testing.T) {
+	t.Parallel()
+	tab := browser(t) // first: without Chromium, fail (or skip) before seeding
 	s := seed(t)
-	tab := browser(t)
 	if err := chromedp.Do(tab, chromedp.Navigate(s.server.URL+"/cases"), chromedp.SendKeys(chromedp.ID("token"), hostToken),
 		chromedp.Submit(chromedp.ID("token")), chromedp.WaitVisible(chromedp.CSS("article.case"))); err != nil {
 		t.Fatalf("signing in: %v", err)

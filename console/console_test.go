@@ -59,6 +59,7 @@ func (s *seeded) page(path string, wants ...string) string {
 
 // TestPages: every page shows what the seeded team holds, read through the API as its host.
 func TestPages(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	s.page("/cases", s.overdue, "staging", "overdue", "Policy in force", `id="bars"`)
 	if body := s.page("/cases"); strings.Contains(body, s.resolved) {
@@ -87,6 +88,7 @@ func TestPages(t *testing.T) {
 // TestIsolation: no page of one team shows another's rows, whatever ID the URL names, and every
 // page refuses a request without a known token.
 func TestIsolation(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	for _, path := range []string{"/cases/" + s.otherCase, "/relationships/" + string(s.otherRel),
 		"/relationships/" + string(s.otherRel) + "/timeline"} {
@@ -127,6 +129,7 @@ func TestIsolation(t *testing.T) {
 // TestProfileToken: a profile's token reads as that profile: its own review items, not another
 // profile's without the vocabulary scope.
 func TestProfileToken(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	status, body := s.get(aliceToken, "/review")
 	if status != http.StatusOK || !strings.Contains(body, string(s.held)) || !strings.Contains(body, "signed in as alice") {
@@ -140,6 +143,7 @@ func TestProfileToken(t *testing.T) {
 // TestBrowserSession: signing in with the form sets an HttpOnly, SameSite=Strict cookie bound to
 // the token's principal; it expires when idle, sign-out ends it, and a cross-site sign-in is refused.
 func TestBrowserSession(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	noRedirect := *s.server.Client()
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
@@ -198,6 +202,7 @@ func TestBrowserSession(t *testing.T) {
 // TestPaging: with one item a page, every list links to its next page with the API's cursor, and
 // the next page holds the rest.
 func TestPaging(t *testing.T) {
+	t.Parallel()
 	s := seed(t)
 	tokens, err := console.NewTokenStore([]console.Token{{TokenSHA256: console.HashToken(hostToken), TeamID: s.team, Host: true}})
 	if err != nil {
