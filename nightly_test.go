@@ -675,7 +675,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(e.ctx) }()
-			if _, err := tx.Exec(e.ctx, `SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)`, e.team); err != nil {
+			if _, err := tx.Exec(e.ctx, teamSQL, bindArgs(tx, e.bindingKey, e.team)...); err != nil {
 				t.Fatal(err)
 			}
 			_, err = tx.Exec(e.ctx, p.sql, p.args...)
@@ -717,7 +717,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				sql  string
 				args []any
 			}{
-				{`SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)`, []any{string(e.team)}},
+				{teamSQL, bindArgs(tx, e.bindingKey, e.team)},
 				{`UPDATE relationships SET status = 'superseded', valid_to = $2, version = version + 1, updated_at = $3
 					WHERE relationship_id = $1`, []any{s.A1, releaseCutoff, e.clock.Now()}},
 				{`INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status,

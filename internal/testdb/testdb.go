@@ -209,6 +209,10 @@ func AsRole(tb testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
 	// The library names its tables with their schema; without a search_path a statement that does
 	// not fails here as it would on a host's pool.
 	cfg.ConnConfig.RuntimeParams["search_path"] = "public"
+	// The settings a host's pool pins (postgres.PinConnParams): role defaults cannot change them.
+	for k, v := range migrations.ConnParams() {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	p, err := pgxpool.NewWithConfig(ctx, cfg)

@@ -47,6 +47,7 @@ type Store struct {
 	schema       string
 	quotedSchema string
 	texts        sync.Map // SQL text with schemaToken -> rewritten text
+	bindingKey   []byte   // the key of each transaction's team binding (Options.BindingKey)
 }
 
 var _ store.Store = (*Store)(nil)
@@ -60,6 +61,11 @@ type Options struct {
 	StatementTimeout time.Duration
 	// Schema is the PostgreSQL schema the migrations created the tables in (default DefaultSchema).
 	Schema string
+	// BindingKey is the key that binds each transaction to its team (migration 25): one of the keys
+	// the database holds (migrations.BindingKey reads the newest, migrations.RotateBindingKey adds
+	// one). Without it the database admits no team to the runtime and reviewer roles (every call is
+	// ErrMisconfigured); the owner role and superusers need none.
+	BindingKey []byte
 }
 
 // New returns a Store on an existing pool. The caller keeps ownership of the pool: Close leaves it
@@ -75,15 +81,36 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 	if opts != nil && opts.Schema != "" {
 		s.schema = opts.Schema
 	}
+	if opts != nil {
+		s.bindingKey = slices.Clone(opts.BindingKey)
+	}
 	s.quotedSchema = pgx.Identifier{s.schema}.Sanitize()
 	return s
 }
 
 // settingsSQL opens every transaction, right behind its BEGIN in the same round trip: the call's
-// statement timeout ($1), generic plans (see genericPlansSQL) and the team ($2) whose rows row-level
-// security admits for the runtime and reviewer roles.
+// statement timeout ($1), generic plans (see genericPlansSQL), the team ($2) whose rows row-level
+// security admits for the runtime and reviewer roles and its binding ($3, which sendOn fills in:
+// SessionBinding for the connection's backend), and the settings the library relies on, pinned so
+// that a role's or database's defaults (ALTER ROLE ... SET, which a role may run on itself) cannot
+// take it down: no lock or idle timeout but the statement's, row-level security on. (search_path is
+// left alone: every statement names its relations and functions by schema, and a per-transaction
+// search_path would make every cached plan stale at the next transaction.) Queue it with its first
+// two arguments only.
 const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
-	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true)"
+	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true), " +
+	"set_config('densemem.binding', $3, true), set_config('lock_timeout', '0', true), " +
+	"set_config('idle_in_transaction_session_timeout', '0', true), set_config('row_security', 'on', true)"
+
+// bind completes the arguments of a queued settingsSQL (timeout, team) with the team's binding for
+// the backend pid.
+func (s *Store) bind(args []any, pid uint32) []any {
+	if len(args) != 2 {
+		return args
+	}
+	team, _ := args[1].(identity.TeamID)
+	return append(args, SessionBinding(s.bindingKey, team, pid))
+}
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
 func (s *Store) statementTimeout(ctx context.Context) string {
@@ -99,9 +126,9 @@ func (s *Store) statementTimeout(ctx context.Context) string {
 func (s *Store) send(ctx context.Context, team identity.TeamID, b *pgx.Batch, write bool) error {
 	full := &pgx.Batch{}
 	if write {
-		full.Queue("BEGIN")
+		full.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE")
 	} else {
-		full.Queue("BEGIN READ ONLY")
+		full.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY")
 	}
 	full.Queue(settingsSQL, s.statementTimeout(ctx), team)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
@@ -134,12 +161,39 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// backendPID returns the process ID of the server backend behind conn (0 when unknown).
+func backendPID(conn batchSender) uint32 {
+	switch c := conn.(type) {
+	case *pgx.Conn:
+		return c.PgConn().PID()
+	case *pgxpool.Conn:
+		return c.Conn().PgConn().PID()
+	}
+	return 0
+}
+
 // sendOn sends b on conn with every statement's schema token rewritten, and reads all its results.
 func (s *Store) sendOn(ctx context.Context, conn batchSender, b *pgx.Batch) error {
 	for _, q := range b.QueuedQueries {
+		if q.SQL == settingsSQL {
+			q.Arguments = s.bind(q.Arguments, backendPID(conn))
+		}
 		q.SQL = s.sql(q.SQL)
 	}
 	return conn.SendBatch(ctx, b).Close()
+}
+
+// PinConnParams sets on cfg, as connection parameters, the session settings the library relies on
+// before each transaction's own: sent at connect, they override the role's and the database's
+// defaults (ALTER ROLE ... SET, which the runtime and reviewer roles may run on themselves). Open
+// calls it; a host that builds its pool for New should too.
+func PinConnParams(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range migrations.ConnParams() {
+		cfg.RuntimeParams[k] = v
+	}
 }
 
 // Open connects a new pool to dsn, checks that the schema is migrated to this library's version
@@ -159,6 +213,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
 	}
+	PinConnParams(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, classify(err, store.ErrMisconfigured)
@@ -276,8 +331,9 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 
 // beginFunc runs fn in a plain pgx transaction of team; provisioning uses it, the write path uses Tx.
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
-	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, settingsSQL, s.statementTimeout(ctx), team); err != nil {
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}
+	return translate(pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, s.sql(settingsSQL), s.bind([]any{s.statementTimeout(ctx), team}, tx.Conn().PgConn().PID())...); err != nil {
 			return err
 		}
 		return fn(tx)

@@ -49,7 +49,7 @@ func (t *tx) batch(team identity.TeamID) (*pgx.Batch, error) {
 	case !t.begun && team == "":
 		return nil, fmt.Errorf("%w: a transaction must start with a call that names its team", store.ErrInternal)
 	case !t.begun:
-		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE")
 		b.Queue(settingsSQL, t.timeout, team)
 		t.begun, t.team = true, team
 	case team != "" && team != t.team:
