@@ -2,6 +2,7 @@ package densemem_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -353,5 +354,68 @@ func TestAdopt_ErasedFragmentIsNotAdoptable(t *testing.T) {
 				t.Errorf("%s grew by %d after a refused adoption", table, n)
 			}
 		}
+	}
+}
+
+// adoptingAll is worksOnRequest citing fragment, another profile's stored evidence, instead of new
+// evidence.
+func adoptingAll(req densemem.RememberRequest, fragment densemem.FragmentID) densemem.RememberRequest {
+	n := len(req.Evidence[0].Content)
+	req.Evidence = []densemem.EvidenceInput{{AdoptFragmentID: fragment}}
+	for i := range req.Proposal.Relationships {
+		req.Proposal.Relationships[i].Evidence = []densemem.Citation{{EvidenceIndex: 0, Start: 0, End: n}}
+	}
+	return req
+}
+
+// TestAdopt_RowsBoundedWhateverTheEarlierAdopters: 25 profiles adopt one fragment of B's stating 20
+// relationships; every adopter writes the same number of rows — one adopts_evidence_from and one
+// confirms per relationship, both to B's relationship — whatever the number of adopters before it,
+// and Trace of an adopter's relationship still names the relationship whose evidence it adopted.
+func TestAdopt_RowsBoundedWhateverTheEarlierAdopters(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	const rels, adopters = 20, 25
+	src := worksOnRequest(nextKey(), "procyon", projects(0, rels)...)
+	first := e.rememberReq(e.B, src)
+	fragment := first.Fragments[0].FragmentID
+	tables := []string{"relationship_cross_references", "support_links", "relationship_transitions", "relationships"}
+	var perAdopter []map[string]int
+	var last *densemem.Placement
+	for i := range adopters {
+		p := e.mustProfile(fmt.Sprintf("adopter-%02d", i), "read", "write")
+		before := e.ledger().Counts(tables)
+		req := src
+		req.IdempotencyKey = nextKey()
+		last = e.rememberReq(p, adoptingAll(req, fragment))
+		after := e.ledger().Counts(tables)
+		rows := map[string]int{}
+		for _, tb := range tables {
+			rows[tb] = after[tb] - before[tb]
+		}
+		perAdopter = append(perAdopter, rows)
+	}
+	want := map[string]int{"relationship_cross_references": 2 * rels, "support_links": rels, "relationship_transitions": rels,
+		"relationships": rels}
+	for i, rows := range perAdopter {
+		if d := cmp.Diff(want, rows); d != "" {
+			t.Errorf("adopter %d wrote (-want +got):\n%s", i+1, d)
+		}
+	}
+	for i, o := range last.RelationshipOutcomes {
+		var kinds []string
+		for _, x := range o.CrossReferences {
+			kinds = append(kinds, x.Kind+" "+string(x.ToRelationshipID))
+		}
+		slices.Sort(kinds)
+		b := first.RelationshipOutcomes[i].RelationshipID
+		if d := cmp.Diff([]string{"adopts_evidence_from " + string(b), "confirms " + string(b)}, kinds); d != "" {
+			t.Errorf("25th adopter's %s: cross-references (-want +got):\n%s", o.ProposalID, d)
+		}
+	}
+	tr := e.trace(e.admin, last.RelationshipOutcomes[0].RelationshipID)
+	if !hasCrossReference(tr.CrossReferences, "adopts_evidence_from", "outgoing", last.RelationshipOutcomes[0].RelationshipID,
+		first.RelationshipOutcomes[0].RelationshipID) {
+		t.Errorf("trace of the 25th adopter's relationship: cross-references %+v lack adopts_evidence_from B's", tr.CrossReferences)
 	}
 }

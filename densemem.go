@@ -27,6 +27,8 @@ type Client struct {
 
 	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
 	lockedOnly bool
+	// wholeKeys makes Remember read its keys' closed history too (tests only: export_test.go).
+	wholeKeys bool
 	// reviewLockedOnly turns the nightly reviewer's fenced way off (tests only: export_test.go).
 	reviewLockedOnly bool
 	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).
@@ -126,13 +128,20 @@ func (c *Client) authorize(ctx context.Context, p Principal, scope identity.Scop
 			Scopes: hostScopes}, Policy: pol}, nil
 	}
 	pr, err := c.store.PrincipalLoad(ctx, store.PrincipalLoadParams{Team: p.TeamID, Profile: p.ProfileID})
+	return pr, checkLoaded(pr, err, p, scope)
+}
+
+// checkLoaded decides on a profile principal the store loaded (err is the load's error): a profile
+// the team does not have is ErrForbidden, then checkProfile. Recall loads the principal in its
+// search's round trip and decides here, as authorize does.
+func checkLoaded(pr store.Principal, err error, p Principal, scope identity.Scope) error {
 	if err != nil {
 		if isNotFound(err) {
-			return pr, fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
+			return fmt.Errorf("%w: profile %s is not a profile of team %s", ErrForbidden, p.ProfileID, p.TeamID)
 		}
-		return pr, err
+		return err
 	}
-	return pr, checkProfile(pr.Profile.Status, pr.Profile.Scopes, p, scope)
+	return checkProfile(pr.Profile.Status, pr.Profile.Scopes, p, scope)
 }
 
 // hostScopes are the scopes a host principal holds: every scope but write (it never authors).

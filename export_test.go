@@ -6,6 +6,10 @@ import "github.com/densemem/densemem/internal/nightly"
 // WriteSetApply), never optimistically: the reference the optimistic path is tested against.
 func PlaceUnderLocksOnly(c *Client) { c.lockedOnly = true }
 
+// PlaceReadingWholeKeys makes c's Remembers lock and read every relationship of their keys, closed
+// history included, as before issue 21: the reference the live-only read is tested against.
+func PlaceReadingWholeKeys(c *Client) { c.wholeKeys = true }
+
 // ReviewUnderLocksOnly makes c's nightly reviewer review every case under its locks (KeysLock,
 // WriteSetApply), never planned from the batch's read: the reference the fenced way is tested
 // against.

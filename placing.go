@@ -57,7 +57,8 @@ func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, 
 // lockPlacement takes a placement's locks in tx: the request's idempotency key and names, then,
 // after re-resolving the mentions, the conflict keys (and cases) the request touches. It returns the
 // planner and what the key locks read, or the record already stored under the key (to replay).
-func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*placement.Planner,
+// liveOnly reads the keys' live relationships only (a Remember's, store.KeysLockParams.LiveOnly).
+func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, params placement.Params, liveOnly bool) (*placement.Planner,
 	store.KeysLocked, *store.IdempotencyRecord, error) {
 	req, in := params.Request, params.Intake
 	var kl store.KeysLocked
@@ -91,9 +92,27 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 			keys = append(keys, k)
 		}
 	}
+	// A Remember reads its keys' live relationships only: nothing it decides reads a key's closed
+	// history (relationship.Decide, the cross-references and Settle look at live ones, a case at
+	// active ones), except a correction naming a closed relationship, read by ID. A Resolve's
+	// placement reads the whole key, as its decision checks do.
+	var named []relationship.ID
+	for _, r := range req.Proposal.Relationships {
+		if r.CorrectsRelationshipID != "" {
+			named = append(named, r.CorrectsRelationshipID)
+		}
+	}
+	// A key whose statements compare by object (cardinality many, events) is read, further, for the
+	// request's objects only — unless the request adopts, revises or answers a case, whose steps look
+	// at the key's other statements (an adoption's link, a retirement's recomputation, a case).
+	var byObject []store.KeyObject
+	if liveOnly && len(in.Adopt) == 0 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
+		byObject = pl.ByObject()
+	}
 	if len(keys) > 0 || len(cases) > 0 {
 		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity)}); err != nil {
+			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity),
+			LiveOnly: liveOnly, Named: named, ByObject: byObject}); err != nil {
 			return nil, kl, nil, err
 		}
 	}

@@ -206,10 +206,21 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	if err != nil {
 		return nil, err
 	}
-	// 2. Authorise a read of the team.
-	pr, err := c.authorize(ctx, p, identity.ScopeRead)
-	if err != nil {
+	// 2. Authorise a read of the team: a host's now; a profile's with the search (step 4), which
+	// loads it in the same round trip, before any candidate is used.
+	if err := checkPrincipal(p, identity.ScopeRead); err != nil {
 		return nil, err
+	}
+	search := store.RecallSearchParams{Team: p.TeamID, ExpandFrom: req.ExpandFromEntityIDs,
+		MaxHits: c.cfg.Limits.MaxRecallHits, PerBranch: min(3*limit, 150)}
+	if p.Host {
+		pr, err := c.authorize(ctx, p, identity.ScopeRead)
+		if err != nil {
+			return nil, err
+		}
+		search.Authoritative = pr.Policy.AuthoritativeProfiles
+	} else {
+		search.Principal = &store.PrincipalLoadParams{Team: p.TeamID, Profile: p.ProfileID}
 	}
 	// 3. Fix the view: its instants and its predicate.
 	v, err := c.recallView(ctx, p, req)
@@ -221,9 +232,14 @@ func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*R
 	// 4. Search both branches, filtered by team, time and status inside each.
 	query, dropped := limitTerms(req.Query, c.cfg.Limits.MaxQueryTerms)
 	out.QueryTermsDropped = dropped
-	found, err := c.store.RecallSearch(ctx, store.RecallSearchParams{Team: p.TeamID, Query: query, Names: v.names,
-		ExpandFrom: req.ExpandFromEntityIDs, At: v.at, ValidAt: v.validAt, KnownAt: v.knownAt, PredicateKey: v.predicate,
-		PerBranch: min(3*limit, 150), MaxHits: c.cfg.Limits.MaxRecallHits, Authoritative: pr.Policy.AuthoritativeProfiles})
+	search.Query, search.Names, search.At, search.ValidAt, search.KnownAt, search.PredicateKey =
+		query, v.names, v.at, v.validAt, v.knownAt, v.predicate
+	found, err := c.store.RecallSearch(ctx, search)
+	if search.Principal != nil {
+		if err := checkLoaded(found.Principal, err, p, identity.ScopeRead); err != nil {
+			return nil, err
+		}
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -289,9 +289,15 @@ func recallScaleDatabase(label string, p benchload.Params) string {
 // one exists.
 func keptRecallTeam(b *testing.B, label string, active int) *bulkLoadedTeam {
 	b.Helper()
-	ctx := context.Background()
 	p := recallScaleParams(active)
-	name := recallScaleDatabase(label, p)
+	return keptTeam(b, recallScaleDatabase(label, p), p)
+}
+
+// keptTeam returns the team loaded with p (team and owner filled in) in the kept database name,
+// loading it unless a complete one exists.
+func keptTeam(b *testing.B, name string, p benchload.Params) *bulkLoadedTeam {
+	b.Helper()
+	ctx := context.Background()
 	admin, created, err := testdb.Keep(ctx, name, b.Logf)
 	if err != nil {
 		b.Fatal(err)

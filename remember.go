@@ -137,7 +137,7 @@ func (c *Client) placeLocked(ctx context.Context, p Principal, params placement.
 // re-resolves the mentions, locks the conflict keys (and cases) the request touches, plans the rows
 // from what it read, and writes them. A result stored meanwhile under the key is replayed.
 func (c *Client) place(ctx context.Context, tx store.Tx, p Principal, params placement.Params) (*Placement, error) {
-	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params)
+	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params, !c.wholeKeys)
 	if err != nil {
 		return nil, err
 	}

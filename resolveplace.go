@@ -123,7 +123,7 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 // idempotency key.
 func (c *Client) decidePlaced(ctx context.Context, tx store.Tx, p Principal, params placement.Params,
 	req ResolveRequest) (*ResolveResult, error) {
-	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params)
+	pl, kl, rec, err := c.lockPlacement(ctx, tx, p, params, false)
 	if err != nil {
 		return nil, err
 	}

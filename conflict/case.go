@@ -86,32 +86,47 @@ func Material(r relationship.Relationship, now time.Time) bool {
 // that are incompatible with at least one other. The result is ordered deterministically (by the
 // earliest member relationship ID) and Groups/Authority are counted across the whole case.
 func Positions(pred relationship.Predicate, members []Member, now time.Time) []Position {
+	if pred.Kind == relationship.KindEvent || pred.Cardinality != relationship.CardinalityOne {
+		return nil // nothing is incompatible on the key: no position, whatever its size
+	}
 	byKey := map[PositionKey]*Position{}
+	owners := map[PositionKey]map[identity.ProfileID]bool{}
 	var order []PositionKey
+	var stmts []relationship.Statement
+	var material []Member
 	for _, m := range members {
 		if !Material(m.Relationship, now) {
 			continue
 		}
-		k := PositionKey{Object: m.Relationship.Object, Polarity: m.Relationship.Polarity}
+		r := m.Relationship
+		k := PositionKey{Object: r.Object, Polarity: r.Polarity}
 		p, ok := byKey[k]
 		if !ok {
 			p = &Position{Key: k}
 			byKey[k] = p
+			owners[k] = map[identity.ProfileID]bool{}
 			order = append(order, k)
 		}
 		p.Members = append(p.Members, m)
-		if !slices.Contains(p.Owners, m.Relationship.Owner) {
-			p.Owners = append(p.Owners, m.Relationship.Owner)
+		if !owners[k][r.Owner] {
+			owners[k][r.Owner] = true
+			p.Owners = append(p.Owners, r.Owner)
+		}
+		material = append(material, m)
+		stmts = append(stmts, relationship.Statement{Object: r.Object, Polarity: r.Polarity, Validity: r.Validity})
+	}
+	// A position is kept when one of its members is incompatible with a member of another one.
+	kept := map[PositionKey]bool{}
+	for i, c := range relationship.Contradicted(pred, stmts) {
+		if c {
+			r := material[i].Relationship
+			kept[PositionKey{Object: r.Object, Polarity: r.Polarity}] = true
 		}
 	}
 	var out []Position
 	for _, k := range order {
-		p := byKey[k]
-		for _, other := range order {
-			if other != k && positionsIncompatible(pred, p, byKey[other]) {
-				out = append(out, *p)
-				break
-			}
+		if kept[k] {
+			out = append(out, *byKey[k])
 		}
 	}
 	for i := range out {
@@ -123,20 +138,6 @@ func Positions(pred relationship.Predicate, members []Member, now time.Time) []P
 	})
 	Tally(out)
 	return out
-}
-
-// positionsIncompatible reports whether some member of a is incompatible (§6.4: comparable in time
-// included) with some member of b.
-func positionsIncompatible(pred relationship.Predicate, a, b *Position) bool {
-	for _, x := range a.Members {
-		for _, y := range b.Members {
-			rx, ry := x.Relationship, y.Relationship
-			if relationship.Incompatible(pred, rx.Object, rx.Polarity, rx.Validity, ry.Object, ry.Polarity, ry.Validity) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // Tally sets each position's Groups and Authority across the case: labels and content hashes are

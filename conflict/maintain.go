@@ -58,15 +58,15 @@ func Disagreement(ps []Position) bool {
 	if len(ps) < 2 {
 		return false
 	}
-	var owners []identity.ProfileID
+	owners := map[identity.ProfileID]bool{}
 	for _, p := range ps {
 		for _, o := range p.Owners {
-			if !slices.Contains(owners, o) {
-				owners = append(owners, o)
+			if owners[o] = true; len(owners) >= 2 {
+				return true
 			}
 		}
 	}
-	return len(owners) >= 2
+	return false
 }
 
 // Maintain decides what committed state does to a conflict key's case: open one when a material
@@ -97,14 +97,15 @@ func maintain(ps []Position, live *Live) Change {
 		return Change{Action: ActionDismiss, Remove: slices.Clone(live.Members)}
 	}
 	want := refs(ps)
+	has, wanted := set(live.Members), set(want)
 	var ch Change
 	for _, w := range want {
-		if !slices.Contains(live.Members, w) {
+		if !has[w] {
 			ch.Add = append(ch.Add, w)
 		}
 	}
 	for _, m := range live.Members {
-		if !slices.Contains(want, m) {
+		if !wanted[m] {
 			ch.Remove = append(ch.Remove, m)
 		}
 	}
@@ -113,6 +114,15 @@ func maintain(ps []Position, live *Live) Change {
 	}
 	ch.Action, ch.Positions = ActionUpdate, ps
 	return ch
+}
+
+// set returns refs as a set, so a membership is compared in O(1).
+func set(refs []MemberRef) map[MemberRef]bool {
+	out := make(map[MemberRef]bool, len(refs))
+	for _, r := range refs {
+		out[r] = true
+	}
+	return out
 }
 
 func refs(ps []Position) []MemberRef {
@@ -135,12 +145,22 @@ func refs(ps []Position) []MemberRef {
 // groups are tallied across the case by TallyCase: the distinct identities are one side, so a group
 // behind two of them counts for each, and a group behind e's position and a distinct one for neither.
 func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []Position {
-	var onE, others []relationship.Relationship
+	// The material members on each side, grouped by what CorrectsIdentity compares first (predicate,
+	// scope, object, polarity), so a member is checked against its group only, not every member.
+	type statement struct {
+		predicate, scope string
+		object           relationship.Object
+		polarity         relationship.Polarity
+	}
+	of := func(r relationship.Relationship) statement {
+		return statement{r.PredicateKey, r.Scope, r.Object, r.Polarity}
+	}
+	onE, others := map[statement][]relationship.Relationship{}, map[statement][]relationship.Relationship{}
 	for _, m := range members {
 		if r := m.Relationship; Material(r, now) && r.Subject == e {
-			onE = append(onE, r)
+			onE[of(r)] = append(onE[of(r)], r)
 		} else if Material(r, now) {
-			others = append(others, r)
+			others[of(r)] = append(others[of(r)], r)
 		}
 	}
 	paired := func(r relationship.Relationship) bool {
@@ -148,7 +168,7 @@ func IdentityPositions(e identity.EntityID, members []Member, now time.Time) []P
 		if r.Subject == e {
 			across = others
 		}
-		return slices.ContainsFunc(across, func(o relationship.Relationship) bool {
+		return slices.ContainsFunc(across[of(r)], func(o relationship.Relationship) bool {
 			return o.Owner != r.Owner && relationship.CorrectsIdentity(r, o)
 		})
 	}

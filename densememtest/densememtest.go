@@ -4,8 +4,10 @@
 //
 // The server is found as the library's own tests find it: DENSEMEM_TEST_DATABASE_URL (a URL to any
 // database on a server where the user may create databases and roles), else PostgreSQL on
-// 127.0.0.1:5432 accepting postgres without a password, else, in tests that import package
-// densememtest/container, a postgres:15-alpine container through testcontainers-go when Docker is
+// 127.0.0.1:5432 accepting postgres without a password, else a private PostgreSQL of the test
+// process in a temporary directory (package embedded: the machine's PostgreSQL 15+ binaries, else a
+// one-time download; DENSEMEM_TEST_SERVER=embedded uses it whatever else answers), else, in tests
+// that import package densememtest/container, a postgres:15-alpine container through testcontainers-go when Docker is
 // available; with none of these the test fails, it never skips. The container fallback is a package
 // of its own so that importing densememtest does not add testcontainers-go and Docker's client to a
 // host's go.mod:

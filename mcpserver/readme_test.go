@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -92,6 +93,19 @@ func TestReadmeMCPConfigurations(t *testing.T) {
 		s := cfg.MCPServers["dense-mem"]
 		var cs *mcp.ClientSession
 		switch {
+		case s.Command == "densemem" && slices.Contains(s.Args, "--data"):
+			// A private PostgreSQL: the README's set-up commands make the team and the profile in it.
+			kinds["stdio private"]++
+			dir := t.TempDir()
+			args := strings.Fields(strings.NewReplacer("DATA_DIR", dir).Replace(strings.Join(s.Args, " ")))
+			team := privateCLI(t, dir, "team", "create", "--data", dir, "--name", "acme")
+			profile := privateCLI(t, dir, "profile", "create", "--data", dir, "--team", team, "--name", "agent")
+			args = strings.Fields(strings.NewReplacer("TEAM_ID", team, "PROFILE_ID", profile).Replace(strings.Join(args, " ")))
+			cmd := exec.Command(densememBinary(t), args...)
+			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL=", "DENSEMEM_DATA=")
+			if cs, err = mcp.NewClient(&mcp.Implementation{Name: "readme"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil); err != nil {
+				t.Fatalf("the stdio configuration on a private server: %v", err)
+			}
 		case s.Command == "densemem":
 			kinds["stdio"]++
 			u, err := url.Parse(s.Env["DENSEMEM_DATABASE_URL"])
@@ -130,9 +144,26 @@ func TestReadmeMCPConfigurations(t *testing.T) {
 			t.Errorf("%+v: tools/list: %v", s, err)
 		}
 	}
-	for _, k := range []string{"stdio", "http", "mcp-remote", "token file"} {
+	for _, k := range []string{"stdio", "stdio private", "http", "mcp-remote", "token file"} {
 		if kinds[k] == 0 {
 			t.Errorf("the README's MCP section has no %s configuration", k)
 		}
 	}
+}
+
+// privateCLI runs the densemem command with no database URL and returns its output's first line.
+func privateCLI(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(densememBinary(t), args...)
+	cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL=", "DENSEMEM_DATA=")
+	out, err := cmd.Output()
+	if err != nil {
+		var stderr []byte
+		if ee, ok := err.(*exec.ExitError); ok {
+			stderr = ee.Stderr
+		}
+		t.Fatalf("densemem %s: %v\n%s%s", strings.Join(args, " "), err, out, stderr)
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
 }

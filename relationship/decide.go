@@ -1,6 +1,9 @@
 package relationship
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Proposed is an accepted observation of the caller, about to be placed against the caller's own
 // relationships of the same subject, predicate and scope.
@@ -151,4 +154,126 @@ func compareIDs(a, b ID) int {
 		return 1
 	}
 	return 0
+}
+
+// ComparesByObject reports whether a statement of p is compared only with statements of the same
+// object: so for an event or a predicate of cardinality many, where nothing is Incompatible, and
+// Identical, CrossReference and CorrectsIdentity look at one object. A decision on such a key needs
+// the key's relationships about the statement's object, not the others.
+func (p Predicate) ComparesByObject() bool {
+	return p.Kind == KindEvent || p.Cardinality != CardinalityOne
+}
+
+// Statement is what Incompatible compares of one relationship: its object, polarity and validity.
+type Statement struct {
+	Object   Object
+	Polarity Polarity
+	Validity Interval
+}
+
+// Contradicted reports, for each of the statements of one key, whether another of them is
+// Incompatible with it. It answers what comparing every pair would, in O(n log n): a key whose
+// predicate allows several current values (cardinality many, or an event) has none; otherwise a
+// positive statement is contradicted by an overlapping positive one about another object, and any
+// statement by an overlapping one about its object with the other polarity, so each is one question
+// of overlap across groups (overlapsAcross).
+func Contradicted(p Predicate, stmts []Statement) []bool {
+	out := make([]bool, len(stmts))
+	if p.ComparesByObject() {
+		return out
+	}
+	var positive []int
+	byObject := map[Object][]int{}
+	for i, s := range stmts {
+		if s.Polarity == PolarityPositive {
+			positive = append(positive, i)
+		}
+		byObject[s.Object] = append(byObject[s.Object], i)
+	}
+	overlapsAcross(stmts, positive, func(s Statement) Object { return s.Object }, out)
+	for _, idx := range byObject {
+		overlapsAcross(stmts, idx, func(s Statement) Polarity { return s.Polarity }, out)
+	}
+	return out
+}
+
+// overlapsAcross sets out[i] for each statement i among idx whose validity overlaps (Interval.
+// Overlaps) that of a statement among idx in another group. Sorted by valid_from, the statements
+// that may overlap i are a prefix (those starting before i ends); i overlaps one of them in another
+// group when the latest end among them, other than its own group's, is after i's start, so a
+// running maximum of the two latest ends of distinct groups answers each statement in O(log n).
+func overlapsAcross[K comparable](stmts []Statement, idx []int, group func(Statement) K, out []bool) {
+	if len(idx) < 2 {
+		return
+	}
+	idx = slices.Clone(idx)
+	slices.SortFunc(idx, func(a, b int) int { return compareFrom(stmts[a].Validity.From, stmts[b].Validity.From) })
+	type running struct {
+		best, second    *time.Time // latest ends (nil: until further notice); second of another group than best
+		bestGroup       K
+		hasBest, hasSnd bool
+	}
+	prefix := make([]running, len(idx))
+	var r running
+	for k, i := range idx {
+		end, g := stmts[i].Validity.To, group(stmts[i])
+		switch {
+		case !r.hasBest:
+			r.best, r.bestGroup, r.hasBest = end, g, true
+		case g == r.bestGroup:
+			r.best = laterEnd(r.best, end)
+		case laterEnd(r.best, end) == end: // end is the latest, of another group
+			r.second, r.hasSnd = r.best, true
+			r.best, r.bestGroup = end, g
+		case !r.hasSnd:
+			r.second, r.hasSnd = end, true
+		default:
+			r.second = laterEnd(r.second, end)
+		}
+		prefix[k] = r
+	}
+	for _, i := range idx {
+		s := stmts[i]
+		n, _ := slices.BinarySearchFunc(idx, s.Validity.To, func(j int, to *time.Time) int {
+			if before(stmts[j].Validity.From, to) {
+				return -1
+			}
+			return 1
+		})
+		if n == 0 {
+			continue
+		}
+		p := prefix[n-1]
+		end, ok := p.best, true
+		if p.bestGroup == group(s) {
+			end, ok = p.second, p.hasSnd
+		}
+		if ok && before(s.Validity.From, end) {
+			out[i] = true
+		}
+	}
+}
+
+// compareFrom orders valid_from values, nil (since always) first.
+func compareFrom(a, b *time.Time) int {
+	switch {
+	case a == nil && b == nil:
+		return 0
+	case a == nil:
+		return -1
+	case b == nil:
+		return 1
+	}
+	return a.Compare(*b)
+}
+
+// laterEnd returns the later of two valid_to values, nil (until further notice) being the latest.
+func laterEnd(a, b *time.Time) *time.Time {
+	if a == nil || b == nil {
+		return nil
+	}
+	if b.After(*a) {
+		return b
+	}
+	return a
 }

@@ -37,6 +37,12 @@ type RecallSearchParams struct {
 	// Authoritative are the team policy's authoritative profiles: a candidate whose effective
 	// evidence in the view is labelled authoritative by one of them has RankedRelationship.Authority.
 	Authoritative []identity.ProfileID
+	// Principal, when set, names the profile the recall reads for: the search loads it with its
+	// team's policy in force in its own round trip (RecallSearch.Principal, as PrincipalLoad
+	// returns it, ErrNotFound when either is missing), and that policy's authoritative profiles
+	// stand for Authoritative, which must then be empty. The caller checks the principal before it
+	// uses any candidate.
+	Principal *PrincipalLoadParams
 }
 
 // RankedRelationship is one branch candidate in rank order, with its state at the requested instant.
@@ -64,6 +70,8 @@ type RecallSearch struct {
 	// their driving lexeme), or that a driving lexeme read the last posting it may (8 × the window)
 	// before filling its window.
 	HitsTruncated bool
+	// Principal is the profile RecallSearchParams.Principal named, with its team's policy in force.
+	Principal Principal
 }
 
 // RecallDetailsParams names the relationships whose names, evidence and cases a recall shows.

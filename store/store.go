@@ -450,10 +450,26 @@ type KeysLockParams struct {
 	// needs_review, with their supports: what a case review needs. A key's closed history
 	// (superseded, retracted, rejected) is then not read, so the cost does not grow with it.
 	LiveOnly bool
+	// Named are relationships the call names by ID (a proposal's corrects_relationship_id): with
+	// LiveOnly, those of them that lie on the keys but are closed are returned too, unlocked and
+	// without supports (a closed relationship never changes), so the call can tell a closed
+	// relationship of the key from one that is not of the key.
+	Named []relationship.ID
+	// ByObject narrows, with LiveOnly, the read of the keys it names (each of Keys) to what a
+	// decision comparing statements by object needs (relationship.Predicate.ComparesByObject): the
+	// key's live relationships about one of the objects listed with it, its held (needs_review) ones
+	// and the live ones about a held one's object, and the Named ones. Its other keys are read whole.
+	ByObject []KeyObject
 	// Members asks for the current members of the returned cases that are not relationships of the
 	// keys (an identity_correction case's members lie on other keys): locked after the case rows,
 	// returned in KeysLocked.Members with their supports in KeysLocked.Supports.
 	Members bool
+}
+
+// KeyObject is one object of a conflict key whose read KeysLockParams.ByObject narrows.
+type KeyObject struct {
+	Key    conflict.Key
+	Object relationship.Object
 }
 
 // ReviewFence is what a case review planned from KeysRead relied on: the key's live relationships at

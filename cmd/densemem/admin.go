@@ -391,7 +391,10 @@ func (c *cli) migrationPool(ctx context.Context, s *sub, args []string) (*pgxpoo
 // pool connects to url for the migrations.
 func (c *cli) pool(ctx context.Context, url string) (*pgxpool.Pool, error) {
 	if strings.TrimSpace(url) == "" {
-		return nil, fmt.Errorf("%w: no database: set --database-url or %s", errUsage, envDatabaseURL)
+		var err error
+		if url, err = c.startPrivate(ctx); err != nil {
+			return nil, err
+		}
 	}
 	pool, err := pgxpool.New(ctx, url)
 	if err != nil {

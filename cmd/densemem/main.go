@@ -16,7 +16,10 @@
 //	densemem mcp --stdio --team T --profile P | --http ADDR --tokens FILE
 //	densemem version
 //
-// Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL, prints
+// Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL; without
+// one it runs on a private PostgreSQL (package embedded) in the data directory --data names, else
+// $DENSEMEM_DATA, else ~/.local/share/densemem, when nothing answers on 127.0.0.1:5432 (a server
+// there is never picked by itself), saying so in one line on stderr. Every subcommand prints
 // its flags with --help (a group's word alone, "densemem migrate --help", lists its subcommands) and
 // prints JSON with --json (durations as Go duration strings, e.g. "168h0m0s"). Passwords of database
 // URLs are never printed: help shows no URL, and errors and logs show "xxxxx" in its place.
@@ -33,13 +36,16 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/embedded"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -75,6 +81,12 @@ type cli struct {
 	asJSON bool
 	// bindingKey is the subcommand's --binding-key (hex), else $DENSEMEM_BINDING_KEY.
 	bindingKey string
+	// data is the subcommand's --data.
+	data *string
+	// localServer reports whether a PostgreSQL answers on 127.0.0.1:5432 (nil: try to connect).
+	localServer func(context.Context) bool
+	// stopPrivate stops the private server the subcommand started, if any.
+	stopPrivate func() error
 }
 
 // command is one subcommand: its name (with a group's word, e.g. "review run"), a line of help, and
@@ -160,6 +172,11 @@ func (c *cli) run(ctx context.Context, args []string) int {
 		return exitUsage
 	}
 	err := cmd.run(c, ctx, rest)
+	if c.stopPrivate != nil {
+		if stopErr := c.stopPrivate(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}
 	switch {
 	case err == nil:
 		return exitOK
@@ -213,7 +230,8 @@ func (c *cli) usage(w io.Writer, group string) {
 			fmt.Fprintf(w, "  %-*s  %s\n", width, cmd.name, cmd.summary)
 		}
 	}
-	fmt.Fprintf(w, "\nEvery command reads the database URL from --database-url or $%s, and prints JSON with --json.\n"+
+	fmt.Fprintf(w, "\nEvery command reads the database URL from --database-url or $%s (without one: a private\n"+
+		"PostgreSQL in --data DIR), and prints JSON with --json.\n"+
 		"Run \"densemem <command> --help\" for its flags. Exit status: 0 success, 1 failure, 2 a wrong command line.\n",
 		envDatabaseURL)
 }
@@ -228,6 +246,8 @@ func (c *cli) flags(name, argsUsage string) (*flag.FlagSet, *string) {
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
 	fs.StringVar(&c.bindingKey, "binding-key", "", "the database's binding key, in hex, which the runtime and reviewer roles "+
 		"need (default $"+envBindingKey+"; `densemem migrate binding-key` prints it)")
+	c.data = fs.String("data", "", "without a database URL: the data directory of a private PostgreSQL, started for the "+
+		"command (default $"+embedded.EnvDataDir+", else ~/.local/share/densemem, unless a server answers on 127.0.0.1:5432)")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: densemem %s [flags] %s\n\n%s\n\nFlags:\n", name, argsUsage, summaryOf(name))
 		fs.PrintDefaults()
@@ -235,12 +255,92 @@ func (c *cli) flags(name, argsUsage string) (*flag.FlagSet, *string) {
 	return fs, url
 }
 
-// databaseURL is the URL flag's value, else the environment's.
+// databaseURL is the URL flag's value, else the environment's unless --data is given.
 func (c *cli) databaseURL(flagValue string) string {
 	if strings.TrimSpace(flagValue) != "" {
 		return flagValue
 	}
+	if c.data != nil && strings.TrimSpace(*c.data) != "" {
+		return ""
+	}
 	return c.getenv(envDatabaseURL)
+}
+
+// privateDir is the data directory of the private server a subcommand without a database URL runs
+// on: --data, else $DENSEMEM_DATA, else embedded.DefaultDir unless a server answers on
+// 127.0.0.1:5432 (the user has a server: the command asks which database rather than start another).
+func (c *cli) privateDir(ctx context.Context) (string, error) {
+	if c.data != nil && strings.TrimSpace(*c.data) != "" {
+		return *c.data, nil
+	}
+	if d := c.getenv(embedded.EnvDataDir); d != "" {
+		return d, nil
+	}
+	answers := c.localServer
+	if answers == nil {
+		answers = localServerAnswers
+	}
+	if answers(ctx) {
+		return "", fmt.Errorf("%w: no database: set --database-url or %s (a PostgreSQL answers on 127.0.0.1:5432: "+
+			"name the database on it), or pass --data DIR for a private PostgreSQL", errUsage, envDatabaseURL)
+	}
+	return embedded.DefaultDir()
+}
+
+// localServerAnswers reports whether a PostgreSQL answers on 127.0.0.1:5432 within two seconds.
+func localServerAnswers(ctx context.Context) bool {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", "127.0.0.1:5432")
+	if err != nil {
+		return false
+	}
+	conn.Close()
+	return true
+}
+
+// announce says in one line on stderr which private server the command runs on.
+func (c *cli) announce(dir string) {
+	what := "using the private PostgreSQL in " + dir
+	if _, err := os.Stat(filepath.Join(dir, "pgdata")); err != nil {
+		what = "preparing a private PostgreSQL in " + dir + " (first run: initdb, a few seconds)"
+	}
+	fmt.Fprintf(c.stderr, "densemem: no database URL: %s\n", what)
+}
+
+// openPrivate starts the private server, migrates its database and opens the runtime and reviewer
+// roles' stores; run stops it when the subcommand ends.
+func (c *cli) openPrivate(ctx context.Context) (*embedded.DB, error) {
+	dir, err := c.privateDir(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c.announce(dir)
+	db, err := embedded.Open(ctx, dir, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.stopPrivate = db.Close
+	return db, nil
+}
+
+// startPrivate starts the private server without migrating, for the migrate subcommands, and
+// returns the superuser's URL of its database; run stops it when the subcommand ends.
+func (c *cli) startPrivate(ctx context.Context) (string, error) {
+	dir, err := c.privateDir(ctx)
+	if err != nil {
+		return "", err
+	}
+	c.announce(dir)
+	srv, err := embedded.Start(ctx, dir, nil)
+	if err != nil {
+		return "", err
+	}
+	c.stopPrivate = srv.Stop
+	if err := srv.CreateDatabase(ctx, embedded.Database); err != nil {
+		return "", err
+	}
+	return srv.OwnerURL(), nil
 }
 
 // parse parses args into fs, wanting exactly positional positional arguments; a mistake is an
@@ -350,7 +450,16 @@ func required(values map[string]string) error {
 // connection the nightly review uses. The returned func closes what was opened.
 func (c *cli) client(ctx context.Context, url, reviewerURL string) (*densemem.Client, func(), error) {
 	if strings.TrimSpace(url) == "" {
-		return nil, nil, fmt.Errorf("%w: no database: set --database-url or %s", errUsage, envDatabaseURL)
+		db, err := c.openPrivate(ctx)
+		if err != nil {
+			return nil, nil, err
+		}
+		client, err := densemem.New(db.Store, &densemem.Config{Clock: c.now, Logger: c.logger(),
+			Nightly: densemem.NightlyConfig{Store: db.ReviewStore}})
+		if err != nil {
+			return nil, nil, err
+		}
+		return client, func() {}, nil // run stops the server
 	}
 	opts, err := c.storeOptions()
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/densemem/densemem"
@@ -92,9 +91,6 @@ func (c *cli) serveStdio(ctx context.Context, url, team, profile string) error {
 	if err := required(map[string]string{"team": team, "profile": profile}); err != nil {
 		return fail(fmt.Errorf("%w: add \"--team\", \"<team ID>\", \"--profile\", \"<profile ID>\" to the server's args "+
 			"(densemem team list, densemem profile list --team T)", err))
-	}
-	if strings.TrimSpace(url) == "" {
-		return fail(fmt.Errorf("%w: no database: set %s in the server's env (or --database-url)", errUsage, envDatabaseURL))
 	}
 	client, done, err := c.client(ctx, url, "")
 	if err != nil {

@@ -15,7 +15,8 @@
 // statements; the case is dismissed.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on
-// the local server, created when missing and migrated. Every run creates a fresh team and the
+// the local server, created when missing and migrated, else a private PostgreSQL in the examples'
+// data directory (as the quickstart says). Every run creates a fresh team and the
 // client's clock is injected, so the output is the same on every run.
 //
 //	go run ./examples/identitycorrection
@@ -59,11 +60,11 @@ func main() {
 
 // run tells the story against the database at dsn and writes it to w.
 func run(ctx context.Context, w io.Writer, dsn string) error {
-	st, err := exampledb.Connect(ctx, program, dsn)
+	st, done, err := exampledb.Connect(ctx, program, dsn)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 	now := t0
 	clock := func() time.Time { return now }
 	client, err := densemem.New(st, &densemem.Config{Clock: clock}) // Verifier: the default SpanVerifier

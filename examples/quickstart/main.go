@@ -6,8 +6,10 @@
 // history.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
-// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
-// program migrates it to the library's schema.
+// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing, else, when
+// nothing answers there, a private PostgreSQL the program starts in a data directory of the examples
+// ($DENSEMEM_DATA, else ~/.local/share/densemem-examples) and stops when it ends; the program
+// migrates the database to the library's schema.
 // Every run creates a fresh team, so it can run again and again against the same database. The
 // client's clock is injected and moved by the story, so the output is the same on every run.
 //
@@ -43,11 +45,11 @@ func main() {
 
 // run tells the story against the database at dsn and writes it to w.
 func run(ctx context.Context, w io.Writer, dsn string) error {
-	st, err := exampledb.Connect(ctx, "quickstart", dsn)
+	st, done, err := exampledb.Connect(ctx, "quickstart", dsn)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 
 	// The story's clock: every recorded time comes from it, and only the story moves it.
 	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)

@@ -13,6 +13,13 @@ func TestQuickstartGolden(t *testing.T) {
 	golden.CheckStory(t, "quickstart", run)
 }
 
+// TestQuickstartGoldenEmbedded tells the story twice on a private PostgreSQL in a data directory of
+// its own, as `go run ./examples/quickstart` does on a machine with no server: the same golden file.
+func TestQuickstartGoldenEmbedded(t *testing.T) {
+	t.Parallel()
+	golden.CheckStoryEmbedded(t, "quickstart", run)
+}
+
 // TestQuickstartNoDatabase checks that an unreachable server gives an error that says how to
 // provide one, without the URL's password.
 func TestQuickstartNoDatabase(t *testing.T) {

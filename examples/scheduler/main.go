@@ -75,8 +75,9 @@
 // time/tzdata below), so every replica computes the same run dates.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
-// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
-// program migrates it to the library's schema.
+// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing, else a
+// private PostgreSQL in the examples' data directory (as the quickstart says); the program migrates
+// it to the library's schema.
 // Every run creates fresh teams, so it can run again and again against the same database. The story
 // goes to stdout; the host's log goes to stderr, where the simulated failures show up as errors.
 //
@@ -182,11 +183,11 @@ func (c *simClock) Set(t time.Time) {
 // run provisions the teams, seeds the cases and simulates the scheduler against the database at
 // dsn, writing the story to w and the host's error log to logger.
 func run(ctx context.Context, w io.Writer, logger *slog.Logger, dsn string) error {
-	st, err := exampledb.Connect(ctx, "scheduler", dsn)
+	st, done, err := exampledb.Connect(ctx, "scheduler", dsn)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 
 	clock := &simClock{}
 	h := &host{w: w, ctx: ctx, log: logger, clock: clock, profiles: map[densemem.ProfileID]string{},

@@ -19,8 +19,9 @@
 // no conflict), and Trace of alice's relationship with its whole lineage.
 //
 // The database comes from DENSEMEM_DATABASE_URL, else the examples' own database densemem_examples on the
-// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing; the
-// program migrates it to the library's schema.
+// local server (postgres://postgres@127.0.0.1:5432/densemem_examples), created when missing, else a
+// private PostgreSQL in the examples' data directory (as the quickstart says); the program migrates
+// it to the library's schema.
 // Every run creates a fresh team, so it can run again and again against the same database. The
 // client's clock is injected and moved by the story, so the output is the same on every run.
 //
@@ -73,11 +74,11 @@ func main() {
 
 // run tells the story against the database at dsn and writes it to w.
 func run(ctx context.Context, w io.Writer, dsn string) error {
-	st, err := exampledb.Connect(ctx, "teamconflict", dsn)
+	st, done, err := exampledb.Connect(ctx, "teamconflict", dsn)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
+	defer done()
 
 	// The story's clock: every recorded time comes from it, and only the story moves it.
 	now := t0

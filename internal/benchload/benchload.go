@@ -107,8 +107,32 @@ type Params struct {
 	// subject (HubName(h) is the subject of HubShare(h) of the filler, 10% down to 1%). Without it
 	// Load writes exactly what it wrote before hubs existed.
 	Zipf bool
+	// Popular, when set, adds one popular subject per entry, a person named PopularName(n), holding
+	// n active relationships of ManyPredicate on its one conflict key (cardinality many), each to a
+	// project of its own: the shape of an entity every Remember about it names (issue 21).
+	Popular []int
+	// History, when set, adds one subject, an environment named HistoryName(History), with History
+	// dated versions of StatePredicate on its one conflict key (cardinality one), one a day, each
+	// superseded by the next from its valid_from: a fact restated over years, History-1 closed
+	// versions and the last one current.
+	History int
 	// Logf, when set, receives the time each step of the load took.
 	Logf func(format string, args ...any)
+}
+
+// PopularName returns the name of the popular subject with n relationships: "popular-1000".
+func PopularName(n int) string { return fmt.Sprintf("popular-%d", n) }
+
+// HistoryName returns the name of the subject with n versions: "history-1000".
+func HistoryName(n int) string { return fmt.Sprintf("history-%d", n) }
+
+// extra returns the number of relationships Popular and History add.
+func (p Params) extra() int {
+	n := p.History
+	for _, k := range p.Popular {
+		n += k
+	}
+	return n
 }
 
 func (p Params) withDefaults() Params {
@@ -139,7 +163,15 @@ func (p Params) check() error {
 	if p.Active < activePerSubject*p.Subjects {
 		errs = append(errs, fmt.Errorf("active %d: want at least %d (4 per query subject)", p.Active, activePerSubject*p.Subjects))
 	}
-	if 2*p.Active+PerSubject*p.Subjects > nameSpace-PerSubject*100 {
+	for _, k := range p.Popular {
+		if k < 1 {
+			errs = append(errs, fmt.Errorf("popular %d: want at least 1", k))
+		}
+	}
+	if p.History < 0 {
+		errs = append(errs, fmt.Errorf("history %d: want at least 0", p.History))
+	}
+	if 2*p.Active+p.extra()+PerSubject*p.Subjects > nameSpace-PerSubject*100 {
 		errs = append(errs, fmt.Errorf("active %d: too many for the generated names", p.Active))
 	}
 	if p.Start.IsZero() {
@@ -328,15 +360,18 @@ func Load(ctx context.Context, pool *pgxpool.Pool, p Params) error {
 		logStep(fmt.Sprintf("copy %d rows into %s", n, t.name))
 	}
 	// The recall postings (migration 23) are written by a row trigger of fragment_contents, which the
-	// copy switched off: one set-based insert writes what it would have for the copied fragments
-	// (recorded from Start on; anything the team held before has its postings), in the index's order
-	// so that the index grows at its end (in fragment order, 1M fragments' 19M postings took 7 min 47 s
-	// and left the index a third larger than a build).
+	// copy switched off: one set-based insert writes what it would have for the copied fragments (by
+	// ID: what the team held before has its postings, whatever its recorded time), in the index's
+	// order so that the index grows at its end (in fragment order, 1M fragments' 19M postings took
+	// 7 min 47 s and left the index a third larger than a build).
+	copied := make([]string, len(l.rels))
+	for i := range l.rels {
+		copied[i] = l.id("frg", &l.rels[i])
+	}
 	if _, err := tx.Exec(ctx, `INSERT INTO recall_postings (team_id, lexeme, impact, created_at, fragment_id)
 WITH c AS (SELECT c.team_id, c.fragment_id, c.search FROM fragment_contents c
-    JOIN evidence_fragments f ON f.team_id = c.team_id AND f.fragment_id = c.fragment_id
-    WHERE c.team_id = $1 AND f.created_at >= $2) `+migrations.PostingsFromContents+`
-ORDER BY 2, 3 DESC, 4, 5`, p.Team, p.Start); err != nil {
+    WHERE c.team_id = $1 AND c.fragment_id = ANY($2::text[])) `+migrations.PostingsFromContents+`
+ORDER BY 2, 3 DESC, 4, 5`, p.Team, copied); err != nil {
 		return fmt.Errorf("benchload: recall postings: %w", err)
 	}
 	logStep("recall postings")
@@ -484,7 +519,7 @@ WHERE team_id = $1 AND predicate_key = ANY($2::text[]) GROUP BY predicate_key`,
 func (l *loader) plan() {
 	p := l.p
 	filler := p.Active - activePerSubject*p.Subjects
-	l.rels = make([]rel, 0, filler+PerSubject*p.Subjects)
+	l.rels = make([]rel, 0, filler+PerSubject*p.Subjects+p.extra())
 	hubFirst := [HubCount]int{}
 	for h := range hubFirst {
 		hubFirst[h] = -1
@@ -519,6 +554,39 @@ func (l *loader) plan() {
 		// k=1 supersedes k=0 from its valid_from on (design §6.4 step 4).
 		l.rels[first].supersededBy = first + 1
 		l.rels[first].validTo = l.rels[first+1].validFrom
+	}
+	l.planPopular(2 * filler)
+}
+
+// planPopular adds the popular subjects' relationships and the history subject's versions, their
+// objects named from generated name nextName on (after the filler's), recorded across the span.
+func (l *loader) planPopular(nextName int) {
+	p := l.p
+	spread := func(k, n int) time.Time { return p.Start.Add(time.Duration(float64(p.Span) * float64(k) / float64(n))) }
+	for _, n := range p.Popular {
+		first := len(l.rels)
+		for k := range n {
+			r := rel{n: uint64(len(l.rels)), at: spread(k, n), subjName: PopularName(n), subjKind: "person",
+				objName: generatedName(nextName), subjOwner: first, newSubject: k == 0, supersededBy: -1}
+			nextName++
+			l.rels = append(l.rels, l.describe(r))
+		}
+	}
+	if p.History == 0 {
+		return
+	}
+	first := len(l.rels)
+	day := p.Start.Truncate(24*time.Hour).AddDate(0, 0, -p.History)
+	for k := range p.History {
+		vf := day.AddDate(0, 0, k)
+		r := rel{n: uint64(len(l.rels)), at: spread(k, p.History), state: true, subjName: HistoryName(p.History),
+			subjKind: "environment", objName: generatedName(nextName), subjOwner: first, newSubject: k == 0,
+			supersededBy: -1, validFrom: &vf}
+		nextName++
+		l.rels = append(l.rels, l.describe(r))
+	}
+	for i := first; i < len(l.rels)-1; i++ {
+		l.rels[i].supersededBy, l.rels[i].validTo = i+1, l.rels[i+1].validFrom
 	}
 }
 

@@ -223,3 +223,47 @@ func TestVerifyFindsWhatTheTriggersWould(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadPopularAndHistory: Popular adds one subject per entry with that many active relationships
+// on one key, History one subject with that many versions on one key, all but the last superseded by
+// the next from its valid_from; the rows pass Load's checks.
+func TestLoadPopularAndHistory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool := testdb.New(t)
+	p := newTeam(t, pool)
+	p.Active, p.Subjects, p.Popular, p.History = 40, 2, []int{30, 5}, 12
+	if err := benchload.Load(ctx, pool, p); err != nil {
+		t.Fatal(err)
+	}
+	keys := func(name string) string {
+		var out string
+		if err := pool.QueryRow(ctx, `SELECT string_agg(DISTINCT r.predicate_key || ' ' || r.status || ' ' || n, ', ')
+FROM (SELECT r.*, count(*) OVER (PARTITION BY r.predicate_key, r.status) n FROM relationships r
+      JOIN entity_names e ON e.team_id = r.team_id AND e.entity_id = r.subject_entity_id
+      WHERE r.team_id = $1 AND e.name = $2) r`, p.Team, name).Scan(&out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	for name, want := range map[string]string{
+		benchload.PopularName(30): "works_on active 30",
+		benchload.PopularName(5):  "works_on active 5",
+		benchload.HistoryName(12): "deploys_from active 1, deploys_from superseded 11",
+	} {
+		if got := keys(name); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+	var gaps int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM relationships a JOIN relationships b
+    ON b.team_id = a.team_id AND b.subject_entity_id = a.subject_entity_id AND b.predicate_key = a.predicate_key
+   AND b.valid_from = a.valid_to
+WHERE a.team_id = $1 AND a.status = 'superseded' AND a.subject_entity_id = (SELECT entity_id FROM entity_names
+    WHERE team_id = $1 AND name = $2)`, p.Team, benchload.HistoryName(12)).Scan(&gaps); err != nil {
+		t.Fatal(err)
+	}
+	if gaps != 11 {
+		t.Errorf("%d closed versions end where the next begins, want 11", gaps)
+	}
+}

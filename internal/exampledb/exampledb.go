@@ -1,6 +1,8 @@
 // Package exampledb opens the database of a runnable example: the database the DSN names, created
 // when it does not exist yet (so the examples never write into a database of the host's), migrated to
-// this library's schema, and opened as a Store.
+// this library's schema, and opened as a Store. With no DSN configured and no server on the local
+// default address, the examples run on a private PostgreSQL (package embedded) in a data directory
+// of their own.
 package exampledb
 
 import (
@@ -9,6 +11,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -16,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/embedded"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
@@ -30,28 +34,108 @@ const EnvURL = "DENSEMEM_DATABASE_URL"
 // connectTimeout bounds an example's first connection, so a missing server fails fast.
 const connectTimeout = 10 * time.Second
 
-// URL returns the database URL of an example: $DENSEMEM_DATABASE_URL, or DefaultURL when it is unset.
-func URL() string {
-	if u := strings.TrimSpace(os.Getenv(EnvURL)); u != "" {
-		return u
+// EmbeddedPrefix starts a DSN that names no server but the data directory of a private one:
+// "embedded:DIR" makes Connect run the example on the private PostgreSQL in DIR.
+const EmbeddedPrefix = "embedded:"
+
+// URL returns the database URL of an example: $DENSEMEM_DATABASE_URL, or "" when it is unset (Connect
+// then uses the local server at DefaultURL when one answers, else a private one).
+func URL() string { return strings.TrimSpace(os.Getenv(EnvURL)) }
+
+// DataDir is the data directory of the examples' private server: $DENSEMEM_DATA, else
+// densemem-examples beside embedded.DefaultDir (apart from the densemem command's, so that an example
+// can run while an MCP server holds that one).
+func DataDir() (string, error) {
+	if d := os.Getenv(embedded.EnvDataDir); d != "" {
+		return d, nil
 	}
-	return DefaultURL
+	d, err := embedded.DefaultDir()
+	if err != nil {
+		return "", err
+	}
+	return d + "-examples", nil
 }
 
-// Connect opens dsn as Open does, within a bounded time, for the example program named program; a
-// failure says how to provide a database, without the URL's password.
-func Connect(ctx context.Context, program, dsn string) (*postgres.Store, error) {
+// Connect opens the example program's database: dsn as Open opens it; when dsn is "", DefaultURL
+// when a server answers there, else the private server in DataDir (saying so in one line on
+// stderr); "embedded:DIR" the private server in DIR. done closes the store and stops a private
+// server. A failure says how to provide a database, without the URL's password.
+func Connect(ctx context.Context, program, dsn string) (st *postgres.Store, done func(), err error) {
+	if dsn == "" {
+		if err := ping(ctx, DefaultURL); err != nil {
+			dir, dirErr := DataDir()
+			if dirErr != nil {
+				return nil, nil, fmt.Errorf("%s: no %s and no PostgreSQL at 127.0.0.1:5432 (%v), and no data directory "+
+					"for a private one: %w", program, EnvURL, err, dirErr)
+			}
+			return connectEmbedded(ctx, program, dir, true)
+		}
+		dsn = DefaultURL
+	}
+	if dir, ok := strings.CutPrefix(dsn, EmbeddedPrefix); ok {
+		return connectEmbedded(ctx, program, dir, false)
+	}
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	st, err := Open(ctx, dsn)
+	st, err = Open(ctx, dsn)
 	if err != nil {
-		return nil, fmt.Errorf("%s: cannot connect to PostgreSQL at %s: %v\n"+
+		return nil, nil, fmt.Errorf("%s: cannot connect to PostgreSQL at %s: %v\n"+
 			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
 			"  %s='postgres://USER:PASSWORD@HOST:5432/DB?sslmode=disable' go run ./examples/%s\n"+
 			"or run PostgreSQL on 127.0.0.1:5432 accepting user postgres without a password",
 			program, redactURL(dsn), err, EnvURL, EnvURL, program)
 	}
-	return st, nil
+	return st, st.Close, nil
+}
+
+// connectEmbedded runs the example on the private server in dir, in the database the local
+// default names, as the server's superuser (as the examples run on the local server); announce
+// prints the line that says what was done and where the data lives.
+func connectEmbedded(ctx context.Context, program, dir string, announce bool) (*postgres.Store, func(), error) {
+	if announce {
+		what := "using the private PostgreSQL in " + dir
+		if _, err := os.Stat(filepath.Join(dir, "pgdata")); err != nil {
+			what = "preparing a private PostgreSQL in " + dir + " (first run: initdb, a few seconds)"
+		}
+		fmt.Fprintf(os.Stderr, "%s: no %s and nothing on 127.0.0.1:5432: %s\n", program, EnvURL, what)
+	}
+	srv, err := embedded.Start(ctx, dir, nil)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w\nor set %s to the URL of a PostgreSQL 15+ database", program, err, EnvURL)
+	}
+	name := "densemem_examples"
+	if err := srv.CreateDatabase(ctx, name); err != nil {
+		_ = srv.Stop()
+		return nil, nil, err
+	}
+	st, err := Open(ctx, srv.URL(name, embedded.Superuser))
+	if err != nil {
+		_ = srv.Stop()
+		return nil, nil, fmt.Errorf("%s: %w", program, err)
+	}
+	return st, func() { st.Close(); _ = srv.Stop() }, nil
+}
+
+// ping reports whether a server answers at dsn within two seconds: a refusal by the server (a wrong
+// password, a missing database) is an answer.
+func ping(ctx context.Context, dsn string) error {
+	cfg, err := pgx.ParseConfig(dsn)
+	if err != nil {
+		return err
+	}
+	cfg.Database = "postgres"
+	cfg.ConnectTimeout = 2 * time.Second
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	return conn.Close(ctx)
 }
 
 // redactURL hides the password of a database URL.

@@ -113,6 +113,21 @@ func CheckStory(t *testing.T, name string, story Story) {
 	Check(t, name, first.Bytes(), second.Bytes())
 }
 
+// CheckStoryEmbedded is CheckStory on a private PostgreSQL (package embedded) in a fresh data
+// directory, whatever else answers: the first run prepares the server, the second reuses its data.
+func CheckStoryEmbedded(t *testing.T, name string, story Story) {
+	t.Helper()
+	dsn := exampledb.EmbeddedPrefix + t.TempDir()
+	var first, second bytes.Buffer
+	if err := story(context.Background(), &first, dsn); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := story(context.Background(), &second, dsn); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	Check(t, name, first.Bytes(), second.Bytes())
+}
+
 // CheckStoryNoDatabase runs story against UnreachableURL and checks its error as CheckNoDatabase
 // does, for the examples' environment variable.
 func CheckStoryNoDatabase(t *testing.T, story Story) {

@@ -823,17 +823,18 @@ func TestCarryCorrectsOnAConfirmedValidFrom(t *testing.T) {
 	}
 }
 
-// TestAdopts checks the adoption's cross-references: from the adopter's relationship to every other
-// owner's relationship of the key holding a support from the adopted fragment, whatever its object or
-// status, and to nothing else; and that the adopted support, carrying the fragment's group and hash,
-// adds no group.
+// TestAdopts checks the adoption's cross-reference: from the adopter's relationship to one other
+// owner's relationship of the key holding a support from the adopted fragment — its author's, before
+// an earlier relationship of another adopter — and to nothing else; and that the adopted support,
+// carrying the fragment's group and hash, adds no group.
 func TestAdopts(t *testing.T) {
 	superseded := rel("rel_3", carol, objB, jan, nil)
 	superseded.Status = relationship.StatusSuperseded
 	rels := []relationship.Relationship{
-		rel("rel_1", bob, objA, jan, nil), // supported by frg_b: linked
+		rel("rel_0", carol, objA, jan, nil), // an earlier adopter of frg_b: not linked, its author is
+		rel("rel_1", bob, objA, jan, nil),   // frg_b's author's: linked
 		rel("rel_2", carol, objA, jan, nil),
-		superseded,                          // supported by frg_b too, another object and status: linked
+		superseded,                          // supported by frg_b too: not linked, one link is enough
 		rel("rel_4", alice, objB, jan, nil), // the actor's own, supported by frg_b: no link
 	}
 	frag := func(id relationship.ID, owner identity.ProfileID, f evidence.FragmentID) store.SupportRow {
@@ -845,7 +846,7 @@ func TestAdopts(t *testing.T) {
 		return s
 	}
 	l := newLedger(ProfileActor(alice))
-	l.Load(store.KeysLocked{Relationships: rels, Supports: []store.SupportRow{frag("rel_1", bob, "frg_b"),
+	l.Load(store.KeysLocked{Relationships: rels, Supports: []store.SupportRow{frag("rel_0", carol, "frg_b"), frag("rel_1", bob, "frg_b"),
 		frag("rel_2", carol, "frg_c"), frag("rel_3", carol, "frg_b"), frag("rel_4", alice, "frg_b")}},
 		[]relationship.Predicate{worksAt})
 	mine := rel("rel_9", alice, objA, feb, nil)
@@ -857,13 +858,12 @@ func TestAdopts(t *testing.T) {
 		got = append(got, fmt.Sprintf("%s %s->%s v%d->v%d by %s ver %s", x.Kind, x.From, x.To, x.FromVersion, x.ToVersion, x.Author,
 			x.VerificationID))
 	}
-	want := []string{"adopts_evidence_from rel_9->rel_1 v1->v1 by prf_alice ver ver_1",
-		"adopts_evidence_from rel_9->rel_3 v1->v1 by prf_alice ver ver_1"}
+	want := []string{"adopts_evidence_from rel_9->rel_1 v1->v1 by prf_alice ver ver_1"}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("adoption cross-references (-want +got):\n%s", d)
 	}
-	if len(l.WS.CrossRefs) != 2 {
-		t.Errorf("write set holds %d cross-references, want 2", len(l.WS.CrossRefs))
+	if len(l.WS.CrossRefs) != 1 {
+		t.Errorf("write set holds %d cross-references, want 1", len(l.WS.CrossRefs))
 	}
 	// rel_1's one group and the adopter's support count as one group together.
 	if n, _ := evidence.CountGroups(append(l.Supports("rel_1"), l.Supports(mine.ID)...)); n != 1 {

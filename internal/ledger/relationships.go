@@ -137,17 +137,22 @@ func (l *Ledger) LastTransitionID() string {
 
 // CrossReferences compares rel, a relationship of the ledger's actor that just became active, with
 // the other owners' active relationships of its key and records the links relationship.CrossReference
-// decides; it returns them in the key's order.
+// decides; it returns them in the key's order. An adopter confirms the relationship its adoption
+// links to (Adopts), not the other adopters of the same fragment: their statements rest on that one
+// piece of evidence, and confirming each of them would make every adoption write a row per earlier
+// adopter.
 func (l *Ledger) CrossReferences(rel *relationship.Relationship, fromConfirmed bool, corrects relationship.ID,
 	verification string) []store.CrossReferenceRow {
 	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	adopted, targets := l.adopted(ks, rel)
 	var out []store.CrossReferenceRow
 	for _, o := range ks.Rels {
 		if o.Owner == rel.Owner || o.Status != relationship.StatusActive {
 			continue
 		}
 		kind, ok := relationship.CrossReference(ks.Pred, *rel, fromConfirmed, corrects, *o)
-		if !ok {
+		if !ok || (kind == relationship.CrossReferenceConfirms && !targets[o.ID] &&
+			slices.ContainsFunc(l.fragments[o.ID], func(f evidence.FragmentID) bool { return adopted[f] })) {
 			continue
 		}
 		x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(kind), From: rel.ID,
@@ -159,24 +164,66 @@ func (l *Ledger) CrossReferences(rel *relationship.Relationship, fromConfirmed b
 	return out
 }
 
-// Adopts records the adopts_evidence_from cross-references of an adoption (DESIGN §13): from rel, a
-// relationship of the ledger's actor that just gained support from fragment, another profile's
-// evidence it adopted, to every other owner's relationship of rel's key that the fragment supports,
-// whatever its status (the link records where the evidence came from). Relationships the fragment
-// supports on other keys are not linked: the adoption is about rel's statement. It returns the links
-// in the key's order.
-func (l *Ledger) Adopts(rel *relationship.Relationship, fragment evidence.FragmentID, verification string) []store.CrossReferenceRow {
-	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
-	var out []store.CrossReferenceRow
+// adopted returns the fragments rel's supports adopted (another profile authored them) and the
+// relationships of ks their adoptions link to (adoptionTarget).
+func (l *Ledger) adopted(ks *KeyState, rel *relationship.Relationship) (map[evidence.FragmentID]bool, map[relationship.ID]bool) {
+	var fragments map[evidence.FragmentID]bool
+	var targets map[relationship.ID]bool
+	for _, s := range l.links[rel.ID] {
+		if s.Author == rel.Owner || fragments[s.FragmentID] {
+			continue
+		}
+		if fragments == nil {
+			fragments, targets = map[evidence.FragmentID]bool{}, map[relationship.ID]bool{}
+		}
+		fragments[s.FragmentID] = true
+		if to := l.adoptionTarget(ks, rel, s.FragmentID); to != nil {
+			targets[to.ID] = true
+		}
+	}
+	return fragments, targets
+}
+
+// adoptionTarget is the relationship an adoption of fragment by rel links to (Adopts): among the other
+// owners' relationships of ks the fragment supports, preferring one stating what rel states (same
+// object and polarity), then the fragment's author's, then the earliest (lowest ID); nil when there
+// is none.
+func (l *Ledger) adoptionTarget(ks *KeyState, rel *relationship.Relationship, fragment evidence.FragmentID) *relationship.Relationship {
+	var to *relationship.Relationship
+	var toRank [2]bool
 	for _, o := range ks.Rels {
 		if o.Owner == rel.Owner || !slices.Contains(l.fragments[o.ID], fragment) {
 			continue
 		}
-		x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(relationship.CrossReferenceAdoptsEvidenceFrom),
-			From: rel.ID, FromVersion: rel.Version, To: o.ID, ToVersion: o.Version, Author: rel.Owner,
-			VerificationID: verification, IngestID: l.IngestID, CreatedAt: l.Now}
-		l.WS.CrossRefs = append(l.WS.CrossRefs, x)
-		out = append(out, x)
+		rank := [2]bool{o.Object == rel.Object && o.Polarity == rel.Polarity,
+			slices.ContainsFunc(l.links[o.ID], func(s store.SupportRow) bool { return s.FragmentID == fragment && s.Author == o.Owner })}
+		better := to == nil || rank[0] && !toRank[0] || (rank[0] == toRank[0] && rank[1] && !toRank[1]) ||
+			(rank == toRank && o.ID < to.ID)
+		if better {
+			to, toRank = o, rank
+		}
 	}
-	return out
+	return to
+}
+
+// Adopts records the adopts_evidence_from cross-reference of an adoption (DESIGN §13): from rel, a
+// relationship of the ledger's actor that just gained support from fragment, another profile's
+// evidence it adopted, to one other owner's relationship of rel's key that the fragment supports —
+// one stating what rel states, the fragment's author's, the earliest (adoptionTarget) — so an adoption
+// writes at most one row per relationship and fragment, whatever the number of earlier adopters
+// (the link records where the evidence came from; Trace follows it, and the support link names the
+// fragment). Only the relationships the transaction loaded are candidates: a Remember loads a key's
+// live ones. Relationships the fragment supports on other keys are not linked: the adoption is about
+// rel's statement. It returns the link, if any.
+func (l *Ledger) Adopts(rel *relationship.Relationship, fragment evidence.FragmentID, verification string) []store.CrossReferenceRow {
+	ks := l.Key(conflict.Key{Team: l.Team, Subject: rel.Subject, PredicateKey: rel.PredicateKey, Scope: rel.Scope})
+	to := l.adoptionTarget(ks, rel, fragment)
+	if to == nil {
+		return nil
+	}
+	x := store.CrossReferenceRow{Team: l.Team, ID: l.NewID("xref"), Kind: string(relationship.CrossReferenceAdoptsEvidenceFrom),
+		From: rel.ID, FromVersion: rel.Version, To: to.ID, ToVersion: to.Version, Author: rel.Owner,
+		VerificationID: verification, IngestID: l.IngestID, CreatedAt: l.Now}
+	l.WS.CrossRefs = append(l.WS.CrossRefs, x)
+	return []store.CrossReferenceRow{x}
 }

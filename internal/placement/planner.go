@@ -138,6 +138,55 @@ func (pl *Planner) Keys() []conflict.Key {
 	return out
 }
 
+// ByObject returns what a locked read of Keys may narrow (store.KeysLockParams.ByObject): for each
+// key of an existing subject whose every statement in the request is about a resolved object under
+// a predicate that compares statements by object (relationship.Predicate.ComparesByObject), the
+// objects of those statements. Keys of a statement about an ambiguous or missing object, and the
+// keys of entities stated distinct, are read whole.
+func (pl *Planner) ByObject() []store.KeyObject {
+	objects := map[conflict.Key][]relationship.Object{}
+	wide := map[conflict.Key]bool{}
+	var order []conflict.Key
+	for _, r := range pl.req.Proposal.Relationships {
+		k, ok := pl.key(r)
+		if !ok || pl.res[r.SubjectRef].Decision == identity.DecisionCreated {
+			continue
+		}
+		if _, seen := objects[k]; !seen && !wide[k] {
+			order = append(order, k)
+		}
+		pred, _ := relationship.MatchPredicate(r.Predicate, pl.Predicates)
+		var obj relationship.Object
+		switch {
+		case r.ObjectValue != nil:
+			text, _ := api.CanonicalValue(*r.ObjectValue, math.MaxInt)
+			obj.ValueID = valueID(pl.Team, r.ObjectValue.Type, text)
+		case r.ObjectRef != "":
+			obj.EntityID = pl.res[r.ObjectRef].EntityID
+		}
+		if !pred.ComparesByObject() || obj == (relationship.Object{}) {
+			wide[k] = true
+			continue
+		}
+		if !slices.Contains(objects[k], obj) {
+			objects[k] = append(objects[k], obj)
+		}
+		for _, e := range pl.in.mentions[r.SubjectRef].DistinctFrom {
+			wide[conflict.Key{Team: pl.Team, Subject: e, PredicateKey: k.PredicateKey, Scope: k.Scope}] = true
+		}
+	}
+	var out []store.KeyObject
+	for _, k := range order {
+		if wide[k] {
+			continue
+		}
+		for _, o := range objects[k] {
+			out = append(out, store.KeyObject{Key: k, Object: o})
+		}
+	}
+	return out
+}
+
 // distinctFrom returns the entities the caller's evidence shows entity id is not: the
 // distinct_from_entity_ids of the mentions that resolved to it.
 func (pl *Planner) distinctFrom(id identity.EntityID) []identity.EntityID {
@@ -788,13 +837,18 @@ func (pl *Planner) resolutionEvent(obsID, ref string) {
 
 // value returns the content-addressed ID of a literal value and queues its row once.
 func (pl *Planner) value(t api.ValueType, text string) string {
-	sum := sha256.Sum256([]byte(string(pl.Team) + "\x00" + string(t) + "\x00" + text))
-	id := "val_" + hex.EncodeToString(sum[:13])
+	id := valueID(pl.Team, t, text)
 	if !pl.values[id] {
 		pl.values[id] = true
 		pl.l.WS.Values = append(pl.l.WS.Values, store.ValueRow{Team: pl.Team, ID: id, Type: string(t), Text: text, CreatedAt: pl.Now})
 	}
 	return id
+}
+
+// valueID is the ID of a team's literal value of type t with canonical text.
+func valueID(team identity.TeamID, t api.ValueType, text string) string {
+	sum := sha256.Sum256([]byte(string(team) + "\x00" + string(t) + "\x00" + text))
+	return "val_" + hex.EncodeToString(sum[:13])
 }
 
 // supportLinks builds one support link per citation of an accepted proposal (relationship ID unset).

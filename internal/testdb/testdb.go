@@ -4,11 +4,13 @@
 //
 // The server is found, in order, from the DENSEMEM_TEST_DATABASE_URL environment variable (a URL
 // to any database on the server, used as the maintenance connection), from a PostgreSQL accepting
-// postgres@127.0.0.1:5432 without a password, or from a container fallback registered with
-// RegisterContainer (package densememtest/container starts a postgres:15-alpine container through
-// testcontainers-go when Docker is available; this package never imports Docker's client, so a
-// host importing densememtest does not depend on it). With none of these a test fails; it is never
-// skipped.
+// postgres@127.0.0.1:5432 without a password, from a private server of the test process (package
+// embedded, on the machine's installed PostgreSQL binaries, in a temporary directory), or from a
+// container fallback registered with RegisterContainer (package densememtest/container starts a
+// postgres:15-alpine container through testcontainers-go when Docker is available; this package
+// never imports Docker's client, so a host importing densememtest does not depend on it). With
+// DENSEMEM_TEST_SERVER=embedded the private server is used even when another answers. With none of
+// these a test fails; it is never skipped.
 package testdb
 
 import (
@@ -19,6 +21,7 @@ import (
 	"fmt"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -28,12 +31,18 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/internal/pgserver"
 	"github.com/densemem/densemem/migrations"
 )
 
 const (
 	// envURL names the environment variable that points the tests at a server.
 	envURL = "DENSEMEM_TEST_DATABASE_URL"
+	// envServer, set to "embedded", makes the tests use a private server of their own even when
+	// envURL is set or a local server answers.
+	envServer = "DENSEMEM_TEST_SERVER"
+	// embeddedPrefix names the temporary data directories of the test processes' private servers.
+	embeddedPrefix = "densemem-test-"
 	// localURL is tried when envURL is unset.
 	localURL = "postgres://postgres@127.0.0.1:5432/postgres?sslmode=disable"
 	// containerPackage is the package whose import registers the container fallback.
@@ -93,6 +102,13 @@ func AdminURL() (string, error) {
 }
 
 func resolveAdminURL() (string, error) {
+	switch v := strings.TrimSpace(os.Getenv(envServer)); v {
+	case "":
+	case "embedded":
+		return startEmbedded()
+	default:
+		return "", fmt.Errorf("testdb: %s=%q: the only value is \"embedded\"", envServer, v)
+	}
 	if u := strings.TrimSpace(os.Getenv(envURL)); u != "" {
 		return u, nil
 	}
@@ -100,14 +116,19 @@ func resolveAdminURL() (string, error) {
 	if localErr == nil {
 		return localURL, nil
 	}
+	u, embeddedErr := startEmbedded()
+	if embeddedErr == nil {
+		return u, nil
+	}
 	containerMu.Lock()
 	start := startContainer
 	containerMu.Unlock()
 	if start == nil {
 		return "", fmt.Errorf("testdb: no PostgreSQL server for tests: set %s to a URL of a database on a "+
 			"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
-			"postgres without a password, or import %q in the tests (a blank import) and start Docker so a "+
-			"container can be started (127.0.0.1:5432: %v)", envURL, containerPackage, localErr)
+			"postgres without a password, or install PostgreSQL %d+ binaries for a private server, or import %q "+
+			"in the tests (a blank import) and start Docker so a container can be started (127.0.0.1:5432: %v; "+
+			"private server: %v)", envURL, pgserver.MinVersion, containerPackage, localErr, embeddedErr)
 	}
 	u, dockerErr := start()
 	if dockerErr == nil {
@@ -115,8 +136,60 @@ func resolveAdminURL() (string, error) {
 	}
 	return "", fmt.Errorf("testdb: no PostgreSQL server for tests: set %s to a URL of a database on a "+
 		"server where the user may create databases, or run PostgreSQL on 127.0.0.1:5432 accepting user "+
-		"postgres without a password, or install and start Docker so a container can be started "+
-		"(127.0.0.1:5432: %v; docker: %v)", envURL, localErr, dockerErr)
+		"postgres without a password, or install PostgreSQL %d+ binaries for a private server, or install and "+
+		"start Docker so a container can be started (127.0.0.1:5432: %v; private server: %v; docker: %v)",
+		envURL, pgserver.MinVersion, localErr, embeddedErr, dockerErr)
+}
+
+// embeddedServer is the test process's private server, when it has one.
+var embeddedServer *pgserver.Server
+
+// StopEmbedded stops the test process's private server, if it started one, and removes its
+// directory; a TestMain may call it after m.Run. Without it the server shuts down when the test
+// process exits (on Linux) and a later test process removes the directory.
+func StopEmbedded() error {
+	if embeddedServer == nil {
+		return nil
+	}
+	err := embeddedServer.Stop()
+	if rmErr := os.RemoveAll(embeddedServer.Dir()); err == nil {
+		err = rmErr
+	}
+	embeddedServer = nil
+	return err
+}
+
+// startEmbedded starts a private server in a fresh temporary directory (without fsync: test data
+// need not survive a machine crash) and returns its maintenance URL.
+func startEmbedded() (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	discardAbandoned(ctx)
+	dir, err := os.MkdirTemp("", embeddedPrefix)
+	if err != nil {
+		return "", err
+	}
+	srv, err := pgserver.Start(ctx, dir, &pgserver.Options{NoSync: true})
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return "", err
+	}
+	embeddedServer = srv
+	return srv.AdminURL(), nil
+}
+
+// discardAbandoned removes the private servers' directories of test processes that have gone (their
+// lock is free); those of running processes are locked and stay. A directory whose lock file is
+// younger than a minute is left alone: its process may be about to take the lock.
+func discardAbandoned(ctx context.Context) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), embeddedPrefix+"*"))
+	for _, d := range dirs {
+		fi, err := os.Stat(filepath.Join(d, "densemem.lock"))
+		if err != nil || time.Since(fi.ModTime()) < time.Minute {
+			continue
+		}
+		_ = pgserver.Discard(ctx, d, nil)
+	}
 }
 
 // ping reports whether a connection to connString succeeds within timeout.

@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"math"
 	"time"
 
@@ -47,6 +48,11 @@ const recallFilter = `r.team_id = $1
 
 const recallSearchSQL = `-- name: RecallSearch
 WITH q AS (SELECT websearch_to_tsquery('english', $2::text) AS tsq),
+-- The authoritative profiles: $11, or when it is NULL those of the team's policy in force.
+auth AS MATERIALIZED (
+    SELECT coalesce($11::text[], (SELECT tp.authoritative_profile_ids FROM {schema}.team_policies tp
+                                  WHERE tp.team_id = $1 ORDER BY tp.version DESC LIMIT 1), '{}') AS ids
+),
 search AS MATERIALIZED (
     -- Full-text hits from the postings, through the owner's function (decisions 53, 139): at most $10
     -- rows per driving lexeme, and a 'cut_window' or 'cut_reads' row when a driver had more.
@@ -113,17 +119,18 @@ entity_name AS (
     LIMIT $6
 )
 -- Each candidate with what the boosts need (its creation, and whether effective evidence in the
--- view carries allowed authority: labelled authoritative by one of $11, the policy's authoritative
--- profiles), so that only the results' details are read afterwards.
+-- view carries allowed authority: labelled authoritative by one of auth's profiles), so that only
+-- the results' details are read afterwards.
 SELECT b.branch, b.id, b.score, b.status, b.tier, b.valid_to, b.version, b.created_at,
-       cardinality($11::text[]) > 0 AND EXISTS (SELECT 1 FROM {schema}.support_links s
+       cardinality(auth.ids) > 0 AND EXISTS (SELECT 1 FROM {schema}.support_links s
            WHERE s.team_id = $1 AND s.relationship_id = b.id AND s.authority = 'authoritative'
-             AND s.author_profile_id = ANY($11::text[]) AND ($5::timestamptz IS NULL OR s.created_at <= $5::timestamptz)
+             AND s.author_profile_id = ANY(auth.ids) AND ($5::timestamptz IS NULL OR s.created_at <= $5::timestamptz)
              AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr WHERE fr.team_id = s.team_id
                              AND fr.fragment_id = s.fragment_id AND ($5::timestamptz IS NULL OR fr.created_at <= $5::timestamptz)))
 FROM (SELECT 'fulltext' AS branch, id, score, status, tier, valid_to, version, created_at FROM fulltext
       UNION ALL
       SELECT 'entity_name', id, score, status, tier, valid_to, version, created_at FROM entity_name) b
+CROSS JOIN auth
 UNION ALL
 SELECT 'truncated_fulltext', '', 0, '', '', NULL, 0, NULL, false WHERE EXISTS (SELECT 1 FROM search WHERE source = 'cut_window')
 UNION ALL
@@ -144,11 +151,13 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 	if p.MaxHits > 0 {
 		window = int64(min(max(p.PerBranch, 1), p.MaxHits))
 	}
+	var principal *store.Principal
 	for {
-		out, cut, err := s.recallSearch(ctx, p, window)
+		out, cut, err := s.recallSearch(ctx, p, window, principal)
 		if err != nil {
 			return store.RecallSearch{}, err
 		}
+		principal = &out.Principal
 		short := (cut[0] && len(out.FullText) < p.PerBranch) || (cut[1] && len(out.EntityName) < p.PerBranch)
 		if !short || p.MaxHits <= 0 || window >= int64(p.MaxHits) {
 			return out, nil
@@ -159,7 +168,8 @@ func (s *Store) RecallSearch(ctx context.Context, p store.RecallSearchParams) (s
 
 // recallSearch runs the search with each source cut at window rows; cut reports, for the full-text
 // and the entity-name branch, that one of its sources had more.
-func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, window int64) (store.RecallSearch, [2]bool, error) {
+func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, window int64,
+	loaded *store.Principal) (store.RecallSearch, [2]bool, error) {
 	var out store.RecallSearch
 	var cut [2]bool
 	expand := entityStrings(p.ExpandFrom)
@@ -173,6 +183,21 @@ func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, wi
 	authoritative := make([]string, len(p.Authoritative))
 	for i, a := range p.Authoritative {
 		authoritative[i] = string(a)
+	}
+	if p.Principal != nil {
+		if len(p.Authoritative) > 0 || p.Principal.Team != p.Team {
+			return out, cut, fmt.Errorf("%w: RecallSearchParams: with Principal set, Authoritative must be empty (the policy's are used) and Principal.Team must be Team",
+				store.ErrMisconfigured)
+		}
+		authoritative = nil // the policy in force's, read by the statement
+		if loaded != nil {
+			out.Principal = *loaded
+		} else {
+			b.Queue(principalSQL, p.Principal.Team, p.Principal.Profile).QueryRow(func(row pgx.Row) (err error) {
+				out.Principal, err = scanPrincipal(row, p.Principal.Team, p.Principal.Profile)
+				return err
+			})
+		}
 	}
 	b.Queue(recallSearchSQL, p.Team, p.Query, p.At, p.ValidAt, p.KnownAt, p.PerBranch, p.PredicateKey, names, expand, window+1,
 		authoritative).

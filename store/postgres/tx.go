@@ -177,6 +177,64 @@ WHERE ` + keyFilter + liveFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
+// keyNamedClosedSQL reads the closed relationships among $5 that lie on the keys (KeysLockParams.
+// Named), by primary key, unlocked: a closed relationship never changes.
+const keyNamedClosedSQL = `-- name: KeyNamedClosedRelationships
+SELECT ` + lockedRelationships + `
+WHERE ` + keyFilter + ` AND r.relationship_id = ANY($5::text[])
+  AND r.status NOT IN ('active', 'pending_evidence', 'needs_review')
+ORDER BY r.relationship_id`
+
+// byObjectIDs are the IDs of the live relationships a read narrowed by object (KeysLockParams.
+// ByObject) takes: every live relationship of the keys read whole ($2, $3, $4: subject, predicate,
+// scope); of the narrowed keys ($5, $6, $7), the live ones about a listed object (entities: $8, $9,
+// $10, $11 as subject, predicate, scope, entity; values: $12 … $15 likewise), the held ones and the
+// live ones about a held one's object, and the live ones among $16 (named by ID). Each branch probes
+// relationships_conflict_key_live_object (migration 24) by key, status and object — the statuses
+// joined as rows, so that the status column is an equality of the probe under any generic plan, and
+// listed, so that the partial index applies — and
+// a key's relationships about other objects are never read; the rows are then reached by primary
+// key (decision 123).
+const byObjectIDs = `ARRAY(
+    SELECT w.relationship_id FROM {schema}.relationships w
+    WHERE w.team_id = $1 AND w.subject_entity_id = ANY($2::text[]) AND w.predicate_key = ANY($3::text[]) AND w.scope = ANY($4::text[])
+      AND (w.subject_entity_id, w.predicate_key, w.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))
+      AND w.status IN ('active', 'pending_evidence', 'needs_review')
+  UNION
+    SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[]) AS k(subject, predicate, scope, entity)
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
+     AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id = k.entity
+  UNION
+    SELECT o.relationship_id FROM unnest($12::text[], $13::text[], $14::text[], $15::text[]) AS k(subject, predicate, scope, value)
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
+     AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id IS NULL AND o.object_value_id = k.value
+  UNION
+    SELECT t.relationship_id FROM unnest($5::text[], $6::text[], $7::text[]) AS k(subject, predicate, scope)
+    JOIN {schema}.relationships h ON h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate
+     AND h.scope = k.scope AND h.status = 'needs_review'
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    JOIN {schema}.relationships t ON t.team_id = $1 AND t.subject_entity_id = h.subject_entity_id
+     AND t.predicate_key = h.predicate_key AND t.scope = h.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
+     AND t.object_entity_id IS NOT DISTINCT FROM h.object_entity_id AND t.object_value_id IS NOT DISTINCT FROM h.object_value_id
+  UNION
+    SELECT n.relationship_id FROM {schema}.relationships n
+    WHERE n.team_id = $1 AND n.relationship_id = ANY($16::text[]) AND n.status IN ('active', 'pending_evidence', 'needs_review')
+      AND (n.subject_entity_id, n.predicate_key, n.scope) IN (SELECT * FROM unnest($5::text[], $6::text[], $7::text[])))`
+
+// keyObjectRelationshipsSQL and keyObjectSupportsSQL are KeysLock's reads narrowed by object.
+const keyObjectRelationshipsSQL = `-- name: KeyObjectRelationshipsLock
+SELECT ` + lockedRelationships + `
+WHERE r.team_id = $1 AND r.relationship_id = ANY(` + byObjectIDs + `)` + liveFilter + `
+ORDER BY r.relationship_id
+FOR UPDATE OF r`
+
+const keyObjectSupportsSQL = `-- name: KeyObjectSupports
+SELECT ` + relationshipSupports + `
+WHERE r.team_id = $1 AND r.relationship_id = ANY(` + byObjectIDs + `)` + liveFilter + `
+ORDER BY s.relationship_id, s.support_id`
+
 // keyRelationshipsReadSQL and keyLiveRelationshipsReadSQL are KeysRead's: the same rows, unlocked.
 const keyRelationshipsReadSQL = `-- name: KeyRelationshipsRead
 SELECT ` + lockedRelationships + `
@@ -323,10 +381,26 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 	case !lock:
 		relsSQL, casesSQL = keyRelationshipsReadSQL, keyCasesReadSQL
 	}
-	b.Queue(relsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) error {
+	relsArgs := []any{p.Team, k.subjects, k.preds, k.scopes}
+	supsArgs := relsArgs
+	if p.LiveOnly && lock && len(p.ByObject) > 0 {
+		relsSQL, supsSQL = keyObjectRelationshipsSQL, keyObjectSupportsSQL
+		relsArgs = byObjectArgs(p)
+		supsArgs = relsArgs
+	}
+	b.Queue(relsSQL, relsArgs...).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, out)
 	})
-	b.Queue(supsSQL, p.Team, k.subjects, k.preds, k.scopes).Query(func(rows pgx.Rows) (err error) {
+	if p.LiveOnly && len(p.Named) > 0 {
+		named := make([]string, len(p.Named))
+		for i, id := range p.Named {
+			named[i] = string(id)
+		}
+		b.Queue(keyNamedClosedSQL, p.Team, k.subjects, k.preds, k.scopes, named).Query(func(rows pgx.Rows) error {
+			return readKeyRelationships(rows, out)
+		})
+	}
+	b.Queue(supsSQL, supsArgs...).Query(func(rows pgx.Rows) (err error) {
 		out.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})
@@ -373,6 +447,38 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 			return err
 		})
 	}
+}
+
+// byObjectArgs are the arguments of byObjectIDs for p: the keys ByObject does not name, those it
+// names, their entity and value objects, and the named relationships.
+func byObjectArgs(p store.KeysLockParams) []any {
+	narrowed := map[conflict.Key]bool{}
+	var keys, entities, values store.KeysLockParams
+	var entityIDs, valueIDs []string
+	for _, o := range p.ByObject {
+		if !narrowed[o.Key] {
+			narrowed[o.Key] = true
+			keys.Keys = append(keys.Keys, o.Key)
+		}
+		if o.Object.EntityID != "" {
+			entities.Keys, entityIDs = append(entities.Keys, o.Key), append(entityIDs, string(o.Object.EntityID))
+		} else {
+			values.Keys, valueIDs = append(values.Keys, o.Key), append(valueIDs, o.Object.ValueID)
+		}
+	}
+	var wide store.KeysLockParams
+	for _, k := range p.Keys {
+		if !narrowed[k] {
+			wide.Keys = append(wide.Keys, k)
+		}
+	}
+	w, n, e, v := newKeyArrays(wide), newKeyArrays(keys), newKeyArrays(entities), newKeyArrays(values)
+	named := make([]string, len(p.Named))
+	for i, id := range p.Named {
+		named[i] = string(id)
+	}
+	return []any{p.Team, w.subjects, w.preds, w.scopes, n.subjects, n.preds, n.scopes, e.subjects, e.preds, e.scopes, entityIDs,
+		v.subjects, v.preds, v.scopes, valueIDs, named}
 }
 
 // keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,

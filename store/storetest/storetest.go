@@ -105,6 +105,7 @@ func Run(t *testing.T, h Harness) {
 		{"ReviewFence", reviewFenceContracts},
 		{"Identity", reassignContracts},
 		{"Retirements", retirementContracts},
+		{"RecallPrincipal", recallPrincipalContracts},
 	}
 	for _, g := range groups {
 		t.Run(g.name, func(t *testing.T) {
