@@ -571,3 +571,28 @@ func Keep(ctx context.Context, name string, logf func(string, ...any)) (admin st
 	}
 	return admin, true, nil
 }
+
+// BindingKey returns the binding key (migration 25) of pool's database, read as the test server's
+// maintenance user, which the runtime and reviewer roles' stores need (postgres.Options.BindingKey).
+func BindingKey(tb testing.TB, pool *pgxpool.Pool) []byte {
+	tb.Helper()
+	cfg := pool.Config().Copy()
+	if u, err := AdminURL(); err == nil {
+		if c, err := pgxpool.ParseConfig(u); err == nil {
+			cfg.ConnConfig.User, cfg.ConnConfig.Password = c.ConnConfig.User, c.ConnConfig.Password
+		}
+	}
+	cfg.MaxConns = 1
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	su, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("testdb: pool as the maintenance user: %v", err)
+	}
+	defer su.Close()
+	key, err := migrations.BindingKey(ctx, su, nil)
+	if err != nil {
+		tb.Fatalf("testdb: %v", err)
+	}
+	return key
+}

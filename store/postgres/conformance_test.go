@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -37,29 +36,5 @@ func roleStore(t *testing.T, admin *pgxpool.Pool, role string) *postgres.Store {
 	return postgres.New(pool, &postgres.Options{BindingKey: bindingKey(t, admin)})
 }
 
-// bindingKey reads the binding key of pool's database as the test server's maintenance user.
-func bindingKey(t *testing.T, pool *pgxpool.Pool) []byte {
-	t.Helper()
-	su, err := pgxpool.NewWithConfig(context.Background(), superuserConfig(pool))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer su.Close()
-	key, err := migrations.BindingKey(context.Background(), su, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return key
-}
-
-// superuserConfig is admin's pool configuration as the test server's maintenance user.
-func superuserConfig(pool *pgxpool.Pool) *pgxpool.Config {
-	cfg := pool.Config().Copy()
-	if u, err := testdb.AdminURL(); err == nil {
-		if c, err := pgxpool.ParseConfig(u); err == nil {
-			cfg.ConnConfig.User, cfg.ConnConfig.Password = c.ConnConfig.User, c.ConnConfig.Password
-		}
-	}
-	cfg.MaxConns = 1
-	return cfg
-}
+// bindingKey reads the binding key of pool's database.
+func bindingKey(t *testing.T, pool *pgxpool.Pool) []byte { return testdb.BindingKey(t, pool) }
