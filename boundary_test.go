@@ -14,7 +14,9 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/densememtest"
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/migrations"
+	"github.com/densemem/densemem/store"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -168,6 +170,9 @@ type attack struct {
 	read bool
 	// skip names why this attack still passes (a known gap), or "" when it must be refused.
 	skip string
+	// actor is the actor of a bound transaction (store.WithActor): by default profile A's, or the
+	// reviewer's for the reviewer role.
+	actor string
 }
 
 // shadow creates a temporary shadow of every table of the schema (or of tables, when given), filled
@@ -221,15 +226,24 @@ func (b *boundary) run(t *testing.T, a attack) error {
 	switch a.mode {
 	case leaked:
 		// A forged binding: the right shape, no key.
-		forged := postgres.SessionBinding([]byte("not the key"), densemem.TeamID(team), conn.PgConn().PID())
+		forged := postgres.SessionBinding([]byte("not the key"), densemem.TeamID(team), "", conn.PgConn().PID())
 		if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.binding', $2, true)",
 			team, forged); err != nil {
 			t.Fatal(err)
 		}
 	case bound:
-		// The host's binding of its own team (the one an injected statement runs inside).
-		if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.binding', $2, true)",
-			b.ids["team"], postgres.SessionBinding(b.key, densemem.TeamID(b.ids["team"]), conn.PgConn().PID())); err != nil {
+		// The host's binding of its own team and the call's actor (the one an injected statement runs
+		// inside): the reviewer's, else profile A's.
+		actor := store.ProfileActor(identity.ProfileID(b.ids["A"]))
+		switch {
+		case a.actor != "":
+			actor = a.actor
+		case a.role == "reviewer":
+			actor = store.ReviewerActor
+		}
+		if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.actor', $2, true), "+
+			"set_config('densemem.binding', $3, true)", b.ids["team"], actor,
+			postgres.SessionBinding(b.key, densemem.TeamID(b.ids["team"]), actor, conn.PgConn().PID())); err != nil {
 			t.Fatal(err)
 		}
 		if team != b.ids["team"] {
@@ -489,12 +503,11 @@ func TestDatabaseBoundary_AlreadyHeld(t *testing.T) {
 func TestDatabaseBoundary_GrantLevel(t *testing.T) {
 	t.Parallel()
 	b := newBoundary(t)
-	const profileBinding = "the binding names the team only (decision 176): the database cannot tell the profile of a runtime transaction"
-	at := func(role, name, skip string, steps ...string) attack {
-		return attack{name: role + " " + name, role: role, mode: bound, steps: steps, skip: skip}
+	at := func(role, name string, steps ...string) attack {
+		return attack{name: role + " " + name, role: role, mode: bound, steps: steps}
 	}
 	attacks := []attack{
-		at("runtime", "retracts another profile's relationship naming its owner", profileBinding,
+		at("runtime", "retracts another profile's relationship naming its owner",
 			`INSERT INTO densemem.relationship_transitions SELECT (jsonb_populate_record(NULL::densemem.relationship_transitions,
 				to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'relationship_id', r.relationship_id, 'from_status', r.status,
 				'to_status', 'retracted', 'from_tier', r.tier, 'to_tier', r.tier, 'from_valid_to', r.valid_to, 'to_valid_to', r.valid_to,
@@ -502,28 +515,36 @@ func TestDatabaseBoundary_GrantLevel(t *testing.T) {
 				'reason', 'forged'))).*
 				FROM densemem.relationships r, LATERAL (SELECT * FROM densemem.relationship_transitions LIMIT 1) x WHERE r.relationship_id = {works}`,
 			`UPDATE densemem.relationships SET status = 'retracted', version = version + 1 WHERE relationship_id = {works}`),
-		at("runtime", "inserts a profile with every scope", profileBinding,
+		at("runtime", "retracts another profile's relationship as the system",
+			`INSERT INTO densemem.relationship_transitions SELECT (jsonb_populate_record(NULL::densemem.relationship_transitions,
+				to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'relationship_id', r.relationship_id, 'from_status', r.status,
+				'to_status', 'retracted', 'from_tier', r.tier, 'to_tier', r.tier, 'from_valid_to', r.valid_to, 'to_valid_to', r.valid_to,
+				'from_version', r.version, 'to_version', r.version + 1, 'actor_kind', 'system', 'actor_profile_id', NULL,
+				'reason', 'forged'))).*
+				FROM densemem.relationships r, LATERAL (SELECT * FROM densemem.relationship_transitions LIMIT 1) x WHERE r.relationship_id = {works}`,
+			`UPDATE densemem.relationships SET status = 'retracted', version = version + 1 WHERE relationship_id = {works}`),
+		at("runtime", "inserts a profile with every scope",
 			"INSERT INTO densemem.profiles VALUES ({team}, 'prf_forged', 'forged', 'active', '{read,write,vocabulary,erasure}', now(), now())"),
-		at("runtime", "re-enables a disabled profile", profileBinding,
+		at("runtime", "re-enables a disabled profile",
 			"UPDATE densemem.profiles SET status = 'active', updated_at = now() WHERE status = 'disabled'"),
-		at("runtime", "appends a policy version", profileBinding,
+		at("runtime", "appends a policy version",
 			`INSERT INTO densemem.team_policies SELECT (jsonb_populate_record(NULL::densemem.team_policies, to_jsonb(p) ||
 				jsonb_build_object('version', p.version + 1, 'auto_write_threshold', 0, 'authoritative_profile_ids', jsonb_build_array({B})))).*
 				FROM densemem.team_policies p ORDER BY version DESC LIMIT 1`),
-		at("runtime", "dismisses a live case with no event", "",
+		at("runtime", "dismisses a live case with no event",
 			"UPDATE densemem.conflict_cases SET status = 'dismissed', version = version + 1, updated_at = now() WHERE status = 'open'"),
-		at("runtime", "closes another profile's review item", "",
+		at("runtime", "closes another profile's review item",
 			"UPDATE densemem.review_items SET status = 'resolved', resolved_at = now() WHERE status = 'open'"),
-		at("runtime", "erases as the host", profileBinding,
+		at("runtime", "erases as the host",
 			"SELECT count(*) FROM densemem.densemem_erase({team}, 'ers_forged', 'host', NULL, 'x', 'k', 'h', ARRAY[{frag}], now())"),
-		at("runtime", "inserts a fragment authored by another profile", profileBinding,
+		at("runtime", "inserts a fragment authored by another profile",
 			`INSERT INTO densemem.evidence_fragments SELECT (jsonb_populate_record(NULL::densemem.evidence_fragments, to_jsonb(f) ||
 				jsonb_build_object('fragment_id', 'frg_forged', 'author_profile_id', {B}))).* FROM densemem.evidence_fragments f LIMIT 1`),
-		at("runtime", "links support onto another profile's relationship", profileBinding,
+		at("runtime", "links support onto another profile's relationship",
 			`INSERT INTO densemem.support_links SELECT (jsonb_populate_record(NULL::densemem.support_links, to_jsonb(s) ||
 				jsonb_build_object('support_id', 'sup_forged', 'relationship_id', {works}))).* FROM densemem.support_links s
 				WHERE s.relationship_id <> {works} LIMIT 1`),
-		at("reviewer", "supersedes a relationship no case names", "",
+		at("reviewer", "supersedes a relationship no case names",
 			`INSERT INTO densemem.relationship_transitions SELECT (jsonb_populate_record(NULL::densemem.relationship_transitions,
 				to_jsonb(x) || jsonb_build_object('transition_id', 'trn_forged', 'relationship_id', r.relationship_id, 'from_status', 'active',
 				'to_status', 'superseded', 'from_tier', r.tier, 'to_tier', r.tier, 'from_valid_to', r.valid_to, 'to_valid_to', r.valid_to,

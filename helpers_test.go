@@ -103,7 +103,7 @@ const teamSQL = "SELECT set_config('densemem.team', $1, true), set_config('dense
 
 // bindArgs are teamSQL's arguments for team on tx's connection, bound with key.
 func bindArgs(tx pgx.Tx, key []byte, team densemem.TeamID) []any {
-	return []any{string(team), postgres.SessionBinding(key, team, tx.Conn().PgConn().PID())}
+	return []any{string(team), postgres.SessionBinding(key, team, "", tx.Conn().PgConn().PID())}
 }
 
 func (e *env) mustTeam(name string) densemem.TeamID {

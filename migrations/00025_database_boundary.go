@@ -21,7 +21,9 @@ import (
 //     schema), and the text arguments of its privilege checks name the schema.
 //   - The team is bound, not claimed: binding_keys holds the HMAC keys only the owner may read;
 //     densemem_bound_team(), SECURITY DEFINER, returns densemem.team only when densemem.binding is
-//     the HMAC-SHA256 of "<team>:<backend pid>" under one of them (or the session's login role is the
+//     the HMAC-SHA256 of "<team>:<actor>:<backend pid>" under one of them, the actor being
+//     densemem.actor (store.WithActor; densemem_bound_actor() returns it, and migration 26's checks
+//     use it), or when the session's login role is the
 //     owner or a superuser, who see every row anyway), and refuses the transaction otherwise.
 //     Row-level security and every SECURITY DEFINER function that checked densemem.team use it.
 //     The store computes the binding with the key the host holds (postgres.Options.BindingKey) and
@@ -64,7 +66,7 @@ BEGIN
         RETURN NULL;
     END IF;
     IF EXISTS (SELECT 1 FROM %[1]s.binding_keys k
-               WHERE encode(sha256(k.outer_pad || sha256(k.inner_pad || convert_to(t || ':' || pg_backend_pid(), 'UTF8'))), 'hex')
+               WHERE encode(sha256(k.outer_pad || sha256(k.inner_pad || convert_to(t || ':' || COALESCE(current_setting('densemem.actor', true), '') || ':' || pg_backend_pid(), 'UTF8'))), 'hex')
                      = current_setting('densemem.binding', true))
        OR pg_has_role(session_user, %[2]s, 'MEMBER') THEN
         RETURN t;
@@ -76,6 +78,24 @@ $$`, s, literal(m.r.Owner)),
 		fmt.Sprintf("ALTER FUNCTION densemem_bound_team() OWNER TO %s", m.owner),
 		"REVOKE ALL ON FUNCTION densemem_bound_team() FROM PUBLIC",
 		fmt.Sprintf("GRANT EXECUTE ON FUNCTION densemem_bound_team() TO %s, %s", m.runtime, m.reviewer),
+		// The actor the binding names with the team (store.WithActor): '' for the owner and
+		// superusers and for a transaction bound to its team only, NULL without a team; raises as
+		// densemem_bound_team does when the binding does not verify.
+		fmt.Sprintf(`CREATE FUNCTION densemem_bound_actor() RETURNS text
+LANGUAGE plpgsql STABLE PARALLEL RESTRICTED SECURITY DEFINER SET search_path = %[1]s, pg_temp AS $$
+BEGIN
+    IF %[1]s.densemem_bound_team() IS NULL THEN
+        RETURN NULL;
+    END IF;
+    IF pg_has_role(session_user, %[2]s, 'MEMBER') THEN
+        RETURN '';
+    END IF;
+    RETURN COALESCE(current_setting('densemem.actor', true), '');
+END;
+$$`, s, literal(m.r.Owner)),
+		fmt.Sprintf("ALTER FUNCTION densemem_bound_actor() OWNER TO %s", m.owner),
+		"REVOKE ALL ON FUNCTION densemem_bound_actor() FROM PUBLIC",
+		fmt.Sprintf("GRANT EXECUTE ON FUNCTION densemem_bound_actor() TO %s, %s", m.runtime, m.reviewer),
 	); err != nil {
 		return err
 	}
@@ -99,7 +119,7 @@ $$`, s, literal(m.r.Owner)),
 	// Every function: the bound team instead of the setting, the schema in its privilege checks,
 	// pg_temp last.
 	return m.rewriteFunctions(func(fn, def string) string {
-		if strings.HasPrefix(fn, "densemem_bound_team(") {
+		if strings.HasPrefix(fn, "densemem_bound_team(") || strings.HasPrefix(fn, "densemem_bound_actor(") {
 			return def
 		}
 		def = teamSettingPattern.ReplaceAllString(def, s+".densemem_bound_team()")
@@ -127,7 +147,7 @@ func (m *rolesRun) databaseBoundaryDown() error {
 	}, m.schema); err != nil {
 		return err
 	}
-	return m.execAll("DROP FUNCTION densemem_bound_team()", "DROP TABLE binding_keys")
+	return m.execAll("DROP FUNCTION densemem_bound_actor()", "DROP FUNCTION densemem_bound_team()", "DROP TABLE binding_keys")
 }
 
 // rewritePolicies sets every team_isolation policy of the schema to check expr.

@@ -28,7 +28,7 @@ func sqlState(t *testing.T, ctx context.Context, pool *pgxpool.Pool, team identi
 	defer func() { _ = tx.Rollback(ctx) }()
 	key := bindingKey(t, pool)
 	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.binding', $2, true), "+
-		"set_config('search_path', 'densemem', true)", string(team), postgres.SessionBinding(key, team, tx.Conn().PgConn().PID())); err != nil {
+		"set_config('search_path', 'densemem', true)", string(team), postgres.SessionBinding(key, team, "", tx.Conn().PgConn().PID())); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tx.Exec(ctx, stmt)

@@ -99,17 +99,24 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 // two arguments only.
 const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
 	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true), " +
-	"set_config('densemem.binding', $3, true), set_config('lock_timeout', '0', true), " +
+	"set_config('densemem.actor', $3, true), set_config('densemem.binding', $4, true), set_config('lock_timeout', '0', true), " +
 	"set_config('idle_in_transaction_session_timeout', '0', true), set_config('row_security', 'on', true)"
 
-// bind completes the arguments of a queued settingsSQL (timeout, team) with the team's binding for
-// the backend pid.
+// settingsArgs are the arguments a settingsSQL is queued with (sendOn completes them with the
+// binding): the call's statement timeout, the team, and the actor ctx names (store.WithActor).
+func (s *Store) settingsArgs(ctx context.Context, team identity.TeamID) []any {
+	return []any{s.statementTimeout(ctx), team, store.Actor(ctx)}
+}
+
+// bind completes the arguments of a queued settingsSQL (timeout, team, actor) with the binding of
+// the team and actor for the backend pid.
 func (s *Store) bind(args []any, pid uint32) []any {
-	if len(args) != 2 {
+	if len(args) != 3 {
 		return args
 	}
 	team, _ := args[1].(identity.TeamID)
-	return append(args, SessionBinding(s.bindingKey, team, pid))
+	actor, _ := args[2].(string)
+	return append(args, SessionBinding(s.bindingKey, team, actor, pid))
 }
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
@@ -130,7 +137,7 @@ func (s *Store) send(ctx context.Context, team identity.TeamID, b *pgx.Batch, wr
 	} else {
 		full.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY")
 	}
-	full.Queue(settingsSQL, s.statementTimeout(ctx), team)
+	full.Queue(settingsSQL, s.settingsArgs(ctx, team)...)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	full.Queue("COMMIT")
 	return translate(s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
@@ -297,7 +304,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	// With a failpoint armed COMMIT is sent alone, so an injected failure lands before it; the lost
 	// acknowledgement keeps it in the write batch, where production sends it.
 	t := &tx{s: s, conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil,
-		timeout: s.statementTimeout(ctx)}
+		timeout: s.statementTimeout(ctx), actor: store.Actor(ctx)}
 	defer func() {
 		if err != nil && t.begun && !t.done {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -333,7 +340,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
 	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}
 	return translate(pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql(settingsSQL), s.bind([]any{s.statementTimeout(ctx), team}, tx.Conn().PgConn().PID())...); err != nil {
+		if _, err := tx.Exec(ctx, s.sql(settingsSQL), s.bind(s.settingsArgs(ctx, team), tx.Conn().PgConn().PID())...); err != nil {
 			return err
 		}
 		return fn(tx)
