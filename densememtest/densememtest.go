@@ -77,7 +77,8 @@ func Open(tb testing.TB, admin *pgxpool.Pool, cfg *densemem.Config) *DB {
 		tb.Fatalf("densememtest: %v", err)
 	}
 	db.BindingKey = key
-	opts := &postgres.Options{BindingKey: key}
+	// RequireActor: every call of the Client names its actor, which the database judges writes by.
+	opts := &postgres.Options{BindingKey: key, RequireActor: true}
 	db.Store, db.ReviewStore = postgres.New(db.Runtime, opts), postgres.New(db.Reviewer, opts)
 	var c densemem.Config
 	if cfg != nil {

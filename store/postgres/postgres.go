@@ -48,6 +48,7 @@ type Store struct {
 	quotedSchema string
 	texts        sync.Map // SQL text with schemaToken -> rewritten text
 	bindingKey   []byte   // the key of each transaction's team binding (Options.BindingKey)
+	requireActor bool     // Options.RequireActor
 }
 
 var _ store.Store = (*Store)(nil)
@@ -66,6 +67,11 @@ type Options struct {
 	// one). Without it the database admits no team to the runtime and reviewer roles (every call is
 	// ErrMisconfigured); the owner role and superusers need none.
 	BindingKey []byte
+	// RequireActor refuses (ErrInternal) a call whose context names no actor (store.WithActor), so
+	// that every transaction is bound to an actor as well as a team and the database judges its
+	// writes by that actor (migration 26). densemem.Client names one on every call; densememtest
+	// sets this to prove it. Off by default, for a host's own direct use of the store.
+	RequireActor bool
 }
 
 // New returns a Store on an existing pool. The caller keeps ownership of the pool: Close leaves it
@@ -83,6 +89,7 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 	}
 	if opts != nil {
 		s.bindingKey = slices.Clone(opts.BindingKey)
+		s.requireActor = opts.RequireActor
 	}
 	s.quotedSchema = pgx.Identifier{s.schema}.Sanitize()
 	return s
@@ -109,14 +116,18 @@ func (s *Store) settingsArgs(ctx context.Context, team identity.TeamID) []any {
 }
 
 // bind completes the arguments of a queued settingsSQL (timeout, team, actor) with the binding of
-// the team and actor for the backend pid.
-func (s *Store) bind(args []any, pid uint32) []any {
+// the team and actor for the backend pid; with Options.RequireActor a call that names no actor is
+// refused before anything is sent.
+func (s *Store) bind(args []any, pid uint32) ([]any, error) {
 	if len(args) != 3 {
-		return args
+		return args, nil
 	}
 	team, _ := args[1].(identity.TeamID)
 	actor, _ := args[2].(string)
-	return append(args, SessionBinding(s.bindingKey, team, actor, pid))
+	if actor == "" && s.requireActor {
+		return nil, fmt.Errorf("%w: a call of team %s names no actor (store.WithActor), which this store requires", store.ErrInternal, team)
+	}
+	return append(args, SessionBinding(s.bindingKey, team, actor, pid)), nil
 }
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
@@ -183,7 +194,11 @@ func backendPID(conn batchSender) uint32 {
 func (s *Store) sendOn(ctx context.Context, conn batchSender, b *pgx.Batch) error {
 	for _, q := range b.QueuedQueries {
 		if q.SQL == settingsSQL {
-			q.Arguments = s.bind(q.Arguments, backendPID(conn))
+			args, err := s.bind(q.Arguments, backendPID(conn))
+			if err != nil {
+				return err
+			}
+			q.Arguments = args
 		}
 		q.SQL = s.sql(q.SQL)
 	}
@@ -340,7 +355,11 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
 	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}
 	return translate(pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, s.sql(settingsSQL), s.bind(s.settingsArgs(ctx, team), tx.Conn().PgConn().PID())...); err != nil {
+		args, err := s.bind(s.settingsArgs(ctx, team), tx.Conn().PgConn().PID())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.sql(settingsSQL), args...); err != nil {
 			return err
 		}
 		return fn(tx)
