@@ -87,6 +87,11 @@ func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
 	db := densememtest.Open(t, pool, cfg)
 	e.client, e.store, e.reviewStore, e.runtime, e.reviewer = db.Client, db.Store, db.ReviewStore, db.Runtime, db.Reviewer
 	e.bindingKey = db.BindingKey
+	return e.populate()
+}
+
+// populate creates e's team, its profiles and its vocabulary through e.client.
+func (e *env) populate() *env {
 	e.team = e.mustTeam("acme")
 	e.admin = e.mustProfile("admin", densemem.Scope("read"), densemem.Scope("vocabulary"))
 	e.A = e.mustProfile("A", "read", "write")
