@@ -24,7 +24,7 @@ import (
 //     system's only beside a retirement of the same transaction, the reviewer's only as the
 //     reviewer); profiles only as the host; policies and predicates only as the host or a profile
 //     holding the vocabulary scope; and an erasure's ledger row only under its own actor.
-//     A transaction bound to its team only (actor ”) is judged by the rules above alone.
+//     A transaction bound to its team only (the empty actor) is judged by the rules above alone.
 func databaseJudgementsMigration(r Roles) *goose.Migration {
 	return goose.NewGoMigration(26,
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
@@ -143,11 +143,13 @@ var actorPolicies = [][2]string{
 }
 
 // actorPoliciesSQL are the restrictive policies of actorPolicies for schema s and the runtime and
-// reviewer roles (quoted), and the erasure's actor check. Each names the bound actor as an InitPlan
-// ((SELECT densemem_bound_actor())), evaluated once per statement; ” (the owner, or a transaction
-// bound to its team only) passes.
+// reviewer roles (quoted), and the erasure's actor check. Each reads the actor setting as an
+// InitPlan, evaluated once per statement, in the same row check as the table's permissive policy,
+// whose densemem_bound_team() InitPlan verifies the binding of the team and that same actor (no
+// statement of the caller runs between the two): a verified actor without a second verification.
+// The empty actor (a transaction bound to its team only) passes; the owner has a policy of its own.
 func actorPoliciesSQL(s, runtime, reviewer string) []string {
-	actor := fmt.Sprintf("(SELECT %s.densemem_bound_actor())", s)
+	actor := "(SELECT COALESCE(current_setting('densemem.actor', true), ''))"
 	vocabulary := func(table string) string {
 		return fmt.Sprintf(`%[1]s IN ('', 'host') OR EXISTS (SELECT 1 FROM %[2]s.profiles p WHERE p.team_id = %[3]s.team_id
             AND 'profile:' || p.profile_id = %[1]s AND p.status = 'active' AND 'vocabulary' = ANY (p.scopes))`, actor, s, table)

@@ -39,7 +39,7 @@ func TestEveryPolicyUsesTheBoundTeam(t *testing.T) {
 	pool := testdb.New(t)
 	rows, err := pool.Query(context.Background(), `SELECT tablename::text FROM pg_policies
 		WHERE schemaname = 'densemem' AND policyname = 'team_isolation'
-		  AND NOT (qual LIKE '%densemem_bound_team()%' AND with_check LIKE '%densemem_bound_team()%')
+		  AND NOT (qual ~ 'FROM (densemem\.)?bound_team b' AND with_check ~ 'FROM (densemem\.)?bound_team b')
 		ORDER BY 1`)
 	if err != nil {
 		t.Fatal(err)
