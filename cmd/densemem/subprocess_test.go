@@ -128,6 +128,15 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 	if v.Version != migrations.Latest() || v.Latest != migrations.Latest() {
 		t.Errorf("migrate version --json: %+v", v)
 	}
+	var key, rotated struct {
+		BindingKey string `json:"binding_key"`
+	}
+	fresh.jsonOf(&key, "migrate", "binding-key")
+	fresh.jsonOf(&rotated, "migrate", "binding-key", "--rotate")
+	fresh.want(exitOK, []string{"migrate", "binding-key", "--retire-old"}, rotated.BindingKey)
+	if len(key.BindingKey) != 64 || len(rotated.BindingKey) != 64 || key.BindingKey == rotated.BindingKey {
+		t.Errorf("migrate binding-key: %q, then --rotate: %q; want two 32-byte keys in hex", key.BindingKey, rotated.BindingKey)
+	}
 
 	// Administration on the migrated database, as the owner (a superuser here).
 	h := newHarness(t)
