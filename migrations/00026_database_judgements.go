@@ -82,8 +82,12 @@ BEGIN
     RETURN NULL;
 END;
 $$`, s),
+		// Each trigger fires only for the rows its check is about (its WHEN clause, evaluated without a
+		// call), so the other updates of these tables cost nothing.
 		`CREATE CONSTRAINT TRIGGER conflict_cases_have_events AFTER UPDATE ON conflict_cases
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION densemem_case_has_event()`,
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW
+    WHEN ((NEW.version, NEW.status) IS DISTINCT FROM (OLD.version, OLD.status))
+    EXECUTE FUNCTION densemem_case_has_event()`,
 		// An UPDATE's row passed row-level security and no role may change its team: it runs as the owner.
 		fmt.Sprintf(`CREATE FUNCTION densemem_item_has_decision() RETURNS trigger
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = %[1]s, pg_temp AS $$
@@ -98,7 +102,8 @@ END;
 $$`, s),
 		// Named to fire after the lifecycle's and the reviewer's triggers, whose refusals say more.
 		`CREATE TRIGGER review_items_with_decisions BEFORE UPDATE ON review_items
-    FOR EACH ROW EXECUTE FUNCTION densemem_item_has_decision()`,
+    FOR EACH ROW WHEN (NEW.status = 'resolved' AND NEW.status IS DISTINCT FROM OLD.status)
+    EXECUTE FUNCTION densemem_item_has_decision()`,
 		fmt.Sprintf(`CREATE FUNCTION densemem_reviewer_supersedes_losers() RETURNS trigger
 LANGUAGE plpgsql SET search_path = %[1]s, pg_temp AS $$
 BEGIN
@@ -117,7 +122,8 @@ BEGIN
 END;
 $$`, s, unquote(s)),
 		`CREATE CONSTRAINT TRIGGER relationships_reviewer_losers AFTER UPDATE ON relationships
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION densemem_reviewer_supersedes_losers()`,
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW WHEN (NEW.status = 'superseded' AND OLD.status = 'active')
+    EXECUTE FUNCTION densemem_reviewer_supersedes_losers()`,
 	}
 }
 
