@@ -154,6 +154,7 @@ func crossReferenceTargets(xs []densemem.CrossReferenceOutcome) []string {
 // The version fence lets exactly one response through; the nine others fail with
 // ErrStaleConflictVersion and write nothing (DESIGN §7: "nothing written for the whole call").
 func TestConcurrentConflictResponsesOneWins(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	// Responder i states objects[i%2]: half side with B (release), half with A (main).
 	objects := [2]string{"release", "main"}
@@ -311,6 +312,7 @@ func raceTenResponders(t *testing.T, mode string, objects [2]string, single [2]m
 // so the second sees the first: both stay active (another owner's relationship never holds a caller's
 // as needs_review, §6.5), the second challenges the first, and exactly one case opens.
 func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	// known subject: production exists (C's statement in scope "eu", a different key), the branches are
 	// created by the racing calls; by id: every entity exists and both calls name them by
@@ -448,6 +450,7 @@ func TestConcurrentIncompatibleFirstWritesOneCase(t *testing.T) {
 // There is no third outcome: the response never succeeds against a dismissed case, and the forget
 // never fails.
 func TestConcurrentForgetAndRespond(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, object := range []string{"release", "main"} {
 		for rep := range 5 {

@@ -123,6 +123,7 @@ func racedRemember(t *testing.T, mine, theirs fact, locked bool) (e *env, pl, ot
 // fence fails, nothing of the optimistic attempt remains, and the Remember is placed under the locks:
 // with exactly the placement and the rows of the same race run with the locked path alone.
 func TestConcurrentWriterFailsRememberFence(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, tc := range []struct{ name, other string }{
 		{"same name", "production"},
@@ -157,6 +158,7 @@ func TestConcurrentWriterFailsRememberFence(t *testing.T) {
 // fails the fence (the profile is re-read FOR SHARE under the locks), and the locked path refuses the
 // call with ErrForbidden, writing nothing, as it does when it runs alone.
 func TestConcurrentDisableFailsRememberFence(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, locked := range []bool{false, true} {
 		logs := &lockedBuffer{}

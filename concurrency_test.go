@@ -107,6 +107,7 @@ var entityNamingModes = []struct {
 // TestConcurrentSameIdempotencyKey: 20 identical calls with one idempotency key yield one result
 // and one set of rows (DESIGN §5 step 3, I-24); a later different payload under the key is refused.
 func TestConcurrentSameIdempotencyKey(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 20
 	f := deploy("production", "main")
@@ -194,6 +195,7 @@ func TestConcurrentSameIdempotencyKey(t *testing.T) {
 // another. One payload wins; its calls all get its one result, the other payload's calls all get
 // ErrIdempotencyConflict.
 func TestConcurrentIdempotencyConflict(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for rep := range raceRepeats {
 		t.Run(fmt.Sprint(rep), func(t *testing.T) {
@@ -272,6 +274,7 @@ func TestConcurrentIdempotencyConflict(t *testing.T) {
 // TestConcurrentSameNewEntity: 20 calls with different idempotency keys name the same new subject.
 // The entity-name locks make exactly one of them create it; the others reuse it.
 func TestConcurrentSameNewEntity(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 20
 
@@ -368,7 +371,11 @@ func TestConcurrentSameNewEntity(t *testing.T) {
 
 // TestConcurrentDatedSupersession: concurrent dated replacements of one undated prior supersede it
 // exactly once (DESIGN §5 step 9, §6.4 rule 4).
+//
+// Slow (about 19 s alone under -race at load 9; skipped under -short): raceRepeats fresh worlds per
+// entity-naming mode, each racing real transactions.
 func TestConcurrentDatedSupersession(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, mode := range entityNamingModes {
 		for rep := range raceRepeats {
@@ -508,6 +515,7 @@ func TestConcurrentDatedSupersession(t *testing.T) {
 // TestConcurrentFirstWritesOneActive: two undated, incompatible first statements of one owner on an
 // empty cardinality-one key cannot both become current: one is accepted, the other held against it.
 func TestConcurrentFirstWritesOneActive(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	// new subject: both calls race on creating the environment too; known subject: it exists (through
 	// another scope of the key, so the unscoped key is empty); by id: every entity exists and is named
@@ -574,6 +582,7 @@ func TestConcurrentFirstWritesOneActive(t *testing.T) {
 // TestConcurrentForgetAndSupersede: A forgets its relationship while it remembers a dated
 // replacement of it. The two serialise on the conflict key; either order leaves a consistent ledger.
 func TestConcurrentForgetAndSupersede(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for rep := range raceRepeats {
 		t.Run(fmt.Sprint(rep), func(t *testing.T) {
@@ -638,6 +647,7 @@ func TestConcurrentForgetAndSupersede(t *testing.T) {
 // order, the second reuses the entity the first created (its canonical name is the first's alias), so
 // concurrent calls must not end with two entities either (DESIGN §5 step 9a: twin entities).
 func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	mentions := [2][2]string{{"production", "prod"}, {"prod", "production"}}
 	// The objects differ: a shared object name would take a shared name lock and serialise the calls.
@@ -699,6 +709,7 @@ func TestConcurrentCrossAliasesCreateOneEntity(t *testing.T) {
 // the request by value and must neither write to memory the caller shares with it (a data race under
 // -race) nor change what the caller holds.
 func TestConcurrentSharedRequest(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 8
 	e := newEnv(t)
@@ -724,6 +735,7 @@ func TestConcurrentSharedRequest(t *testing.T) {
 // TestConcurrentForgetTwice: ten concurrent Forgets of one relationship, each with its own
 // idempotency key, retract it exactly once; the others report it already retracted.
 func TestConcurrentForgetTwice(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 10
 	e := newEnv(t)

@@ -86,6 +86,7 @@ func TestRecallExcerptsOfMultiByteEvidence(t *testing.T) {
 // caller as ErrInternal with the driver's error in the chain, never as an untyped string; a table or
 // column the library needs but the schema lacks is ErrNotMigrated (run the migrations).
 func TestUnexpectedStoreFailureIsErrInternal(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	out := e.remember(e.A, deploy("production", "main"))
@@ -223,6 +224,7 @@ func TestRecallBoundsQueryTermsAndCandidates(t *testing.T) {
 // one connection that has prepared its statements already, so the waits happen while statements
 // execute, under the transaction's timeout (see decision 46 for statement preparation).
 func TestStatementTimeoutIsErrTimeout(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	url := testdb.NewURL(t)
 	cfg, err := pgxpool.ParseConfig(url)

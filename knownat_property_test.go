@@ -45,6 +45,7 @@ const knownAtStepGap = time.Minute
 var knownAtQueries = []string{"production staging qa deploys", "production or staging or qa or deploys"}
 
 func TestKnownAtReplaysEveryRecordedStep(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	seeds := []uint64{20260601, 7, 4242}
 	if s := os.Getenv("DENSEMEM_KNOWNAT_SEEDS"); s != "" {

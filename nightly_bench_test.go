@@ -472,6 +472,7 @@ func (w *reviewBenchWorld) review(tb testing.TB, workers int) (time.Duration, de
 // TestNightlyBenchSeedResolves checks the benchmark's seeding: 20 copied cases are all due, and one
 // reviewer resolves every one of them.
 func TestNightlyBenchSeedResolves(t *testing.T) {
+	slow(t)
 	const n = 20
 	tpl := buildReviewBenchTemplate(t, 0, 0, n)
 	w := newReviewBenchWorld(t, tpl, 4)
@@ -511,6 +512,7 @@ JOIN entity_names n ON n.team_id = r.team_id AND n.entity_id = r.object_entity_i
 // TestNightlyBenchHistorySeed checks the history template: its history cases are resolved before the
 // due cases are copied, the due cases are all open and due, and one reviewer resolves exactly them.
 func TestNightlyBenchHistorySeed(t *testing.T) {
+	slow(t)
 	const history, n = 3 * benchHistoryRuns, 10
 	tpl := buildReviewBenchTemplate(t, 0, history, n)
 	w := newReviewBenchWorld(t, tpl, 3)

@@ -501,6 +501,7 @@ func sumReports(reps []*densemem.NightlyReviewReport) densemem.NightlyReviewRepo
 // (DESIGN §9, I-25). Every case ends exactly as the policy dictates, each resolution and each
 // supersession happens once, no claim is left behind, and the workers' reports add up.
 func TestConcurrentReviewersExactlyOnce(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const teams, perTeam, workers = 10, 100, 4
 	// A small batch makes the workers interleave inside each team instead of taking it whole.
@@ -594,6 +595,7 @@ func TestConcurrentReviewersExactlyOnce(t *testing.T) {
 // lease keeps other workers off until it expires, exactly at the lease's end; then another worker
 // reviews them (DESIGN §9 steps 2 and 5).
 func TestReviewerCancelledAfterClaimLeavesCasesDue(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	cases := mustSeedCases(t, e, 30, seededMixed)
@@ -787,6 +789,7 @@ func checkFailedClaims(t *testing.T, e *env, cases []*seededCase, attempts int, 
 // unresolved, for the next run date. The same holds when the run's context is cancelled inside or
 // during a review transaction (DESIGN §9 step 5, I-27).
 func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 12
 	for _, fp := range []string{"tx.before_commit", "writeset.after:cases"} {
@@ -1030,6 +1033,7 @@ func TestReviewerFailingAtLastStatementLeavesNothing(t *testing.T) {
 // snapshot) lie between the acknowledged ones and those plus the unknown ones. Here every lost COMMIT
 // ran, so the database holds every review, the unknown ones included.
 func TestNightlyReportCountsLostCommitAcknowledgementsAsUnknown(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, fenced := range []bool{false, true} {
 		t.Run(fmt.Sprintf("fenced=%t", fenced), func(t *testing.T) {
@@ -1134,6 +1138,7 @@ func terminateBackends(ctx context.Context, admin *pgx.Conn, role, state string)
 // transaction's own between its reads and its write batch, or every connection of the pool at once.
 // No case is half-written: each is reviewed completely or untouched; later runs review them all.
 func TestReviewerConnectionLostMidRun(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 15
 
@@ -1296,7 +1301,11 @@ func waitForLockWaiter(ctx context.Context, admin *pgx.Conn) error {
 // orders are forced (one after the other; the forget between the reviewer's claim and its
 // transaction; the forget queued behind the reviewer's locks; the reviewer running while the forget
 // holds its locks), then raced ten times.
+//
+// Slow (about 30 s alone under -race at load 9; skipped under -short): fifteen fresh worlds, each
+// seeding a case past its deadline and running a reviewer, and the forced orders wait on real locks.
 func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const races = 10
 	type mode struct{ name, want string }
@@ -1442,6 +1451,7 @@ func TestForgetRacingReviewerNeverSupersedesByRetracted(t *testing.T) {
 // worker wakes, its claim token no longer matches, so it writes nothing: every case is still
 // reviewed exactly once (DESIGN §9 step 3, "fenced by claim_token").
 func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 6
 	e := newEnv(t, quiet)
@@ -1494,6 +1504,7 @@ func TestConcurrentReviewersLeaseExpiredMidReview(t *testing.T) {
 // the next run date". The escalation must be written once the day's attempts are exhausted, not left
 // to a further run of the same day that may never come.
 func TestReviewerEscalatesOnTheDaysLastFailedAttempt(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	const n = 6
 	e := newEnv(t, quiet)

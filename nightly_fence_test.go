@@ -59,6 +59,7 @@ func fenceStory(t *testing.T, lockedOnly bool, kind seededKind, change func(e *e
 }
 
 func TestNightlyFencedReviewMatchesLockedReview(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, tc := range []struct {
 		name string

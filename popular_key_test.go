@@ -132,6 +132,7 @@ func TestRememberOnPopularKeyDecidesAsWholeKey(t *testing.T) {
 // does a Remember on a key of cardinality many while another object's live relationship of it is
 // held. Reading the whole key, as before issue 21, each fails on the lock.
 func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for _, whole := range []bool{false, true} {
 		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {

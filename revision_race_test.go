@@ -17,6 +17,7 @@ import (
 // revision recomputed it) or superseded (the reviewer resolved first), and B's response either
 // joined the case or was refused as stale.
 func TestSourceRevisionRacingResponseAndReviewer(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	for round := range 3 {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {

@@ -15,7 +15,10 @@ import (
 // keys locked through the team's key lock (past Limits.MaxAdvisoryLocks), the ledger consistent.
 // The time it took is logged; speed is measured, never asserted. It takes about 16 s (21 s under
 // -race) on 2 cores, most of it the load and the revision's one transaction.
+//
+// Slow (over 20 s alone at load 9; skipped under -short): the size is the point, the default bound.
 func TestSourceRevisionAt10kRelationships(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	e := newEnv(t)
 	const key = "doc:runbook"

@@ -1714,7 +1714,11 @@ func (s *seqSummary) String() string {
 // refused call changed nothing, that every open item is answerable or refused as stale, that
 // Recall's current view holds exactly the current relationships, and that every current
 // relationship has effective evidence in Trace. See the top of the file for long runs and replays.
+//
+// Slow (about 40 s alone under -race at load 9; skipped under -short): each seed is a fresh world
+// and every step is followed by the checks of every rule, which read the whole ledger.
 func TestSequences_RandomCallsKeepEveryRule(t *testing.T) {
+	slow(t)
 	t.Parallel()
 	cfg := sequenceConfig(t)
 	summary := &seqSummary{stats: map[string]int{}, shrinkUntil: time.Now().Add(cfg.shrinkBudget)}
