@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/internal/request"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/store"
 )
 
@@ -43,16 +44,16 @@ var (
 )
 
 // FieldProblem is one problem of a request, located by its JSON path.
-type FieldProblem = api.FieldProblem
+type FieldProblem = memtype.FieldProblem
 
 // MaxProblems bounds the problems one ValidationError lists; the rest are only counted.
-const MaxProblems = api.MaxProblems
+const MaxProblems = memtype.MaxProblems
 
 // ValidationError lists the problems of a rejected request (at most MaxProblems of them, the rest
 // counted in Omitted). Nothing was written.
-type ValidationError = api.ValidationError
+type ValidationError = memtype.ValidationError
 
 // problems accumulates the problems of a request while validating it.
-type problems = api.Problems
+type problems = request.Problems
 
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }

@@ -11,9 +11,9 @@ import (
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/internal/request"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -423,7 +423,7 @@ func applyChoice(req ResolveRequest, prompt ReviewPrompt, o store.ObservationRow
 // citedAgain adds to rr the fragments o cites, in their source groups (a fragment the observation
 // adopted is adopted again), and returns o's citations pointing at them.
 func citedAgain(rr *RememberRequest, o store.ObservationRow, fragments []store.FragmentRow) ([]Citation, error) {
-	var stored []api.StoredCitation
+	var stored []request.StoredCitation
 	if err := json.Unmarshal(o.Citations, &stored); err != nil {
 		return nil, fmt.Errorf("%w: observation %s: citations: %v", ErrInternal, o.ID, err)
 	}
@@ -448,7 +448,7 @@ func citedAgain(rr *RememberRequest, o store.ObservationRow, fragments []store.F
 
 // citedItem is the evidence item of o's citation c placed again: the fragment it adopted, adopted
 // again, or its ingest's fragment stored again in its source group.
-func citedItem(o store.ObservationRow, c api.StoredCitation, fragments []store.FragmentRow) (EvidenceInput, error) {
+func citedItem(o store.ObservationRow, c request.StoredCitation, fragments []store.FragmentRow) (EvidenceInput, error) {
 	if c.AdoptFragmentID != "" {
 		return EvidenceInput{AdoptFragmentID: c.AdoptFragmentID}, nil
 	}

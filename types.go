@@ -3,7 +3,7 @@ package densemem
 import (
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 )
 
@@ -69,84 +69,85 @@ func (p Principal) actor() string {
 	return string(p.ProfileID)
 }
 
-// Remember's request and result types. They are declared in internal/api, which the placement
-// package shares, and are these very types under the root package's names.
+// Remember's request and result types. They are declared in the public package memtype, which
+// internal/placement shares, and are these very types under the root package's names (go doc
+// github.com/densemem/densemem/memtype shows their fields).
 type (
 	// RememberRequest submits verbatim evidence and the relationships the host extracted from it.
-	RememberRequest = api.RememberRequest
+	RememberRequest = memtype.RememberRequest
 	// EvidenceInput is one verbatim evidence item.
-	EvidenceInput = api.EvidenceInput
+	EvidenceInput = memtype.EvidenceInput
 	// Proposal holds the entities and relationships the host extracted.
-	Proposal = api.Proposal
+	Proposal = memtype.Proposal
 	// ProposedEntity is one entity mention, referenced by Ref from relationships.
-	ProposedEntity = api.ProposedEntity
+	ProposedEntity = memtype.ProposedEntity
 	// ValueType is the type of a literal object.
-	ValueType = api.ValueType
+	ValueType = memtype.ValueType
 	// ObjectValue is a typed literal object.
-	ObjectValue = api.ObjectValue
+	ObjectValue = memtype.ObjectValue
 	// Citation cites the byte range [Start, End) of request evidence item EvidenceIndex.
-	Citation = api.Citation
+	Citation = memtype.Citation
 	// ProposedRelationship is one proposed relationship. Exactly one of ObjectRef and ObjectValue is set.
-	ProposedRelationship = api.ProposedRelationship
+	ProposedRelationship = memtype.ProposedRelationship
 	// ConflictResponse ties a proposal to a team conflict case read through Recall or Trace. A stale
 	// version fails the whole call with ErrStaleConflictVersion; a proposal outside the case's key fails
 	// it with ErrNotMaterialToConflict.
-	ConflictResponse = api.ConflictResponse
+	ConflictResponse = memtype.ConflictResponse
 	// Category is the outcome category of one proposal relationship.
-	Category = api.Category
+	Category = memtype.Category
 	// Placement is the synchronous outcome of one Remember.
-	Placement = api.Placement
+	Placement = memtype.Placement
 	// FragmentOutcome names the fragment stored for one request evidence item.
-	FragmentOutcome = api.FragmentOutcome
+	FragmentOutcome = memtype.FragmentOutcome
 	// RetiredFragment is one fragment a source revision retired.
-	RetiredFragment = api.RetiredFragment
+	RetiredFragment = memtype.RetiredFragment
 	// EntityOutcome is how one proposal entity was resolved.
-	EntityOutcome = api.EntityOutcome
+	EntityOutcome = memtype.EntityOutcome
 	// EntityCandidate is a server-supplied entity a client may select in identity review.
-	EntityCandidate = api.EntityCandidate
+	EntityCandidate = memtype.EntityCandidate
 	// RelationshipOutcome is the placement of one proposal relationship.
-	RelationshipOutcome = api.RelationshipOutcome
+	RelationshipOutcome = memtype.RelationshipOutcome
 	// ReviewPrompt is an open client decision with the exact choices the server allows.
-	ReviewPrompt = api.ReviewPrompt
+	ReviewPrompt = memtype.ReviewPrompt
 	// ReviewChoice is one allowed decision, with its impact.
-	ReviewChoice = api.ReviewChoice
+	ReviewChoice = memtype.ReviewChoice
 	// RelationshipChange is the before and after of one relationship a decision changed.
-	RelationshipChange = api.RelationshipChange
+	RelationshipChange = memtype.RelationshipChange
 	// RelationshipState is a relationship's lifecycle state on one side of a change.
-	RelationshipState = api.RelationshipState
+	RelationshipState = memtype.RelationshipState
 	// PredicateOption is a registered predicate a client may select in predicate review.
-	PredicateOption = api.PredicateOption
+	PredicateOption = memtype.PredicateOption
 	// ReviewMention is one ambiguous mention of an identity review item.
-	ReviewMention = api.ReviewMention
+	ReviewMention = memtype.ReviewMention
 	// ReviewVerdict is the verifier's verdict a pending-evidence review item reports.
-	ReviewVerdict = api.ReviewVerdict
+	ReviewVerdict = memtype.ReviewVerdict
 	// CrossReferenceOutcome is one cross-reference written by a placement.
-	CrossReferenceOutcome = api.CrossReferenceOutcome
+	CrossReferenceOutcome = memtype.CrossReferenceOutcome
 	// ConflictRef names a team conflict case at a version.
-	ConflictRef = api.ConflictRef
+	ConflictRef = memtype.ConflictRef
 )
 
 // ValueTypes returns every value type an ObjectValue may have.
-func ValueTypes() []ValueType { return api.ValueTypes() }
+func ValueTypes() []ValueType { return memtype.ValueTypes() }
 
 // Value types.
 const (
-	ValueString   = api.ValueString
-	ValueNumber   = api.ValueNumber
-	ValueBoolean  = api.ValueBoolean
-	ValueDate     = api.ValueDate
-	ValueDateTime = api.ValueDateTime
+	ValueString   = memtype.ValueString
+	ValueNumber   = memtype.ValueNumber
+	ValueBoolean  = memtype.ValueBoolean
+	ValueDate     = memtype.ValueDate
+	ValueDateTime = memtype.ValueDateTime
 )
 
 // Outcome categories of a placement.
 const (
-	CategoryAccepted        = api.CategoryAccepted
-	CategorySupported       = api.CategorySupported
-	CategorySupersededPrior = api.CategorySupersededPrior
-	CategoryNeedsReview     = api.CategoryNeedsReview
-	CategoryPendingEvidence = api.CategoryPendingEvidence
-	CategoryRejected        = api.CategoryRejected
-	CategoryIdentityReview  = api.CategoryIdentityReview
-	CategoryPredicateReview = api.CategoryPredicateReview
-	CategoryNotAsserted     = api.CategoryNotAsserted
+	CategoryAccepted        = memtype.CategoryAccepted
+	CategorySupported       = memtype.CategorySupported
+	CategorySupersededPrior = memtype.CategorySupersededPrior
+	CategoryNeedsReview     = memtype.CategoryNeedsReview
+	CategoryPendingEvidence = memtype.CategoryPendingEvidence
+	CategoryRejected        = memtype.CategoryRejected
+	CategoryIdentityReview  = memtype.CategoryIdentityReview
+	CategoryPredicateReview = memtype.CategoryPredicateReview
+	CategoryNotAsserted     = memtype.CategoryNotAsserted
 )

@@ -11,7 +11,7 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/internal/request"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -304,7 +304,7 @@ func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[
 	case r.ObjectRef != "" && !refs[r.ObjectRef]:
 		ps.Add(p+".object_ref", "does not name a proposal entity ref")
 	case r.ObjectValue != nil:
-		if _, err := api.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes); err != nil {
+		if _, err := request.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes); err != nil {
 			ps.Add(p+".object_value", "%v", err)
 		}
 	}
@@ -347,7 +347,7 @@ func checkCitation(ps *problems, cp string, c Citation, items []EvidenceInput) b
 		}
 		return true
 	}
-	api.CheckSpan(ps, cp, items[c.EvidenceIndex].Content, c.EvidenceIndex, c.Start, c.End)
+	request.CheckSpan(ps, cp, items[c.EvidenceIndex].Content, c.EvidenceIndex, c.Start, c.End)
 	return true
 }
 

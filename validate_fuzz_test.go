@@ -16,8 +16,8 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/internal/request"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -279,10 +279,10 @@ func validRequestViolations(req *RememberRequest, l Limits) []string {
 			bad("%s: object_ref %q does not resolve", p, r.ObjectRef)
 		}
 		if r.ObjectValue != nil {
-			canon, err := api.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes)
+			canon, err := request.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes)
 			if err != nil {
 				bad("%s.object_value: %v", p, err)
-			} else if again, err := api.CanonicalValue(ObjectValue{Type: r.ObjectValue.Type, Value: canon}, DefaultMaxTextBytes); err != nil || again != canon {
+			} else if again, err := request.CanonicalValue(ObjectValue{Type: r.ObjectValue.Type, Value: canon}, DefaultMaxTextBytes); err != nil || again != canon {
 				bad("%s.object_value: canonical %q is not a fixed point: %q, %v", p, canon, again, err)
 			}
 		}
@@ -449,14 +449,14 @@ func TestValidateCanonicalValueIsAFixedPoint(t *testing.T) {
 		{ObjectValue{Type: ValueDateTime, Value: "0000-01-01T00:30:00+01:00"}, reject},
 	} {
 		v := tc.v
-		canon, err := api.CanonicalValue(v, DefaultMaxTextBytes)
+		canon, err := request.CanonicalValue(v, DefaultMaxTextBytes)
 		switch {
 		case err != nil && tc.want == accept:
 			t.Errorf("%s %q: %v", v.Type, v.Value, err)
 		case err == nil && tc.want == reject:
 			t.Errorf("%s %q: accepted as %q", v.Type, v.Value, canon)
 		case err == nil:
-			again, err := api.CanonicalValue(ObjectValue{Type: v.Type, Value: canon}, DefaultMaxTextBytes)
+			again, err := request.CanonicalValue(ObjectValue{Type: v.Type, Value: canon}, DefaultMaxTextBytes)
 			if err != nil || again != canon {
 				t.Errorf("%s %q: canonical %q is not a fixed point: %q, %v", v.Type, v.Value, canon, again, err)
 			}

@@ -3,7 +3,7 @@ package ledger
 import (
 	"encoding/json"
 
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -15,12 +15,12 @@ const ReasonDecided Reason = "decided"
 // Decided is the transition reason of a relationship changed by a client's decision (action).
 func Decided(action string) Reason { return ReasonDecided + Reason(":"+action) }
 
-// State is a relationship's lifecycle state on one side of a change (api.RelationshipState).
-type State = api.RelationshipState
+// State is a relationship's lifecycle state on one side of a change (memtype.RelationshipState).
+type State = memtype.RelationshipState
 
 // Change is the before and after of one relationship the transaction changed; a new relationship
-// has version 0 before (api.RelationshipChange).
-type Change = api.RelationshipChange
+// has version 0 before (memtype.RelationshipChange).
+type Change = memtype.RelationshipChange
 
 // Changes returns every relationship change the transaction recorded so far, in order.
 func (l *Ledger) Changes() []Change {

@@ -10,7 +10,7 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -42,7 +42,7 @@ type Asked struct {
 	RelationshipID  relationship.ID
 	IngestID        string
 	PlacementItemID string
-	Review          *api.ReviewPrompt
+	Review          *memtype.ReviewPrompt
 }
 
 // AskAs names the placement item under which the question of held, a relationship the transaction
@@ -275,7 +275,7 @@ func (l *Ledger) closeItems(id relationship.ID) {
 
 // question is the question of held against priors, with the choices a decision may take and each
 // one's impact (Preview, the code Resolve carries them out with).
-func (l *Ledger) question(ks *KeyState, held *relationship.Relationship, priors []*relationship.Relationship) *api.ReviewPrompt {
+func (l *Ledger) question(ks *KeyState, held *relationship.Relationship, priors []*relationship.Relationship) *memtype.ReviewPrompt {
 	scope := ""
 	if held.Scope != "" {
 		scope = fmt.Sprintf(" (scope %q)", held.Scope)
@@ -291,10 +291,10 @@ func (l *Ledger) question(ks *KeyState, held *relationship.Relationship, priors 
 	if len(priors) == 0 {
 		// Only a call that may not change the owner's statements asks this: the nightly reviewer
 		// closed the prior, or a retirement another profile caused did.
-		prompt := &api.ReviewPrompt{
+		prompt := &memtype.ReviewPrompt{
 			Question: fmt.Sprintf("Your relationship that %q %s%s was held against is no longer current: is %q%s current?",
 				subject, held.PredicateKey, scope, l.objectNames[held.ID], Validity(held.Validity)),
-			Choices: []api.ReviewChoice{
+			Choices: []memtype.ReviewChoice{
 				{Action: ActionSupersedePrior, Description: "the held relationship becomes current: nothing of yours contradicts it now"},
 				{Action: ActionReject, Description: "reject the held relationship"},
 			}}
@@ -305,10 +305,10 @@ func (l *Ledger) question(ks *KeyState, held *relationship.Relationship, priors 
 	for i, p := range priors {
 		current[i] = fmt.Sprintf("%q%s", l.objectNames[p.ID], Validity(p.Validity))
 	}
-	prompt := &api.ReviewPrompt{
+	prompt := &memtype.ReviewPrompt{
 		Question: fmt.Sprintf("Which is current for %q %s%s: %s, as your current relationship says, or %q%s, as the new evidence says?",
 			subject, held.PredicateKey, scope, strings.Join(current, " and "), l.objectNames[held.ID], Validity(held.Validity)),
-		Choices: []api.ReviewChoice{
+		Choices: []memtype.ReviewChoice{
 			{Action: ActionSupersedePrior, Description: "the new relationship replaces the prior one from its valid_from"},
 			{Action: ActionKeepPriorRejectNew, Description: "keep the prior relationship and reject the new one"},
 			{Action: ActionCorrect, Description: "state the correct relationship with new evidence: it supersedes the prior explicitly"},
@@ -322,7 +322,7 @@ func (l *Ledger) question(ks *KeyState, held *relationship.Relationship, priors 
 // WithImpact fills each choice's impact on rel (a relationship in review) and its priors: what the
 // ledger would change if the choice were decided now (Preview), and returns choices.
 func (l *Ledger) WithImpact(ks *KeyState, rel *relationship.Relationship, priors []relationship.ID,
-	choices []api.ReviewChoice) []api.ReviewChoice {
+	choices []memtype.ReviewChoice) []memtype.ReviewChoice {
 	actions := make([]string, len(choices))
 	for i, c := range choices {
 		actions[i] = c.Action

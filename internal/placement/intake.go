@@ -8,7 +8,8 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/internal/request"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -16,7 +17,7 @@ import (
 // Intake is a validated Remember request reshaped for identity and predicate resolution: its
 // mentions, the names it may write (to look up and to lock) and the entities it names by ID.
 type Intake struct {
-	req      *api.RememberRequest
+	req      *memtype.RememberRequest
 	mentions map[string]identity.Mention // by ref
 	order    []string                    // refs in request order
 	// Names are the lookups of every name the call may write for a new entity: its name and aliases.
@@ -30,7 +31,7 @@ type Intake struct {
 }
 
 // NewIntake reshapes a validated request stated by profile by.
-func NewIntake(req *api.RememberRequest, by identity.ProfileID) *Intake {
+func NewIntake(req *memtype.RememberRequest, by identity.ProfileID) *Intake {
 	in := &Intake{req: req, mentions: map[string]identity.Mention{}, adopted: map[int]store.FragmentRow{}}
 	for _, ev := range req.Evidence {
 		if ev.Adopts() && !slices.Contains(in.Adopt, ev.AdoptFragmentID) {
@@ -80,7 +81,7 @@ func (in *Intake) Responses() []conflict.ID {
 // CheckKnown fails the call when a known_entity_id is not an entity of the caller's team of that
 // kind, or a distinct_from_entity_ids entry is not an entity of the caller's team.
 func (in *Intake) CheckKnown(known []identity.Entity) error {
-	var ps api.Problems
+	var ps request.Problems
 	byID := map[identity.EntityID]identity.Entity{}
 	for _, e := range known {
 		byID[e.ID] = e
@@ -124,7 +125,7 @@ func (in *Intake) AdoptSources() []string {
 // fragments read for the request (store.RememberPrepared.Adoptable), with their content, which the
 // verifier's claims then cite.
 func (in *Intake) CheckAdopted(adoptable []store.FragmentRow) error {
-	var ps api.Problems
+	var ps request.Problems
 	byID := map[evidence.FragmentID]store.FragmentRow{}
 	for _, f := range adoptable {
 		byID[f.ID] = f
@@ -144,7 +145,7 @@ func (in *Intake) CheckAdopted(adoptable []store.FragmentRow) error {
 	for i, r := range in.req.Proposal.Relationships {
 		for j, c := range r.Evidence {
 			if f, ok := in.adopted[c.EvidenceIndex]; ok {
-				api.CheckSpan(&ps, fmt.Sprintf("proposal.relationships[%d].evidence[%d]", i, j), f.Content, c.EvidenceIndex,
+				request.CheckSpan(&ps, fmt.Sprintf("proposal.relationships[%d].evidence[%d]", i, j), f.Content, c.EvidenceIndex,
 					c.Start, c.End)
 			}
 		}
@@ -221,7 +222,7 @@ func (in *Intake) Claims(preds []relationship.Predicate, candidates, known []ide
 	res := in.resolve(candidates, known)
 	var out []evidence.Claim
 	for _, r := range in.req.Proposal.Relationships {
-		_, mod, _ := api.Normalize(r)
+		_, mod, _ := request.Normalize(r)
 		if mod != relationship.ModalityStatement {
 			continue
 		}
@@ -237,8 +238,8 @@ func (in *Intake) Claims(preds []relationship.Predicate, candidates, known []ide
 	return out
 }
 
-func (in *Intake) claim(r api.ProposedRelationship) evidence.Claim {
-	pol, _, _ := api.Normalize(r)
+func (in *Intake) claim(r memtype.ProposedRelationship) evidence.Claim {
+	pol, _, _ := request.Normalize(r)
 	cl := evidence.Claim{ProposalID: r.ProposalID, PredicatePhrase: r.Predicate, Negated: pol == relationship.PolarityNegative,
 		ValidFrom: r.ValidFrom, SubjectNames: mentionNames(in.mentions[r.SubjectRef])}
 	if r.ObjectValue != nil {

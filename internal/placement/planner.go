@@ -13,8 +13,9 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/api"
 	"github.com/densemem/densemem/internal/ledger"
+	"github.com/densemem/densemem/internal/request"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
@@ -27,7 +28,7 @@ const Operation = "remember"
 type Params struct {
 	Team    identity.TeamID
 	Profile identity.ProfileID
-	Request *api.RememberRequest
+	Request *memtype.RememberRequest
 	Intake  *Intake
 	// Now is the call's time: every row of the placement records it.
 	Now time.Time
@@ -61,7 +62,7 @@ type Planner struct {
 	Params
 	in *Intake
 	// the request's entities and relationships
-	req *api.RememberRequest
+	req *memtype.RememberRequest
 
 	res        map[string]resolution
 	candidates []identity.Entity
@@ -159,7 +160,7 @@ func (pl *Planner) ByObject() []store.KeyObject {
 		var obj relationship.Object
 		switch {
 		case r.ObjectValue != nil:
-			text, _ := api.CanonicalValue(*r.ObjectValue, math.MaxInt)
+			text, _ := request.CanonicalValue(*r.ObjectValue, math.MaxInt)
 			obj.ValueID = valueID(pl.Team, r.ObjectValue.Type, text)
 		case r.ObjectRef != "":
 			obj.EntityID = pl.res[r.ObjectRef].EntityID
@@ -203,8 +204,8 @@ func (pl *Planner) distinctFrom(id identity.EntityID) []identity.EntityID {
 	return out
 }
 
-func (pl *Planner) key(r api.ProposedRelationship) (conflict.Key, bool) {
-	_, mod, scope := api.Normalize(r)
+func (pl *Planner) key(r memtype.ProposedRelationship) (conflict.Key, bool) {
+	_, mod, scope := request.Normalize(r)
 	pred, ok := relationship.MatchPredicate(r.Predicate, pl.Predicates)
 	subj := pl.res[r.SubjectRef]
 	if !ok || mod != relationship.ModalityStatement || subj.Decision == identity.DecisionAmbiguous ||
@@ -215,7 +216,7 @@ func (pl *Planner) key(r api.ProposedRelationship) (conflict.Key, bool) {
 }
 
 // Plan builds the write set and the placement from the locked state of the keys.
-func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, error) {
+func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *memtype.Placement, error) {
 	l, out, err := pl.Rows(kl)
 	if err != nil {
 		return store.WriteSet{}, nil, err
@@ -232,7 +233,7 @@ func (pl *Planner) Plan(kl store.KeysLocked) (store.WriteSet, *api.Placement, er
 // Rows plans the placement's rows, as Plan does, without the idempotency record, and returns the
 // ledger holding them: a caller that places a request on behalf of another call (Resolve) records
 // its own decision and result on it.
-func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, error) {
+func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *memtype.Placement, error) {
 	pl.ingestID = pl.newID("ing")
 	pl.values = map[string]bool{}
 	pl.l = &ledger.Ledger{Team: pl.Team, Actor: ledger.ProfileActor(pl.Profile), IngestID: pl.ingestID,
@@ -244,8 +245,8 @@ func (pl *Planner) Rows(kl store.KeysLocked) (*ledger.Ledger, *api.Placement, er
 	if err := pl.checkAdoptable(); err != nil {
 		return nil, nil, err
 	}
-	out := &api.Placement{IngestID: pl.ingestID, Fragments: []api.FragmentOutcome{}, Entities: []api.EntityOutcome{},
-		RelationshipOutcomes: []api.RelationshipOutcome{}}
+	out := &memtype.Placement{IngestID: pl.ingestID, Fragments: []memtype.FragmentOutcome{}, Entities: []memtype.EntityOutcome{},
+		RelationshipOutcomes: []memtype.RelationshipOutcome{}}
 	pl.writeFragments(out)
 	pl.writeEntities(out)
 	pl.retire(out)
@@ -267,7 +268,7 @@ func (pl *Planner) newID(prefix string) string { return pl.NewID(prefix, pl.Now)
 // not material to its case, or when corrects_relationship_id names a relationship outside the
 // proposal's conflict key.
 func (pl *Planner) checkReferences() error {
-	var ps api.Problems
+	var ps request.Problems
 	for i, r := range pl.req.Proposal.Relationships {
 		path := fmt.Sprintf("proposal.relationships[%d]", i)
 		k, ok := pl.key(r)
@@ -300,7 +301,7 @@ func (pl *Planner) checkReferences() error {
 // checkAdoptable fails the call, before anything is planned, when a fragment the request adopts
 // can no longer be adopted under the transaction's locks (it was checked before the transaction).
 func (pl *Planner) checkAdoptable() error {
-	var ps api.Problems
+	var ps request.Problems
 	for i, ev := range pl.req.Evidence {
 		if _, ok := pl.adoptable[ev.AdoptFragmentID]; ev.Adopts() && !ok {
 			ps.Add(fmt.Sprintf("evidence[%d].adopt_fragment_id", i), "%s is not a fragment of the caller's team that may be adopted",
@@ -312,21 +313,21 @@ func (pl *Planner) checkAdoptable() error {
 
 // maintainCases repairs, opens or dismisses the case of every key the call touched, and names the
 // resulting case on the outcomes of the key's relationships.
-func (pl *Planner) maintainCases(out *api.Placement) {
-	refs := map[relationship.ID]*api.ConflictRef{}
+func (pl *Planner) maintainCases(out *memtype.Placement) {
+	refs := map[relationship.ID]*memtype.ConflictRef{}
 	for _, ks := range pl.l.Touched() {
 		ref := pl.l.Maintain(ks)
 		if ref == nil {
 			continue
 		}
 		for _, r := range ks.Rels {
-			refs[r.ID] = &api.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+			refs[r.ID] = &memtype.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
 	}
 	// The identity cases after the cross-profile ones: a relationship in both names its key's case.
 	for id, ref := range pl.l.MaintainIdentities() {
 		if _, ok := refs[id]; !ok {
-			refs[id] = &api.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
+			refs[id] = &memtype.ConflictRef{ConflictID: string(ref.ID), Version: ref.Version, Status: string(ref.Status)}
 		}
 	}
 	for i := range out.RelationshipOutcomes {
@@ -339,34 +340,34 @@ func (pl *Planner) maintainCases(out *api.Placement) {
 // crossReferences records the links from rel, a relationship of the caller that just became active,
 // to the other owners' active relationships of its key, and returns them as outcomes.
 func (pl *Planner) crossReferences(rel *relationship.Relationship, confirmed bool, corrects relationship.ID,
-	verID string) []api.CrossReferenceOutcome {
-	var out []api.CrossReferenceOutcome
+	verID string) []memtype.CrossReferenceOutcome {
+	var out []memtype.CrossReferenceOutcome
 	xs := pl.l.CrossReferences(rel, confirmed, corrects, verID)
 	for _, e := range pl.distinctFrom(rel.Subject) {
 		xs = append(xs, pl.l.CorrectIdentity(rel, e, verID)...)
 	}
 	for _, x := range xs {
-		out = append(out, api.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
+		out = append(out, memtype.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
 	}
 	return out
 }
 
 // writeFragments stores the request's new evidence items and lists every item's fragment: a new
 // one, or the existing one an item adopts (stored nothing, its author and group kept).
-func (pl *Planner) writeFragments(out *api.Placement) {
+func (pl *Planner) writeFragments(out *memtype.Placement) {
 	pl.fragments = make([]store.FragmentRow, len(pl.req.Evidence))
 	for i, ev := range pl.req.Evidence {
 		if ev.Adopts() {
 			f := pl.adoptable[ev.AdoptFragmentID]
 			pl.fragments[i] = f
-			out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup,
+			out.Fragments = append(out.Fragments, memtype.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup,
 				Adopted: true, AuthorProfileID: f.Author})
 			continue
 		}
 		f := fragment(pl.Team, pl.Profile, pl.ingestID, i, ev, pl.Now, pl.newID)
 		pl.fragments[i] = f
 		pl.l.WS.Fragments = append(pl.l.WS.Fragments, f)
-		out.Fragments = append(out.Fragments, api.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
+		out.Fragments = append(out.Fragments, memtype.FragmentOutcome{EvidenceIndex: i, FragmentID: f.ID, SourceGroup: f.SourceGroup})
 	}
 }
 
@@ -374,7 +375,7 @@ func (pl *Planner) writeFragments(out *api.Placement) {
 // order: the verbatim content, its hash, its source group label (evidence.GroupLabel) and the
 // authority (standard when none is given). Remember stores a request's evidence with it, and a split
 // or merge its distinguishing evidence.
-func Fragments(team identity.TeamID, profile identity.ProfileID, ingestID string, items []api.EvidenceInput, now time.Time,
+func Fragments(team identity.TeamID, profile identity.ProfileID, ingestID string, items []memtype.EvidenceInput, now time.Time,
 	newID func(prefix string) string) []store.FragmentRow {
 	out := make([]store.FragmentRow, 0, len(items))
 	for i, ev := range items {
@@ -384,7 +385,7 @@ func Fragments(team identity.TeamID, profile identity.ProfileID, ingestID string
 }
 
 // fragment is the fragment row of request evidence item i, authored by profile.
-func fragment(team identity.TeamID, profile identity.ProfileID, ingestID string, i int, ev api.EvidenceInput, now time.Time,
+func fragment(team identity.TeamID, profile identity.ProfileID, ingestID string, i int, ev memtype.EvidenceInput, now time.Time,
 	newID func(prefix string) string) store.FragmentRow {
 	auth := ev.Authority
 	if auth == "" {
@@ -397,11 +398,11 @@ func fragment(team identity.TeamID, profile identity.ProfileID, ingestID string,
 		Revision: ev.SourceRevision, ContentHash: hash, Content: ev.Content, CreatedAt: now}
 }
 
-func (pl *Planner) writeEntities(out *api.Placement) {
+func (pl *Planner) writeEntities(out *memtype.Placement) {
 	created := map[identity.EntityID]bool{}
 	for _, ref := range pl.in.order {
 		r := pl.res[ref]
-		eo := api.EntityOutcome{Ref: ref, Decision: r.Decision, EntityID: r.EntityID, CandidatesTruncated: r.Truncated}
+		eo := memtype.EntityOutcome{Ref: ref, Decision: r.Decision, EntityID: r.EntityID, CandidatesTruncated: r.Truncated}
 		for _, id := range r.Candidates {
 			eo.Candidates = append(eo.Candidates, pl.candidate(id))
 		}
@@ -419,19 +420,19 @@ func (pl *Planner) writeEntities(out *api.Placement) {
 	}
 }
 
-func (pl *Planner) candidate(id identity.EntityID) api.EntityCandidate {
+func (pl *Planner) candidate(id identity.EntityID) memtype.EntityCandidate {
 	for _, e := range pl.candidates {
 		if e.ID == id {
-			return api.EntityCandidate{EntityID: id, Name: e.CanonicalName(), EntityKind: e.Kind, IdentityContext: e.Context}
+			return memtype.EntityCandidate{EntityID: id, Name: e.CanonicalName(), EntityKind: e.Kind, IdentityContext: e.Context}
 		}
 	}
-	return api.EntityCandidate{EntityID: id}
+	return memtype.EntityCandidate{EntityID: id}
 }
 
 // item is one proposal relationship while it is placed: its defaults applied, what its mentions and
 // predicate resolved to, and the observation and verification recorded for it.
 type item struct {
-	r         api.ProposedRelationship
+	r         memtype.ProposedRelationship
 	pol       relationship.Polarity
 	mod       relationship.Modality
 	scope     string
@@ -447,10 +448,10 @@ type item struct {
 }
 
 // place records the observation of proposal relationship i and decides what it does.
-func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutcome {
+func (pl *Planner) place(i int, r memtype.ProposedRelationship) memtype.RelationshipOutcome {
 	// 1. Record the observation, its identity resolutions and its verification event.
 	it := pl.observe(r)
-	out := api.RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1),
+	out := memtype.RelationshipOutcome{ProposalID: r.ProposalID, PlacementItemID: fmt.Sprintf("item_relationship_%d", i+1),
 		ObservationID: it.obsID}
 	// 2. The gate: what stays an observation, needs review, or is rejected.
 	if gated, ok := pl.gate(it, out); ok {
@@ -467,7 +468,7 @@ func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutc
 	pl.l.Name(rel.ID, it.objName, rel.Subject, pl.in.mentions[r.SubjectRef].Name)
 	switch {
 	case !it.granted && pl.Restates != "":
-		out.RelationshipID, out.Category, out.Status = pl.Restates, api.CategoryPendingEvidence, relationship.StatusPendingEvidence
+		out.RelationshipID, out.Category, out.Status = pl.Restates, memtype.CategoryPendingEvidence, relationship.StatusPendingEvidence
 		out.Reason = "the new evidence does not yet support the claim" + verdictNote(it)
 		return out
 	case !it.granted:
@@ -479,15 +480,15 @@ func (pl *Planner) place(i int, r api.ProposedRelationship) api.RelationshipOutc
 
 // observe records the observation of r with the resolution of its mentions, and the verifier's
 // event when it verified r, and returns the item.
-func (pl *Planner) observe(r api.ProposedRelationship) item {
+func (pl *Planner) observe(r memtype.ProposedRelationship) item {
 	it := item{r: r, obsID: pl.newID("obs"), subj: pl.res[r.SubjectRef]}
-	it.pol, it.mod, it.scope = api.Normalize(r)
+	it.pol, it.mod, it.scope = request.Normalize(r)
 	it.pred, it.predOK = relationship.MatchPredicate(r.Predicate, pl.Predicates)
 	var valueJSON json.RawMessage
 	if r.ObjectValue != nil {
-		it.value, _ = api.CanonicalValue(*r.ObjectValue, math.MaxInt) // validated: within the text limit
+		it.value, _ = request.CanonicalValue(*r.ObjectValue, math.MaxInt) // validated: within the text limit
 		it.objName = it.value
-		valueJSON, _ = json.Marshal(api.ObjectValue{Type: r.ObjectValue.Type, Value: it.value})
+		valueJSON, _ = json.Marshal(memtype.ObjectValue{Type: r.ObjectValue.Type, Value: it.value})
 	} else {
 		it.obj = pl.res[r.ObjectRef]
 		it.objName, it.objKind = pl.in.mentions[r.ObjectRef].Name, pl.in.mentions[r.ObjectRef].Kind
@@ -520,10 +521,10 @@ func (pl *Planner) observe(r api.ProposedRelationship) item {
 
 // storedCitations are cs as the observation records them: each citation of an adopted item names
 // the fragment it adopted.
-func (pl *Planner) storedCitations(cs []api.Citation) []api.StoredCitation {
-	out := make([]api.StoredCitation, len(cs))
+func (pl *Planner) storedCitations(cs []memtype.Citation) []request.StoredCitation {
+	out := make([]request.StoredCitation, len(cs))
 	for i, c := range cs {
-		out[i] = api.StoredCitation{Citation: c, AdoptFragmentID: pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID}
+		out[i] = request.StoredCitation{Citation: c, AdoptFragmentID: pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID}
 	}
 	return out
 }
@@ -531,10 +532,10 @@ func (pl *Planner) storedCitations(cs []api.Citation) []api.StoredCitation {
 // gate decides the outcome of an item that becomes no relationship (ok true): a modality other than a
 // statement, an ambiguous mention, a predicate that is not registered or does not fit its subject or
 // object, or a claim the verifier found contradicted.
-func (pl *Planner) gate(it item, out api.RelationshipOutcome) (api.RelationshipOutcome, bool) {
+func (pl *Planner) gate(it item, out memtype.RelationshipOutcome) (memtype.RelationshipOutcome, bool) {
 	switch {
 	case it.mod != relationship.ModalityStatement:
-		out.Category = api.CategoryNotAsserted
+		out.Category = memtype.CategoryNotAsserted
 		out.Reason = fmt.Sprintf("modality %q is kept as an observation only", it.mod)
 		return out, true
 	case it.subj.Decision == identity.DecisionAmbiguous || it.obj.Decision == identity.DecisionAmbiguous:
@@ -551,7 +552,7 @@ func (pl *Planner) gate(it item, out api.RelationshipOutcome) (api.RelationshipO
 		}
 		return pl.predicateReview(out, it.obsID, fmt.Sprintf("predicate %q does not accept %s", it.pred.Key, what)), true
 	case it.verified && it.verdict.Verdict == evidence.VerdictContradicted:
-		out.Category, out.Status = api.CategoryRejected, relationship.StatusRejected
+		out.Category, out.Status = memtype.CategoryRejected, relationship.StatusRejected
 		out.Reason = "the verifier found the cited evidence contradicts the claim: " + it.verdict.Rationale
 		return out, true
 	}
@@ -567,19 +568,19 @@ func verdictNote(it item) string {
 }
 
 // pending records rel as pending evidence, with the review item that asks for evidence.
-func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationship.Relationship) api.RelationshipOutcome {
+func (pl *Planner) pending(it item, out memtype.RelationshipOutcome, rel *relationship.Relationship) memtype.RelationshipOutcome {
 	rel.Status, rel.Tier = relationship.StatusPendingEvidence, relationship.TierCandidate
 	pl.l.Create(rel, it.obsID, ledger.ReasonEvidenceInsufficient)
-	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, api.CategoryPendingEvidence, rel.Status, rel.Tier
+	out.RelationshipID, out.Category, out.Status, out.Tier = rel.ID, memtype.CategoryPendingEvidence, rel.Status, rel.Tier
 	out.Reason = "the evidence does not yet support the claim" + verdictNote(it)
-	prompt := api.ReviewPrompt{Question: "Which evidence states this relationship? Submit exact evidence, or reject the claim.",
-		Choices: pl.l.WithImpact(pl.keyOf(rel), rel, nil, []api.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
+	prompt := memtype.ReviewPrompt{Question: "Which evidence states this relationship? Submit exact evidence, or reject the claim.",
+		Choices: pl.l.WithImpact(pl.keyOf(rel), rel, nil, []memtype.ReviewChoice{{Action: "add_evidence", Description: "remember new evidence that states the relationship"},
 			{Action: ledger.ActionAccept, Description: "accept the relationship with exact evidence, verified like any; an accept " +
 				"without evidence grants nothing"},
 			{Action: ledger.ActionReject, Description: "reject the pending relationship"},
 			{Action: ledger.ActionCorrect, Description: "state the correct relationship with new evidence instead"}})}
 	if it.verified {
-		prompt.Verdict = &api.ReviewVerdict{Verdict: string(it.verdict.Verdict), Confidence: it.verdict.Confidence,
+		prompt.Verdict = &memtype.ReviewVerdict{Verdict: string(it.verdict.Verdict), Confidence: it.verdict.Confidence,
 			Rationale: it.verdict.Rationale}
 	}
 	out.Review = pl.review(out.PlacementItemID, "pending_evidence", it.obsID, rel.ID, nil, prompt)
@@ -589,7 +590,7 @@ func (pl *Planner) pending(it item, out api.RelationshipOutcome, rel *relationsh
 // accept places rel, whose evidence grants support, by the current-state decision among the owner's
 // relationships of its key (relationship.Decide): it supports an identical one, becomes current,
 // supersedes the owner's incompatible priors, or is held for review against them.
-func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationship.Relationship) api.RelationshipOutcome {
+func (pl *Planner) accept(it item, out memtype.RelationshipOutcome, rel *relationship.Relationship) memtype.RelationshipOutcome {
 	r := it.r
 	ks := pl.l.Key(conflict.Key{Team: pl.Team, Subject: it.subj.EntityID, PredicateKey: it.pred.Key, Scope: it.scope})
 	prop := relationship.Proposed{Object: rel.Object, Polarity: it.pol, Validity: rel.Validity,
@@ -610,13 +611,13 @@ func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationshi
 	case relationship.ActionCreate:
 		rel.Status = relationship.StatusActive
 		pl.l.Create(rel, it.obsID, ledger.ReasonAccepted)
-		out.Category, out.Reason = api.CategoryAccepted, "accepted as a current relationship"
+		out.Category, out.Reason = memtype.CategoryAccepted, "accepted as a current relationship"
 		out.CrossReferences = pl.crossReferences(rel, prop.ValidFromConfirmed, r.CorrectsRelationshipID, it.verID)
 	case relationship.ActionSupersede:
 		rel.Status = relationship.StatusActive
 		pl.l.Create(rel, it.obsID, ledger.ReasonAccepted)
 		pl.supersede(ks, rel, d.Priors)
-		out.Category, out.Related = api.CategorySupersededPrior, d.Priors
+		out.Category, out.Related = memtype.CategorySupersededPrior, d.Priors
 		out.Reason = "verifier-confirmed valid_from is later than your prior relationship's; the prior is superseded"
 		if !prop.ValidFromConfirmed {
 			out.Reason = "explicit correction of your prior relationship; the prior is superseded"
@@ -634,9 +635,9 @@ func (pl *Planner) accept(it item, out api.RelationshipOutcome, rel *relationshi
 
 // adoptions records the adopts_evidence_from cross-references of the fragments r's citations adopt
 // (ledger.Adopts), from rel, which just gained their support, and returns them as outcomes.
-func (pl *Planner) adoptions(rel *relationship.Relationship, r api.ProposedRelationship, verID string) []api.CrossReferenceOutcome {
+func (pl *Planner) adoptions(rel *relationship.Relationship, r memtype.ProposedRelationship, verID string) []memtype.CrossReferenceOutcome {
 	var seen []evidence.FragmentID
-	var out []api.CrossReferenceOutcome
+	var out []memtype.CrossReferenceOutcome
 	for _, c := range r.Evidence {
 		id := pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID
 		if id == "" || slices.Contains(seen, id) {
@@ -644,7 +645,7 @@ func (pl *Planner) adoptions(rel *relationship.Relationship, r api.ProposedRelat
 		}
 		seen = append(seen, id)
 		for _, x := range pl.l.Adopts(rel, id, verID) {
-			out = append(out, api.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
+			out = append(out, memtype.CrossReferenceOutcome{CrossReferenceID: x.ID, Kind: x.Kind, ToRelationshipID: x.To})
 		}
 	}
 	return out
@@ -653,15 +654,15 @@ func (pl *Planner) adoptions(rel *relationship.Relationship, r api.ProposedRelat
 // supportExisting adds the new support to target, an identical relationship of the caller's: an
 // active one may gain a tier; a pending one is re-planned (Decide's Promote) and becomes current,
 // supersedes the caller's prior, or is held.
-func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, target *relationship.Relationship,
+func (pl *Planner) supportExisting(out memtype.RelationshipOutcome, obsID string, target *relationship.Relationship,
 	d relationship.Decision, prop relationship.Proposed, links []store.SupportLinkRow, corrects relationship.ID,
-	verID string) api.RelationshipOutcome {
+	verID string) memtype.RelationshipOutcome {
 	pl.l.Support(target.ID, links)
 	tier := relationship.TierFor(pl.l.Supports(target.ID))
 	out.RelationshipID = target.ID
 	switch {
 	case target.Status == relationship.StatusActive:
-		out.Category, out.Reason = api.CategorySupported, "an identical relationship of yours gained support"
+		out.Category, out.Reason = memtype.CategorySupported, "an identical relationship of yours gained support"
 		if tier != target.Tier {
 			pl.l.Change(target, target.Status, tier, ledger.ReasonSupportAdded)
 		}
@@ -678,11 +679,11 @@ func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, ta
 		pl.hold(&out, target, d.Priors)
 	default:
 		pl.l.Change(target, relationship.StatusActive, tier, ledger.ReasonEvidenceAccepted)
-		out.Category, out.Reason = api.CategorySupported, "your pending or held relationship gained support and is now current"
+		out.Category, out.Reason = memtype.CategorySupported, "your pending or held relationship gained support and is now current"
 		if d.Promote == relationship.ActionSupersede {
 			pl.supersede(pl.l.Key(conflict.Key{Team: pl.Team, Subject: target.Subject, PredicateKey: target.PredicateKey,
 				Scope: target.Scope}), target, d.Priors)
-			out.Category, out.Related = api.CategorySupersededPrior, d.Priors
+			out.Category, out.Related = memtype.CategorySupersededPrior, d.Priors
 			out.Reason = "your pending relationship gained dated support and supersedes your prior relationship"
 		}
 		// The new evidence confirms the pending relationship's own valid_from only when it names it.
@@ -696,8 +697,8 @@ func (pl *Planner) supportExisting(out api.RelationshipOutcome, obsID string, ta
 
 // hold fills the outcome of a relationship held as needs_review against the owner's current priors;
 // the question is asked when the placement is settled (ledger.Settle), under the outcome's item.
-func (pl *Planner) hold(out *api.RelationshipOutcome, rel *relationship.Relationship, priors []relationship.ID) {
-	out.Category, out.Related = api.CategoryNeedsReview, priors
+func (pl *Planner) hold(out *memtype.RelationshipOutcome, rel *relationship.Relationship, priors []relationship.ID) {
+	out.Category, out.Related = memtype.CategoryNeedsReview, priors
 	out.Reason = "conflicts with your current relationship and the evidence does not establish replacement " +
 		"(no verifier-confirmed valid_from later than the prior's)"
 	pl.l.AskAs(rel.ID, out.PlacementItemID)
@@ -711,14 +712,14 @@ func (pl *Planner) keyOf(rel *relationship.Relationship) *ledger.KeyState {
 // settled brings the outcomes up to the state the placement settled in (ledger.Settle, given what it
 // asked): a held statement's outcome carries the item that asks its question now; one that became
 // current within the call, or a support of its owner's identical current relationship, says so.
-func (pl *Planner) settled(out *api.Placement, asked map[relationship.ID]ledger.Asked) {
+func (pl *Planner) settled(out *memtype.Placement, asked map[relationship.ID]ledger.Asked) {
 	for i := range out.RelationshipOutcomes {
 		o := &out.RelationshipOutcomes[i]
-		if o.RelationshipID == "" || o.Category == api.CategoryPendingEvidence {
+		if o.RelationshipID == "" || o.Category == memtype.CategoryPendingEvidence {
 			continue
 		}
 		if twin := pl.l.AbsorbedInto(o.RelationshipID); twin != "" {
-			o.RelationshipID, o.Category, o.Related, o.Review = twin, api.CategorySupported, nil, nil
+			o.RelationshipID, o.Category, o.Related, o.Review = twin, memtype.CategorySupported, nil, nil
 			o.Reason = "identical to your current relationship, which it now supports"
 		}
 		r := pl.l.Find(o.RelationshipID)
@@ -727,11 +728,11 @@ func (pl *Planner) settled(out *api.Placement, asked map[relationship.ID]ledger.
 		}
 		switch {
 		case r.Status == relationship.StatusNeedsReview:
-			o.Category = api.CategoryNeedsReview
+			o.Category = memtype.CategoryNeedsReview
 			if a, ok := asked[r.ID]; ok {
 				o.Review = a.Review
 			} else if item, ok := pl.l.OpenItem(r.ID); ok {
-				var prompt api.ReviewPrompt
+				var prompt memtype.ReviewPrompt
 				if json.Unmarshal(item.Choices, &prompt) == nil {
 					o.Review = &prompt
 				}
@@ -742,19 +743,19 @@ func (pl *Planner) settled(out *api.Placement, asked map[relationship.ID]ledger.
 					o.Related[j] = relationship.ID(id)
 				}
 			}
-		case r.Status == relationship.StatusActive && o.Category == api.CategoryNeedsReview:
-			o.Category, o.Related, o.Review = api.CategoryAccepted, nil, nil
+		case r.Status == relationship.StatusActive && o.Category == memtype.CategoryNeedsReview:
+			o.Category, o.Related, o.Review = memtype.CategoryAccepted, nil, nil
 			o.Reason = "accepted as a current relationship: what it was held against left current state in this call"
 		}
 		o.Status, o.Tier = r.Status, r.Tier
 	}
 }
 
-func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r api.ProposedRelationship, subj, obj resolution) api.RelationshipOutcome {
-	out.Category = api.CategoryIdentityReview
-	var cands []api.EntityCandidate
+func (pl *Planner) identityReview(out memtype.RelationshipOutcome, obsID string, r memtype.ProposedRelationship, subj, obj resolution) memtype.RelationshipOutcome {
+	out.Category = memtype.CategoryIdentityReview
+	var cands []memtype.EntityCandidate
 	var names []string
-	var mentions []api.ReviewMention
+	var mentions []memtype.ReviewMention
 	for _, x := range []struct {
 		ref string
 		res resolution
@@ -764,7 +765,7 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 		}
 		m := pl.in.mentions[x.ref]
 		names = append(names, fmt.Sprintf("%q", m.Name))
-		rm := api.ReviewMention{Ref: x.ref, Name: m.Name, EntityKind: m.Kind, CandidateIDs: x.res.Candidates,
+		rm := memtype.ReviewMention{Ref: x.ref, Name: m.Name, EntityKind: m.Kind, CandidateIDs: x.res.Candidates,
 			LookAlike: x.res.LookAlike, Broader: x.res.Broader}
 		if len(m.Context) > 0 {
 			rm.IdentityContext = m.Context
@@ -783,30 +784,30 @@ func (pl *Planner) identityReview(out api.RelationshipOutcome, obsID string, r a
 	default:
 		out.Reason = "more than one entity matches " + strings.Join(names, " and ")
 	}
-	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil, api.ReviewPrompt{
+	out.Review = pl.review(out.PlacementItemID, "identity", obsID, "", nil, memtype.ReviewPrompt{
 		Question: fmt.Sprintf("Which entity is %s?", strings.Join(names, " and ")),
-		Choices: []api.ReviewChoice{{Action: "select_entity", Description: "select one of the server-supplied candidates"},
+		Choices: []memtype.ReviewChoice{{Action: "select_entity", Description: "select one of the server-supplied candidates"},
 			{Action: "confirm_new_entity", Description: "confirm a new entity, with evidence that distinguishes it"}},
 		EntityCandidates: cands, Mentions: mentions})
 	return out
 }
 
-func (pl *Planner) predicateReview(out api.RelationshipOutcome, obsID, reason string) api.RelationshipOutcome {
-	out.Category, out.Reason = api.CategoryPredicateReview, reason
-	opts := make([]api.PredicateOption, 0, len(pl.Predicates))
+func (pl *Planner) predicateReview(out memtype.RelationshipOutcome, obsID, reason string) memtype.RelationshipOutcome {
+	out.Category, out.Reason = memtype.CategoryPredicateReview, reason
+	opts := make([]memtype.PredicateOption, 0, len(pl.Predicates))
 	for _, p := range pl.Predicates {
-		opts = append(opts, api.PredicateOption{Key: p.Key, Description: p.Description})
+		opts = append(opts, memtype.PredicateOption{Key: p.Key, Description: p.Description})
 	}
-	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil, api.ReviewPrompt{
+	out.Review = pl.review(out.PlacementItemID, "predicate", obsID, "", nil, memtype.ReviewPrompt{
 		Question: "Which registered predicate does this observation mean?",
-		Choices: []api.ReviewChoice{{Action: "select_predicate", Description: "select one of the registered predicates"},
+		Choices: []memtype.ReviewChoice{{Action: "select_predicate", Description: "select one of the registered predicates"},
 			{Action: "reject_mapping", Description: "reject the observation's mapping"},
 			{Action: "propose_vocabulary_change", Description: "route a new predicate through the vocabulary workflow"}},
 		PredicateOptions: opts})
 	return out
 }
 
-func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, prompt api.ReviewPrompt) *api.ReviewPrompt {
+func (pl *Planner) review(itemID, kind, obsID string, rel relationship.ID, related []string, prompt memtype.ReviewPrompt) *memtype.ReviewPrompt {
 	rp := &prompt
 	rp.ReviewID, rp.Kind = pl.newID("rev"), kind
 	body, _ := json.Marshal(rp)
@@ -836,7 +837,7 @@ func (pl *Planner) resolutionEvent(obsID, ref string) {
 }
 
 // value returns the content-addressed ID of a literal value and queues its row once.
-func (pl *Planner) value(t api.ValueType, text string) string {
+func (pl *Planner) value(t memtype.ValueType, text string) string {
 	id := valueID(pl.Team, t, text)
 	if !pl.values[id] {
 		pl.values[id] = true
@@ -846,13 +847,13 @@ func (pl *Planner) value(t api.ValueType, text string) string {
 }
 
 // valueID is the ID of a team's literal value of type t with canonical text.
-func valueID(team identity.TeamID, t api.ValueType, text string) string {
+func valueID(team identity.TeamID, t memtype.ValueType, text string) string {
 	sum := sha256.Sum256([]byte(string(team) + "\x00" + string(t) + "\x00" + text))
 	return "val_" + hex.EncodeToString(sum[:13])
 }
 
 // supportLinks builds one support link per citation of an accepted proposal (relationship ID unset).
-func (pl *Planner) supportLinks(r api.ProposedRelationship, obsID, verID string) []store.SupportLinkRow {
+func (pl *Planner) supportLinks(r memtype.ProposedRelationship, obsID, verID string) []store.SupportLinkRow {
 	out := make([]store.SupportLinkRow, 0, len(r.Evidence))
 	for _, c := range r.Evidence {
 		f := pl.fragments[c.EvidenceIndex]

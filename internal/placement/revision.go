@@ -6,7 +6,8 @@ import (
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
-	"github.com/densemem/densemem/internal/api"
+	"github.com/densemem/densemem/internal/request"
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/store"
 )
 
@@ -64,7 +65,7 @@ func (in *Intake) Revisions() []store.SourceRevision {
 // that is not the caller's unretired fragment of that source, or supporting more than max
 // relationships fails the call with a *ValidationError.
 func (pl *Planner) Revise(states []store.SourceState, max int) ([]conflict.Key, error) {
-	var ps api.Problems
+	var ps request.Problems
 	var keys []conflict.Key
 	seen := map[conflict.Key]bool{}
 	pl.retiring = nil
@@ -99,7 +100,7 @@ func (pl *Planner) Revise(states []store.SourceState, max int) ([]conflict.Key, 
 // checkFragments checks the stored fragments of one revision and returns those it retires: the
 // previous revision's unretired ones (at least one must be left) and the named ones, each of which
 // must exist, be the caller's, belong to the revised source and not be retired.
-func (pl *Planner) checkFragments(ps *api.Problems, p string, rev revision, frags []store.SourceFragment) []store.SourceFragment {
+func (pl *Planner) checkFragments(ps *request.Problems, p string, rev revision, frags []store.SourceFragment) []store.SourceFragment {
 	var out []store.SourceFragment
 	previous := 0
 	byID := map[evidence.FragmentID]store.SourceFragment{}
@@ -142,7 +143,7 @@ type retiring struct {
 // retire writes the retirement of every fragment the request's revisions retire (once each), each
 // replaced by the revision's first new fragment, and lets the ledger recompute what they supported.
 // It runs after the call's fragments are planned and before its proposals are placed.
-func (pl *Planner) retire(out *api.Placement) {
+func (pl *Planner) retire(out *memtype.Placement) {
 	var rows []store.RetirementRow
 	done := map[evidence.FragmentID]bool{}
 	for _, r := range pl.retiring {
@@ -157,7 +158,7 @@ func (pl *Planner) retire(out *api.Placement) {
 				Reason:   fmt.Sprintf("revision %q of source %q replaces revision %q", pl.req.Evidence[r.item].SourceRevision, r.Key, f.Revision),
 				IngestID: pl.ingestID, CreatedAt: pl.Now}
 			rows = append(rows, row)
-			out.Retired = append(out.Retired, api.RetiredFragment{FragmentID: f.ID, RetirementID: row.ID, ReplacedBy: by})
+			out.Retired = append(out.Retired, memtype.RetiredFragment{FragmentID: f.ID, RetirementID: row.ID, ReplacedBy: by})
 		}
 	}
 	if len(rows) == 0 {

@@ -1,8 +1,9 @@
-// Package api holds the public request and response types of the calls whose orchestration lives in
-// internal packages (Remember's placement), so the root package and those packages share them without
-// an import cycle. The root package re-exports every one of them under the same name; hosts use those
-// names, never this package.
-package api
+// Package memtype holds the public request and result types of Remember and the validation error
+// every call returns, so that go doc shows them whole and the internal packages that place a
+// Remember (internal/placement, internal/ledger) share them without importing the root. The root
+// package names every one of them the same way (densemem.RememberRequest is memtype.RememberRequest);
+// hosts may use either name.
+package memtype
 
 import (
 	"time"
@@ -325,12 +326,4 @@ type ConflictRef struct {
 	ConflictID string `json:"conflict_id"`
 	Version    int    `json:"version"`
 	Status     string `json:"status"`
-}
-
-// StoredCitation is a citation as an observation records it: the request's citation and, when the
-// cited item adopted an existing fragment, that fragment's ID (the ingest stores no fragment for an
-// adopted item, so its evidence index alone would name nothing).
-type StoredCitation struct {
-	Citation
-	AdoptFragmentID evidence.FragmentID `json:"adopt_fragment_id,omitempty"`
 }

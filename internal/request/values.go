@@ -1,4 +1,7 @@
-package api
+// Package request holds what the root package and internal/placement share about a request beyond
+// its public types (package memtype): the accumulation of its problems, the primitive checks and
+// canonical forms of its values and citations, and a citation as an observation stores it.
+package request
 
 import (
 	"fmt"
@@ -8,15 +11,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/densemem/densemem/memtype"
 	"github.com/densemem/densemem/relationship"
 )
 
 // CanonicalValue returns the canonical text of a literal of at most maxBytes bytes, or why it is
 // invalid.
-func CanonicalValue(v ObjectValue, maxBytes int) (string, error) {
+func CanonicalValue(v memtype.ObjectValue, maxBytes int) (string, error) {
 	if !v.Type.Valid() {
-		names := make([]string, 0, len(ValueTypes()))
-		for _, t := range ValueTypes() {
+		names := make([]string, 0, len(memtype.ValueTypes()))
+		for _, t := range memtype.ValueTypes() {
 			names = append(names, string(t))
 		}
 		return "", fmt.Errorf("unknown value type %q (one of: %s)", v.Type, strings.Join(names, ", "))
@@ -29,24 +33,24 @@ func CanonicalValue(v ObjectValue, maxBytes int) (string, error) {
 	}
 	s := strings.TrimSpace(v.Value)
 	switch v.Type {
-	case ValueString:
+	case memtype.ValueString:
 		if s == "" {
 			return "", fmt.Errorf("string value is empty")
 		}
 		return s, nil
-	case ValueNumber:
+	case memtype.ValueNumber:
 		f, err := strconv.ParseFloat(s, 64)
 		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 			return "", fmt.Errorf("%q is not a finite number", s)
 		}
 		return strconv.FormatFloat(f, 'g', -1, 64), nil
-	case ValueBoolean:
+	case memtype.ValueBoolean:
 		b, err := strconv.ParseBool(s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not a boolean", s)
 		}
 		return strconv.FormatBool(b), nil
-	case ValueDate:
+	case memtype.ValueDate:
 		t, err := time.Parse(time.DateOnly, s)
 		if err != nil {
 			return "", fmt.Errorf("%q is not a YYYY-MM-DD date", s)
@@ -68,7 +72,7 @@ func CanonicalValue(v ObjectValue, maxBytes int) (string, error) {
 }
 
 // Normalize returns the defaults-applied polarity, modality and scope of r.
-func Normalize(r ProposedRelationship) (relationship.Polarity, relationship.Modality, string) {
+func Normalize(r memtype.ProposedRelationship) (relationship.Polarity, relationship.Modality, string) {
 	pol, mod := r.Polarity, r.Modality
 	if pol == "" {
 		pol = relationship.PolarityPositive
