@@ -18,7 +18,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
-	"github.com/densemem/densemem/internal/failpoint"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // The acceptance invariants of the specification ("Conflicts And Corrections") and of DESIGN §16, one

@@ -18,10 +18,10 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
+	"github.com/densemem/densemem/store/failpoint"
 	"github.com/densemem/densemem/store/postgres"
 )
 

@@ -16,8 +16,8 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/review"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // The nightly Conflict reviewer (DESIGN §9) against the specification's invariants 15, 19, 20, 21

@@ -17,11 +17,11 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/internal/ledger"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/review"
 	"github.com/densemem/densemem/store"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // Config wires a reviewer. The reviewer has no Verifier: it never calls a model.

@@ -21,9 +21,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // DefaultTxAttempts is how many times Tx runs its function when PostgreSQL reports a deadlock or a

@@ -7,10 +7,10 @@ import (
 	"time"
 
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
+	"github.com/densemem/densemem/store/failpoint"
 	"github.com/densemem/densemem/store/postgres"
 )
 

@@ -13,9 +13,9 @@ import (
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/failpoint"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // tx is one transaction on one connection. BEGIN is queued in front of the first batch and, when no

@@ -1,6 +1,8 @@
-// Package failpoint is a test-only seam for failure injection: a test arms a named step on a context,
-// and the store fails when its work reaches that step, inside the open transaction. It is context
-// scoped, so parallel tests never see each other's failpoints, and it costs one map lookup when unarmed.
+// Package failpoint is the store's seam for failure injection in tests: a test arms a named step on a
+// context, and the store (store/postgres, and the nightly reviewer between its claim and its
+// transaction) fails when its work reaches that step, inside the open transaction. It is context
+// scoped, so parallel tests never see each other's failpoints, and it costs one map lookup when
+// unarmed. It imports nothing of the project; nothing arms a failpoint outside tests.
 package failpoint
 
 import (
