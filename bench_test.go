@@ -20,15 +20,15 @@ import (
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/pgtrace"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/pgtrace"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 )
 
 // Write-path benchmarks. Run them with
 //
 //	go test -run '^$' -bench 'Remember|Trace' -benchtime 3s -count 3 .
 //
-// Each reports roundtrips/op, counted by a pgx tracer (internal/pgtrace: one per Query, QueryRow,
+// Each reports roundtrips/op, counted by a pgx tracer (internal/testsupport/pgtrace: one per Query, QueryRow,
 // Exec and SendBatch, BEGIN and COMMIT included), and wire-roundtrips/op, counted on the socket as
 // the number of times the client writes after having read. The two agree once every statement is
 // prepared on the connection; the wire count also sees the extra round trip that pgx spends

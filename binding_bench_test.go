@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 )
 
 // TestRecallExcerptsOfMultiByteEvidence: evidence longer than the excerpt limit whose limit falls

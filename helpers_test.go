@@ -16,7 +16,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/densememtest"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/store/postgres"
 )
 

@@ -17,9 +17,9 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/benchload"
-	"github.com/densemem/densemem/internal/pgtrace"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
+	"github.com/densemem/densemem/internal/testsupport/pgtrace"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )
@@ -29,7 +29,7 @@ import (
 //	go test -run '^$' -bench 'NightlyReview$' -benchtime 1x -timeout 0 .
 //
 // Each sub-benchmark reviews benchDueCases due conflict cases of one team with 1 or 4 concurrent workers,
-// in a team that holds no other relationships or 1M unrelated active ones (internal/benchload), and
+// in a team that holds no other relationships or 1M unrelated active ones (internal/testsupport/benchload), and
 // reports cases/s. The reviewer visits due cases only, so the 1M/none ratio of the review time must
 // stay at most benchMaxReviewRatio.
 //

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
 )
 
 // popularSizes are the popular keys of BenchmarkRememberPopularEntity: live relationships of one
@@ -30,7 +30,7 @@ type popularShape struct {
 }
 
 // BenchmarkRememberPopularEntity measures Remember about an entity that already holds many
-// relationships (issue 21): one team, bulk-loaded (internal/benchload) with 1,000 filler
+// relationships (issue 21): one team, bulk-loaded (internal/testsupport/benchload) with 1,000 filler
 // relationships, three people holding 1k, 10k and 100k works_on relationships (cardinality many) on
 // their one key, and an environment with 1,000 dated deploys_from versions, 999 of them superseded
 // (cardinality one). Each iteration runs, in an order that rotates, one fresh-entity Remember (two

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
 )
 
 // Recall benchmarks. Run them with
@@ -18,11 +18,11 @@ import (
 //	go test -run '^$' -bench Recall -benchtime 200x -count 1 .
 //
 // Each size gets a fresh database holding one team with that many active relationships with
-// evidence, bulk-loaded by internal/benchload (COPY, one transaction, then VACUUM ANALYZE as
+// evidence, bulk-loaded by internal/testsupport/benchload (COPY, one transaction, then VACUUM ANALYZE as
 // autovacuum would), plus 20 query subjects with the same five relationships at every size. Each op
 // is one Recall (limit 10) of the next query subject, as a reader of the team, in one of three views:
 // current, valid_at and known_at. Besides ns/op the benchmark reports the p50 and p95 of the
-// per-op latencies, the statement round trips per op (internal/pgtrace) and the share of the
+// per-op latencies, the statement round trips per op (internal/testsupport/pgtrace) and the share of the
 // RecallSearch executions that ran a generic plan (pg_prepared_statements).
 //
 // docs/recall-plans.md holds the query plans behind these figures.

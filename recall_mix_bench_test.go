@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
 )
 
 // BenchmarkRecallMix recalls one interleaved mix of the query shapes real teams produce (issue 21
@@ -18,7 +18,7 @@ import (
 //	RS_SIZES=100k,1M go test -run '^$' -bench RecallMix -benchtime 2000x -count 1 -timeout 0 .
 //
 // The teams are those of BenchmarkRecallAtScale (the same load parameters, so the same kept
-// databases, densemem_bench_recall_<size>_<fingerprint>, loaded once by internal/benchload's Zipf mode
+// databases, densemem_bench_recall_<size>_<fingerprint>, loaded once by internal/testsupport/benchload's Zipf mode
 // and reused; drop them with the command in BenchmarkRecallAtScale's doc comment).
 //
 // Each op is one Recall (limit 10) of a query drawn, with a fixed seed, from these classes (share of

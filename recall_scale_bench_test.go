@@ -19,8 +19,8 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/densememtest"
-	"github.com/densemem/densemem/internal/benchload"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 )
 
@@ -29,7 +29,7 @@ import (
 //
 //	RS_SIZES=100k,1M go test -run '^$' -bench RecallAtScale -benchtime 200x -count 1 -timeout 0 .
 //
-// The team is bulk-loaded by internal/benchload with a Zipf-like vocabulary (Params.Zipf): note words
+// The team is bulk-loaded by internal/testsupport/benchload with a Zipf-like vocabulary (Params.Zipf): note words
 // drawn by 1/rank, ten hub entities that are the subject of 10% down to 1% of the relationships, the
 // two predicate phrases each in half of the fragments, the 20 query subjects with five relationships
 // each. Loading 1M takes 10+ minutes, so the loaded database is kept between runs under a name that

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/benchload"
+	"github.com/densemem/densemem/internal/testsupport/benchload"
 )
 
 // TestSourceRevisionAt10kRelationships: one revision of a source whose previous revision supports

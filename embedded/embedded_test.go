@@ -18,7 +18,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/embedded"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store"
 	"github.com/densemem/densemem/store/postgres"

@@ -61,7 +61,7 @@ func recallPostingsMigration(r Roles) *goose.Migration {
 
 // PostingsFromContents is the SELECT that lists the postings of the fragment contents of a relation
 // named c (columns team_id, fragment_id, search), with evidence_fragments for their recorded time.
-// Migration 23's backfill and triggers use it, and internal/benchload does for what it copies with
+// Migration 23's backfill and triggers use it, and internal/testsupport/benchload does for what it copies with
 // triggers off.
 const PostingsFromContents = `SELECT c.team_id, x.lexeme, least(cardinality(x.positions), 32767)::smallint, f.created_at, c.fragment_id
     FROM c JOIN evidence_fragments f ON f.team_id = c.team_id AND f.fragment_id = c.fragment_id

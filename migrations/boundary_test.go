@@ -6,7 +6,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 )
 
 // TestEveryFunctionPinsSearchPath: every function of the schema runs with search_path

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 )
 
 // undistributed names the tables of the schema that are not distributed by team on a distributed

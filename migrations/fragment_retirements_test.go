@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 )
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store/postgres"
 )

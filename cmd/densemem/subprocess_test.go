@@ -16,8 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem/console"
-	"github.com/densemem/densemem/internal/testbin"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testbin"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/mcpserver"
 	"github.com/densemem/densemem/migrations"
 )

@@ -33,7 +33,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
 )
 
 // program names the example in its errors.

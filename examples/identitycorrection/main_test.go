@@ -3,7 +3,7 @@ package main
 import (
 	"testing"
 
-	"github.com/densemem/densemem/internal/golden"
+	"github.com/densemem/densemem/internal/testsupport/golden"
 )
 
 // TestIdentityCorrectionGolden runs the story twice against one isolated database and compares each output

@@ -27,7 +27,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
 	"github.com/densemem/densemem/store/postgres"
 )
 

@@ -98,7 +98,7 @@ import (
 	_ "time/tzdata" // every replica must know the teams' zones, whatever its image ships
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
 )
 
 const (

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/densemem/densemem/internal/exampledb"
-	"github.com/densemem/densemem/internal/golden"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/golden"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/store/postgres"
 )
 

@@ -39,7 +39,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
 )
 
 const (

@@ -9,7 +9,7 @@ import (
 	sq "github.com/Masterminds/squirrel"
 	"github.com/jackc/pgx/v5"
 
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/store"
 )
 

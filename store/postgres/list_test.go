@@ -11,7 +11,7 @@ import (
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/store"
 	"github.com/densemem/densemem/store/postgres"
 )

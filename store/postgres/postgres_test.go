@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 	"github.com/densemem/densemem/store/failpoint"

@@ -13,7 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 	"github.com/densemem/densemem/store/postgres"
 )
 
@@ -154,7 +154,7 @@ func seedTraceHub(t *testing.T, ctx context.Context, pool *pgxpool.Pool) (densem
 	remember(ps[0], "k2", "main")
 	remember(ps[1], "k3", "dev") // a cross-reference to rel and a case with it
 	n := fmt.Sprint(traceBulk)
-	// Bulk rows go in with row triggers off, as internal/benchload copies: the foreign-key checks
+	// Bulk rows go in with row triggers off, as internal/testsupport/benchload copies: the foreign-key checks
 	// would run with plans cached while the tables were nearly empty (decision 32).
 	tx, err := pool.Begin(ctx)
 	if err != nil {

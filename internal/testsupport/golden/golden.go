@@ -15,8 +15,8 @@ import (
 
 	// The examples' tests fall back to a PostgreSQL container as every test of the project does.
 	_ "github.com/densemem/densemem/densememtest/container"
-	"github.com/densemem/densemem/internal/exampledb"
-	"github.com/densemem/densemem/internal/testdb"
+	"github.com/densemem/densemem/internal/testsupport/exampledb"
+	"github.com/densemem/densemem/internal/testsupport/testdb"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/ from the current output")
