@@ -2,11 +2,13 @@ package densemem
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -488,4 +490,35 @@ func queryNames(q string) []string {
 		}
 	}
 	return out
+}
+
+// validateRecall checks a Recall request and returns its result limit.
+func validateRecall(req *RecallRequest, l Limits) (int, error) {
+	var ps problems
+	checkText(&ps, "query", req.Query, false, 4*512)
+	if utf8.RuneCountInString(req.Query) > 512 {
+		ps.Add("query", "is longer than 512 characters")
+	}
+	if strings.TrimSpace(req.Query) == "" && len(req.ExpandFromEntityIDs) == 0 {
+		ps.Add("query", "a query or expand_from_entity_ids is required")
+	}
+	if n := len(req.ExpandFromEntityIDs); n > MaxExpandEntities {
+		// Refused on the count alone: no per-item work for an oversized list.
+		ps.Add("expand_from_entity_ids", "has %d entities, more than the limit of %d", n, MaxExpandEntities)
+		return 0, ps.Err()
+	}
+	for i, id := range req.ExpandFromEntityIDs {
+		checkText(&ps, fmt.Sprintf("expand_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)
+	}
+	checkTime(&ps, "valid_at", req.ValidAt)
+	checkTime(&ps, "known_at", req.KnownAt)
+	checkText(&ps, "predicate", req.Predicate, false, l.MaxTextBytes)
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultRecallLimit
+	case limit < 1 || limit > MaxRecallLimit:
+		ps.Add("limit", "must be within 1..%d", MaxRecallLimit)
+	}
+	return limit, ps.Err()
 }

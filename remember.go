@@ -3,9 +3,13 @@ package densemem
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/placement"
+	"github.com/densemem/densemem/internal/request"
+	"github.com/densemem/densemem/relationship"
 	"github.com/densemem/densemem/store"
 )
 
@@ -161,4 +165,165 @@ func replay(rec *store.IdempotencyRecord, hash string) (*Placement, error) {
 		out.Replayed = true
 	}
 	return out, err
+}
+
+// validateRemember checks the whole request without the database and returns its problems. Counts
+// are checked first: a request over a count limit is refused with those problems alone, before any
+// per-item work, so its cost never grows with how far over the limits it is.
+func validateRemember(req *RememberRequest, l Limits) error {
+	if err := checkRememberCounts(req, l); err != nil {
+		return err
+	}
+	var ps problems
+	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
+	checkEvidence(&ps, req.Evidence, l, true)
+	refs := checkEntities(&ps, req.Proposal.Entities, l)
+	cited := make([]bool, len(req.Evidence))
+	ids := map[string]bool{}
+	if len(req.Proposal.Relationships) == 0 {
+		ps.Add("proposal.relationships", "at least one relationship is required")
+	}
+	for i, r := range req.Proposal.Relationships {
+		p := fmt.Sprintf("proposal.relationships[%d]", i)
+		checkText(&ps, p+".proposal_id", r.ProposalID, true, l.MaxTextBytes)
+		if ids[r.ProposalID] {
+			ps.Add(p+".proposal_id", "duplicate proposal_id %q", r.ProposalID)
+		}
+		ids[r.ProposalID] = true
+		checkRelationship(&ps, p, r, refs, l)
+		if len(r.Evidence) == 0 {
+			ps.Add(p+".evidence", "at least one citation is required")
+		}
+		for j, c := range r.Evidence {
+			if checkCitation(&ps, fmt.Sprintf("%s.evidence[%d]", p, j), c, req.Evidence) {
+				cited[c.EvidenceIndex] = true
+			}
+		}
+	}
+	for i, ok := range cited {
+		if !ok {
+			ps.Add(fmt.Sprintf("evidence[%d]", i), "is not cited by any relationship")
+		}
+	}
+	checkRevisionAlone(&ps, req)
+	return ps.Err()
+}
+
+// checkRevisionAlone refuses a request that mixes a source revision with a profile-local correction
+// (DESIGN §13): a relationship naming corrects_relationship_id (the caller's correction of its own
+// or another profile's relationship) or a conflict_response (the caller's answer to a team case at
+// the version it read). A revision recomputes other profiles' relationships and cases by system
+// transitions; a correction or an answer is the caller's own decision about one key. In one call the
+// two could not be told apart in the ledger, and the answer would be judged against a case the same
+// call changes; they go in separate calls.
+func checkRevisionAlone(ps *problems, req *RememberRequest) {
+	revision := slices.ContainsFunc(req.Evidence, EvidenceInput.Revises)
+	if !revision {
+		return
+	}
+	for i, r := range req.Proposal.Relationships {
+		p := fmt.Sprintf("proposal.relationships[%d]", i)
+		if r.CorrectsRelationshipID != "" {
+			ps.Add(p+".corrects_relationship_id", "cannot go with a source revision (previous_source_revision): "+
+				"a profile-local correction and a team-wide source retirement are separate calls")
+		}
+		if r.ConflictResponse != nil {
+			ps.Add(p+".conflict_response", "cannot go with a source revision (previous_source_revision): "+
+				"answer the case in a separate call")
+		}
+	}
+}
+
+// checkRelationship checks one proposed relationship at path p, its citations aside: its refs name
+// proposal entities, exactly one object, known polarity and modality, a conflict response naming a
+// case version, and a validity that ends after it starts.
+func checkRelationship(ps *problems, p string, r ProposedRelationship, refs map[string]bool, l Limits) {
+	if !refs[r.SubjectRef] {
+		ps.Add(p+".subject_ref", "does not name a proposal entity ref")
+	}
+	checkText(ps, p+".predicate", r.Predicate, true, l.MaxTextBytes)
+	switch {
+	case r.ObjectRef != "" && r.ObjectValue != nil:
+		ps.Add(p, "set exactly one of object_ref and object_value, not both")
+	case r.ObjectRef == "" && r.ObjectValue == nil:
+		ps.Add(p, "set exactly one of object_ref and object_value")
+	case r.ObjectRef != "" && !refs[r.ObjectRef]:
+		ps.Add(p+".object_ref", "does not name a proposal entity ref")
+	case r.ObjectValue != nil:
+		if _, err := request.CanonicalValue(*r.ObjectValue, DefaultMaxTextBytes); err != nil {
+			ps.Add(p+".object_value", "%v", err)
+		}
+	}
+	if r.Polarity != "" && !r.Polarity.Valid() {
+		ps.Add(p+".polarity", "unknown polarity%s (%s)", quoted(string(r.Polarity), 64), oneOf(relationship.Polarities()))
+	}
+	if r.Modality != "" && !r.Modality.Valid() {
+		ps.Add(p+".modality", "unknown modality%s (%s)", quoted(string(r.Modality), 64), oneOf(relationship.Modalities()))
+	}
+	checkText(ps, p+".scope", r.Scope, false, l.MaxTextBytes)
+	checkText(ps, p+".corrects_relationship_id", string(r.CorrectsRelationshipID), false, l.MaxTextBytes)
+	if cr := r.ConflictResponse; cr != nil {
+		checkText(ps, p+".conflict_response.conflict_id", cr.ConflictID, true, l.MaxTextBytes)
+		if cr.ExpectedVersion < 1 {
+			ps.Add(p+".conflict_response.expected_version", "must be a case version (1 or more)")
+		}
+	}
+	checkTime(ps, p+".valid_from", r.ValidFrom)
+	checkTime(ps, p+".valid_to", r.ValidTo)
+	if r.ValidFrom != nil && r.ValidTo != nil && !storedTime(*r.ValidFrom).Before(storedTime(*r.ValidTo)) {
+		ps.Add(p+".valid_to", "must be after valid_from (at microsecond precision)")
+	}
+}
+
+// checkCitation checks one citation at path cp: an evidence index, and a non-empty byte span of that
+// item on UTF-8 character boundaries. The span of an adopted item is checked against the fragment's
+// content once it is read (placement.Intake.CheckAdopted); here only that it is non-empty. It
+// reports whether the citation names an evidence item.
+func checkCitation(ps *problems, cp string, c Citation, items []EvidenceInput) bool {
+	if c.EvidenceIndex < 0 || c.EvidenceIndex >= len(items) {
+		ps.Add(cp+".evidence_index", "%d is not an index of evidence", c.EvidenceIndex)
+		return false
+	}
+	if items[c.EvidenceIndex].Adopts() {
+		switch {
+		case c.Start < 0:
+			ps.Add(cp+".start", "must not be negative")
+		case c.Start >= c.End:
+			ps.Add(cp+".end", "must be greater than start")
+		}
+		return true
+	}
+	request.CheckSpan(ps, cp, items[c.EvidenceIndex].Content, c.EvidenceIndex, c.Start, c.End)
+	return true
+}
+
+// checkRememberCounts refuses a request over any count limit: evidence items, entities, aliases per
+// entity, identity-context keys, names, relationships and citations per relationship. It reads only
+// lengths (the per-entity and per-relationship loops run only once their lists are within limits).
+func checkRememberCounts(req *RememberRequest, l Limits) error {
+	var ps problems
+	over := func(path string, n, max int, what string) {
+		if n > max {
+			ps.Add(path, "has %d %s, more than the limit of %d", n, what, max)
+		}
+	}
+	over("evidence", len(req.Evidence), l.MaxEvidence, "items")
+	over("proposal.entities", len(req.Proposal.Entities), l.MaxEntities, "items")
+	over("proposal.relationships", len(req.Proposal.Relationships), l.MaxRelationships, "items")
+	if ps.Any() {
+		return ps.Err()
+	}
+	names := 0
+	for i, e := range req.Proposal.Entities {
+		over(fmt.Sprintf("proposal.entities[%d].aliases", i), len(e.Aliases), l.MaxAliasesPerEntity, "aliases")
+		over(fmt.Sprintf("proposal.entities[%d].identity_context", i), len(e.IdentityContext), MaxIdentityContextKeys, "keys")
+		if e.KnownEntityID == "" {
+			names += 1 + len(e.Aliases)
+		}
+	}
+	over("proposal.entities", names, l.MaxNames, "names (names and aliases of entities without known_entity_id)")
+	for i, r := range req.Proposal.Relationships {
+		over(fmt.Sprintf("proposal.relationships[%d].evidence", i), len(r.Evidence), l.MaxCitations, "citations")
+	}
+	return ps.Err()
 }

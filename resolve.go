@@ -398,3 +398,64 @@ func replayResolve(rec *store.IdempotencyRecord, hash string) (*ResolveResult, e
 	}
 	return out, err
 }
+
+// ResolveActions returns every action ResolveRequest.Action may name; an item's own choices are a
+// subset (ActionForget is allowed on every item about a relationship).
+func ResolveActions() []string { return slices.Clone(resolveActions) }
+
+// resolveActions are the review actions a Resolve may name. Every one takes the user's evidence;
+// correct alone takes a proposal.
+var resolveActions = []string{ActionSelectEntity, ActionConfirmNewEntity, ActionAccept, ActionCorrect, ActionAddEvidence,
+	ActionBothValid, ActionSelectPredicate, ActionRejectMapping, ActionProposeVocabularyChange, ActionReject, ActionForget,
+	ActionSupersedePrior, ActionKeepPriorRejectNew}
+
+// validateResolve checks a Resolve request without the database: the item's address, a known action,
+// the key, the decision's text and times, the evidence (never a source revision), and a proposal only
+// for correct.
+func validateResolve(req ResolveRequest, l Limits) error {
+	var ps problems
+	checkText(&ps, "ingest_id", req.IngestID, true, l.MaxTextBytes)
+	checkText(&ps, "placement_item_id", req.PlacementItemID, true, l.MaxTextBytes)
+	checkText(&ps, "idempotency_key", req.IdempotencyKey, true, l.MaxTextBytes)
+	if checkText(&ps, "action", req.Action, true, l.MaxTextBytes); req.Action != "" && !slices.Contains(resolveActions, req.Action) {
+		ps.Add("action", "unknown action%s (%s)", quoted(req.Action, 64), oneOf(resolveActions))
+	}
+	if d := req.Decision; d != nil {
+		checkText(&ps, "decision.mention_ref", d.MentionRef, false, l.MaxTextBytes)
+		checkText(&ps, "decision.entity_id", string(d.EntityID), false, l.MaxTextBytes)
+		checkText(&ps, "decision.predicate_key", d.PredicateKey, false, l.MaxTextBytes)
+		checkText(&ps, "decision.reason", d.Reason, false, 4096)
+		if d.Scope != nil {
+			checkText(&ps, "decision.scope", *d.Scope, false, l.MaxTextBytes)
+		}
+		checkTime(&ps, "decision.valid_from", d.ValidFrom)
+		checkTime(&ps, "decision.valid_to", d.ValidTo)
+		if checkCount(&ps, "decision.distinct_from_entity_ids", len(d.DistinctFromEntityIDs), MaxListItems) {
+			for i, id := range d.DistinctFromEntityIDs {
+				checkText(&ps, fmt.Sprintf("decision.distinct_from_entity_ids[%d]", i), string(id), true, l.MaxTextBytes)
+			}
+		}
+	}
+	if checkCount(&ps, "evidence", len(req.Evidence), l.MaxEvidence) && len(req.Evidence) > 0 {
+		checkEvidence(&ps, req.Evidence, l, false)
+		for i, ev := range req.Evidence {
+			if ev.Revises() || len(ev.SupersedesFragmentIDs) > 0 {
+				ps.Add(fmt.Sprintf("evidence[%d].previous_source_revision", i),
+					"a decision's evidence cannot revise a source: a source revision goes through Remember")
+			}
+		}
+	}
+	if len(req.Evidence) == 0 && (req.Action == ActionAddEvidence || req.Action == ActionCorrect) {
+		ps.Add("evidence", "action %s needs at least one evidence item", req.Action)
+	}
+	if len(req.Evidence) == 0 && req.Action == ActionConfirmNewEntity {
+		ps.Add("evidence", "action confirm_new_entity needs evidence that distinguishes the new identity")
+	}
+	if req.Proposal == nil && req.Action == ActionCorrect {
+		ps.Add("proposal", "action correct needs a proposal: the corrected statement")
+	}
+	if req.Proposal != nil && req.Action != ActionCorrect {
+		ps.Add("proposal", "only action correct takes a proposal")
+	}
+	return ps.Err()
+}

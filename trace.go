@@ -3,8 +3,12 @@ package densemem
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/relationship"
@@ -595,4 +599,86 @@ func (r *TraceResult) truncate(list string, returned int, next *store.TraceKey) 
 	}
 	c := traceCursor{List: list, At: next.At, IDs: next.IDs}
 	r.Truncated = append(r.Truncated, TraceTruncation{List: list, Returned: returned, NextAfter: c.encode()})
+}
+
+// traceLists are the names TraceRequest.After accepts besides a case's events.
+var traceLists = []string{TraceListEvidence, TraceListObservations, TraceListVerifications, TraceListTransitions,
+	TraceListIdentityResolutions, TraceListReviewItems, TraceListCrossReferences, TraceListConflicts}
+
+// validateTrace checks a Trace request without the database and returns every problem, or the page
+// size and where each list's page starts.
+func validateTrace(req *TraceRequest, l Limits) (int, store.TraceAfter, error) {
+	var ps problems
+	var after store.TraceAfter
+	checkText(&ps, "relationship_id", string(req.RelationshipID), true, l.MaxTextBytes)
+	if req.MaxDepth < 0 || req.MaxDepth > 4 {
+		ps.Add("max_depth", "must be within 0..4")
+	}
+	if req.MaxEdges < 0 || req.MaxEdges > 100 {
+		ps.Add("max_edges", "must be within 0..100")
+	}
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = min(DefaultTraceItems, l.MaxTraceItems)
+	case limit < 0 || limit > l.MaxTraceItems:
+		ps.Add("limit", "must be within 1..%d (0 means %d)", l.MaxTraceItems, min(DefaultTraceItems, l.MaxTraceItems))
+	}
+	// Eight lists and the events of each case of a page; more entries than that cannot all be used.
+	if n := len(req.After); n > len(traceLists)+l.MaxTraceItems {
+		ps.Add("after", "has %d entries, more than the limit of %d", n, len(traceLists)+l.MaxTraceItems)
+		return 0, after, ps.Err()
+	}
+	for _, list := range sortedKeys(req.After) {
+		path := "after." + list
+		if !utf8.ValidString(list) || strings.ContainsRune(list, 0) || len(list) > l.MaxTextBytes+len("conflicts..events") {
+			ps.Add("after", "%q is not a list name", list)
+			continue
+		}
+		conflictID, isEvents := strings.CutPrefix(list, TraceListConflicts+".")
+		conflictID, suffixed := strings.CutSuffix(conflictID, ".events")
+		isEvents = isEvents && suffixed && conflictID != "" && len(conflictID) <= l.MaxTextBytes
+		if !isEvents && !slices.Contains(traceLists, list) {
+			ps.Add(path, "unknown list (want one of %s, or conflicts.<conflict_id>.events)", strings.Join(traceLists, ", "))
+			continue
+		}
+		if list == TraceListVerifications && !req.IncludeVerification {
+			ps.Add(path, "pages a list the request does not include (set include_verification)")
+			continue
+		}
+		if list == TraceListTransitions && !req.IncludeTransitions {
+			ps.Add(path, "pages a list the request does not include (set include_transitions)")
+			continue
+		}
+		c, err := decodeTraceCursor(list, req.After[list], l)
+		if err != nil {
+			ps.Add(path, "%v", err)
+			continue
+		}
+		key := &store.TraceKey{At: c.At, IDs: c.IDs}
+		switch list {
+		case TraceListEvidence:
+			after.Supports = key
+		case TraceListObservations:
+			after.Observations = key
+		case TraceListVerifications:
+			after.Verifications = key
+		case TraceListIdentityResolutions:
+			after.Resolutions = key
+		case TraceListReviewItems:
+			after.ReviewItems = key
+		case TraceListCrossReferences:
+			after.CrossReferences = key
+		case TraceListConflicts:
+			after.Cases = key
+		case TraceListTransitions:
+			after.Transitions = c.Version
+		default:
+			if after.CaseEvents == nil {
+				after.CaseEvents = map[conflict.ID]int{}
+			}
+			after.CaseEvents[conflict.ID(conflictID)] = c.Version
+		}
+	}
+	return limit, after, ps.Err()
 }
