@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/bearer"
+	"github.com/densemem/densemem/internal/adapter/bearer"
 )
 
 // cookieName is the session cookie's name. Its value is 32 random bytes; the server keeps only

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/internal/bearer"
+	"github.com/densemem/densemem/internal/adapter/bearer"
 )
 
 // TokenStore maps bearer tokens to principals by their SHA-256 hashes (the same type as

@@ -15,7 +15,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/identity"
-	"github.com/densemem/densemem/internal/bearer"
+	"github.com/densemem/densemem/internal/adapter/bearer"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
