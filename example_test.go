@@ -26,6 +26,7 @@ var exampleDB struct {
 }
 
 func TestMain(m *testing.M) {
+	raiseParallel()
 	code := m.Run()
 	if exampleDB.name != "" {
 		if err := testdb.Drop(context.Background(), exampleDB.admin, exampleDB.name); err != nil {
