@@ -26,7 +26,7 @@ var exampleDB struct {
 }
 
 func TestMain(m *testing.M) {
-	raiseParallel()
+	testdb.RaiseParallel()
 	code := m.Run()
 	if exampleDB.name != "" {
 		if err := testdb.Drop(context.Background(), exampleDB.admin, exampleDB.name); err != nil {

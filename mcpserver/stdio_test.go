@@ -20,6 +20,7 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	testdb.RaiseParallel()
 	code := m.Run()
 	testbin.Remove()
 	os.Exit(code)
