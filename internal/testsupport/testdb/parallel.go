@@ -15,8 +15,14 @@ import (
 // included.
 const ParallelPerCPU = 4
 
-// RaiseParallel sets -test.parallel to ParallelPerCPU per CPU unless the command line set it, or
-// fuzzes (where it counts the fuzzing workers). A test package's TestMain calls it before m.Run.
+// MaxParallel bounds what RaiseParallel sets whatever the CPUs: the root package's slow tests and
+// store/postgres's at 8 each, run together, held at most 61 of the server's connections (100 by
+// default), all tests of the machine included.
+const MaxParallel = 8
+
+// RaiseParallel sets -test.parallel to ParallelPerCPU per CPU, at most MaxParallel, unless the
+// command line set it, or fuzzes (where it counts the fuzzing workers). A test package's TestMain
+// calls it before m.Run.
 func RaiseParallel() {
 	if !flag.Parsed() {
 		flag.Parse()
@@ -26,5 +32,5 @@ func RaiseParallel() {
 	if fuzz := flag.Lookup("test.fuzz"); set || (fuzz != nil && fuzz.Value.String() != "") {
 		return
 	}
-	_ = flag.Set("test.parallel", strconv.Itoa(ParallelPerCPU*runtime.GOMAXPROCS(0)))
+	_ = flag.Set("test.parallel", strconv.Itoa(min(ParallelPerCPU*runtime.GOMAXPROCS(0), MaxParallel)))
 }
