@@ -13,8 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
+	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
