@@ -87,6 +87,13 @@ func TestPages(t *testing.T) {
 	if table := nightly[strings.Index(nightly, "<h2>Cases</h2>"):]; strings.Index(table, s.overdue) > strings.Index(table, s.resolved) {
 		t.Error("/nightly lists the cases earliest deadline first; want the newest deadline first")
 	}
+	// Cases newest deadline first (decision 213): a case opened now, open, comes before the older
+	// overdue one (the API's default order would put the overdue one first).
+	s.deploy(s.alice, "qa", "main", nil)
+	fresh := s.deploy(s.bob, "qa", "develop", nil).Conflict.ConflictID
+	if cases := s.page("/cases", fresh, s.overdue); strings.Index(cases, fresh) > strings.Index(cases, s.overdue) {
+		t.Error("/cases lists the overdue case before the newer open one; want the newest deadline first")
+	}
 	s.page("/search?q=production+deploys", "release", "current")
 	s.page("/search?q=production+deploys&valid_at=2025-09-01", "main")
 	if status, body := s.get(hostToken, "/search?q=x&valid_at=yesterday"); status != http.StatusBadRequest || !strings.Contains(body, "valid_at") {
