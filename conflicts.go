@@ -33,6 +33,9 @@ const (
 // conflictOrders are the orders ListConflictsRequest.Order may name.
 var conflictOrders = []string{ConflictOrderStatus, ConflictOrderDeadlineDesc}
 
+// ConflictOrders returns the orders ListConflictsRequest.Order may name ("" means the first).
+func ConflictOrders() []string { return slices.Clone(conflictOrders) }
+
 // caseListOrder is the order ListConflicts takes statuses in: overdue first, then open, then the
 // settled ones.
 var caseListOrder = []conflict.Status{conflict.StatusOverdue, conflict.StatusOpen, conflict.StatusResolved,
