@@ -9,6 +9,7 @@
 //	densemem predicate register|list --team T ...
 //	densemem policy show|set --team T ...
 //	densemem review run [--team T]... [--reviewer-database-url URL]
+//	densemem review runs --team T        (the nightly run ledger, newest first)
 //	densemem review list --team T        (open and overdue conflict cases)
 //	densemem review items --team T       (review items waiting for a profile's decision)
 //	densemem case list --team T
@@ -122,6 +123,7 @@ func init() {
 		{"policy show", "show a team's policy in force", (*cli).policyShow},
 		{"policy set", "change a team's policy: only the flags given change", (*cli).policySet},
 		{"review run", "run one nightly review pass over every due team now (as the reviewer role)", (*cli).reviewRun},
+		{"review runs", "list a team's nightly runs, newest first: what each did, its failures, whether it finished", (*cli).reviewRuns},
 		{"review list", "list a team's open and overdue conflict cases, overdue first", (*cli).reviewList},
 		{"review items", "list the review items waiting for a profile's decision", (*cli).reviewItems},
 		{"case list", "list a team's conflict cases (--status: open, overdue, resolved, dismissed)", (*cli).caseList},

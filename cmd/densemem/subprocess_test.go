@@ -180,6 +180,7 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 		t.Errorf("review run as the runtime role: exit %d, %q; want 1 naming --reviewer-database-url", code, errOut)
 	}
 	p.want(exitOK, []string{"review", "run", "--json"}, `"teams"`)
+	p.want(exitOK, []string{"review", "runs", "--team", caseTeam}, "run of ", "finished", "claimed 1")
 
 	// mcp --stdio as a profile of the team: initialize over a pipe, then end of input.
 	profiles := p.want(exitOK, []string{"profile", "list", "--team", caseTeam, "--json"})

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
+	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -128,6 +130,8 @@ type teamRun struct {
 	now, runDate, next time.Time
 	// token is the worker's claim on the cases it reviews.
 	token string
+	// failures are the pass's first failures, for the run ledger (fail).
+	failures []store.NightlyFailure
 }
 
 // runTeam is one worker's nightly review of one team, counted in rep.
@@ -155,13 +159,62 @@ func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.
 		rep.Reserved++
 	}
 	// 3. Escalate the cases out of attempts, review the due ones in claimed batches, escalate again.
-	if err := r.escalate(ctx); err != nil {
+	before := *rep
+	err = r.escalate(ctx)
+	if err == nil {
+		err = r.reviewDue(ctx)
+	}
+	if err == nil {
+		err = r.escalate(ctx)
+	}
+	// 4. Record the pass in the run ledger, its own error among its failures; a pass whose context
+	// ended (or that crashed) does not record, and the ledger shows it did not finish.
+	if ctx.Err() != nil {
 		return err
 	}
-	if err := r.reviewDue(ctx); err != nil {
+	return errors.Join(err, r.finish(ctx, before, err))
+}
+
+// finish records the pass's outcome, counted in rep since before, in the run date's ledger row (one
+// statement), with the pass's error, when it stopped on one, as a failure without a case.
+func (r *teamRun) finish(ctx context.Context, before review.Report, stopped error) error {
+	// Test seam: a worker that dies before recording its pass leaves it unfinished in the ledger.
+	if err := failpoint.Check(ctx, "review.before_finish"); err != nil {
 		return err
 	}
-	return r.escalate(ctx)
+	if stopped != nil {
+		r.fail("", 0, stopped)
+	}
+	rep := r.rep
+	counts := store.NightlyCounts{Claimed: rep.Claimed - before.Claimed, Resolved: rep.Resolved - before.Resolved,
+		Dismissed: rep.Dismissed - before.Dismissed, Overdue: rep.Overdue - before.Overdue, KeptOpen: rep.KeptOpen - before.KeptOpen,
+		Exhausted: rep.Escalated - before.Escalated, Failed: rep.Failed - before.Failed, Unknown: rep.Unknown - before.Unknown}
+	return r.cfg.Store.NightlyFinish(ctx, store.NightlyFinishParams{Team: r.team, RunDate: r.runDate, Now: r.cfg.Clock(),
+		Counts: counts, Failures: r.failures})
+}
+
+// fail keeps one failure for the run ledger while the pass has kept fewer than the ledger holds: the
+// error's text as valid UTF-8 without NUL, cut to store.MaxNightlyErrorBytes.
+func (r *teamRun) fail(id conflict.ID, attempt int, err error) {
+	if len(r.failures) >= store.MaxNightlyFailures {
+		return
+	}
+	r.failures = append(r.failures, store.NightlyFailure{ConflictID: id, Attempt: attempt, Error: errorText(err)})
+}
+
+// errorText is err's text as the ledger keeps it: valid UTF-8 without NUL, at most
+// store.MaxNightlyErrorBytes, cut at a character boundary with "…" when longer.
+func errorText(err error) string {
+	s := strings.ReplaceAll(strings.ToValidUTF8(err.Error(), "\uFFFD"), "\x00", "")
+	if len(s) <= store.MaxNightlyErrorBytes {
+		return s
+	}
+	const ellipsis = "…"
+	n := store.MaxNightlyErrorBytes - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
 }
 
 // escalate marks overdue, once per run date, the cases that used up their attempts.
@@ -282,6 +335,7 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 		// at all, and which is unknown here. Not settled by a read: the COMMIT may still be arriving.
 		r.rep.Unknown++
 		r.rep.UnknownCaseIDs = append(r.rep.UnknownCaseIDs, c.ID)
+		r.fail(c.ID, c.Attempts, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -290,6 +344,7 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 		return nil
 	case err != nil:
 		r.rep.Failed++
+		r.fail(c.ID, c.Attempts, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -119,6 +119,24 @@ WITH page AS (
 )
 ` + caseRowsSQL + `ORDER BY p.ord, p.review_due_at, p.conflict_id`
 
+// caseListDescSQL reads, for each listed status ($2), its cases before the cursor's (review_due_at,
+// conflict_id) ($3/$4, none without a cursor) backwards along conflict_cases_status, LIMIT $5 each;
+// the page is the first $5 of those in (review_due_at, conflict_id) descending.
+const caseListDescSQL = `-- name: CaseListDeadlineDesc
+WITH page AS (
+    SELECT c.conflict_id, c.review_due_at
+    FROM unnest($2::text[]) AS st(status)
+    CROSS JOIN LATERAL (
+        SELECT c.conflict_id, c.review_due_at FROM {schema}.conflict_cases c
+        WHERE c.team_id = $1 AND c.status = st.status
+          AND (c.review_due_at, c.conflict_id) < (COALESCE($3::timestamptz, 'infinity'::timestamptz), COALESCE($4::text, ''))
+        ORDER BY c.review_due_at DESC, c.conflict_id DESC
+        LIMIT $5) c
+    ORDER BY c.review_due_at DESC, c.conflict_id DESC
+    LIMIT $5
+)
+` + caseRowsSQL + `ORDER BY p.review_due_at DESC, p.conflict_id DESC`
+
 // caseGetSQL reads one case by its primary key, shaped as CaseList shapes its rows.
 const caseGetSQL = `-- name: CaseGet
 WITH page AS (SELECT conflict_id FROM {schema}.conflict_cases WHERE team_id = $1 AND conflict_id = $2)
@@ -156,6 +174,9 @@ func (s *Store) CaseList(ctx context.Context, p store.CaseListParams) (store.Pag
 	if err := checkLimit(p.Limit); err != nil {
 		return out, err
 	}
+	if p.DeadlineDesc {
+		return s.caseListDesc(ctx, p)
+	}
 	statuses := p.Statuses
 	dues, ids := make([]*time.Time, len(statuses)), make([]*string, len(statuses))
 	if p.After != nil {
@@ -171,8 +192,30 @@ func (s *Store) CaseList(ctx context.Context, p store.CaseListParams) (store.Pag
 	for i, st := range statuses {
 		names[i] = string(st)
 	}
+	return s.caseListPage(ctx, p, caseListSQL, names, dues, ids)
+}
+
+// caseListDesc is CaseList in (review_due_at, conflict ID) descending order.
+func (s *Store) caseListDesc(ctx context.Context, p store.CaseListParams) (store.Page[store.CaseListItem], error) {
+	names := make([]string, len(p.Statuses))
+	for i, st := range p.Statuses {
+		names[i] = string(st)
+	}
+	var due *time.Time
+	var id *string
+	if p.After != nil {
+		d, i := p.After.ReviewDueAt, string(p.After.ID)
+		due, id = &d, &i
+	}
+	return s.caseListPage(ctx, p, caseListDescSQL, names, due, id)
+}
+
+// caseListPage reads a page of cases with sql (caseListSQL or caseListDescSQL) and its arguments
+// after the team, and the limit.
+func (s *Store) caseListPage(ctx context.Context, p store.CaseListParams, sql string, args ...any) (store.Page[store.CaseListItem], error) {
+	var out store.Page[store.CaseListItem]
 	b := &pgx.Batch{}
-	b.Queue(caseListSQL, p.Team, names, dues, ids, p.Limit+1).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(sql, append(append([]any{p.Team}, args...), p.Limit+1)...).Query(func(rows pgx.Rows) (err error) {
 		out.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseListItem, error) {
 			var it store.CaseListItem
 			c, err := scanRecallCase(row, p.Team, &it.NextReviewAt, &it.SubjectName, &it.SubjectKind)

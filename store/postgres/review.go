@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -78,24 +77,6 @@ func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identit
 		return err
 	})
 	return teams, s.send(ctx, "", b, false)
-}
-
-const nightlyReserveSQL = `-- name: NightlyReserve
-INSERT INTO {schema}.nightly_runs (team_id, run_date, worker_id, reserved_at) VALUES ($1, $2::date, $3, $4)
-ON CONFLICT DO NOTHING`
-
-// NightlyReserve reserves a team's run date; false when it was reserved before.
-func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams) (bool, error) {
-	var ct pgconn.CommandTag
-	b := &pgx.Batch{}
-	b.Queue(nightlyReserveSQL, p.Team, p.RunDate.Format(time.DateOnly), p.Worker, p.Now).Exec(func(tag pgconn.CommandTag) error {
-		ct = tag
-		return nil
-	})
-	if err := s.send(ctx, p.Team, b, true); err != nil {
-		return false, err
-	}
-	return ct.RowsAffected() == 1, nil
 }
 
 // caseClaimSQL claims due cases in one statement: the CTE picks them in due order, skipping rows

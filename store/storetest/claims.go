@@ -2,8 +2,12 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
@@ -22,6 +26,7 @@ var claimContracts = []contract{
 	{"ReviewIsFencedByTheClaim", testReviewFenced},
 	{"EscalationOncePerRunDate", testEscalation},
 	{"NightlyReserveOncePerTeamAndDate", testNightlyReserve},
+	{"NightlyRunLedger", testNightlyRunLedger},
 	{"TeamsWithDueCases", testTeamsWithDueCases},
 	{"ReviewerBoundary", testReviewerBoundary},
 }
@@ -337,6 +342,74 @@ func testNightlyReserve(e *env) {
 		if got != c.want {
 			e.t.Errorf("NightlyReserve(%s, %s, %s) = %v, want %v", c.team, c.date.Format(time.DateOnly), c.worker, got, c.want)
 		}
+	}
+}
+
+// testNightlyRunLedger records two passes over one run date (the reserving worker's and a
+// helper's) and a pass over an earlier date, and reads the ledger back a page at a time, newest run
+// date first: the passes' counts add up, the failures keep the first MaxNightlyFailures in order, the
+// finish time is the latest pass's; a reserved date no pass recorded shows its passes started and
+// none finished; a date never reserved cannot be finished; another team's ledger stays apart.
+func testNightlyRunLedger(e *env) {
+	t, ctx := e.t, e.ctx
+	w := e.world("tm_l")
+	e.bareTeam("tm_m")
+	days := []time.Time{runDate.AddDate(0, 0, -2), runDate.AddDate(0, 0, -1), runDate}
+	reserve := func(team identity.TeamID, day time.Time, worker string) {
+		_, err := e.rv.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: day, Worker: worker, Now: at(time.Minute)})
+		e.must(err, "NightlyReserve")
+	}
+	failures := func(from, n int) []store.NightlyFailure {
+		var out []store.NightlyFailure
+		for i := from; i < from+n; i++ {
+			out = append(out, store.NightlyFailure{ConflictID: conflict.ID(fmt.Sprintf("cf_%02d", i)), Attempt: 1, Error: "boom"})
+		}
+		return out
+	}
+	reserve(w.team, days[0], "w1")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[0], Now: at(2 * time.Minute),
+		Counts: store.NightlyCounts{Claimed: 1, KeptOpen: 1}}), "NightlyFinish")
+	reserve(w.team, days[1], "w1") // crashes: never finishes
+	reserve(w.team, days[2], "w1")
+	reserve(w.team, days[2], "w2")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[2], Now: at(5 * time.Minute),
+		Counts:   store.NightlyCounts{Claimed: 17, Resolved: 1, Dismissed: 2, Overdue: 3, Failed: 10, Unknown: 1},
+		Failures: append(failures(0, 10), store.NightlyFailure{ConflictID: "cf_u", Attempt: 2, Error: "answer lost"})}), "NightlyFinish")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[2], Now: at(4 * time.Minute),
+		Counts:   store.NightlyCounts{Claimed: 12, Resolved: 1, KeptOpen: 1, Exhausted: 1, Failed: 10},
+		Failures: append(failures(10, 10), store.NightlyFailure{Error: "the pass stopped"})}), "NightlyFinish")
+	err := e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: runDate.AddDate(0, 0, 1), Now: at(time.Hour)})
+	e.checkErr(err, store.ErrNotFound, "NightlyFinish of a run date never reserved")
+	reserve("tm_m", days[2], "w9")
+
+	var got []store.NightlyRun
+	var before *time.Time
+	for range 3 {
+		page, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: w.team, Before: before, Limit: 2})
+		e.must(err, "NightlyRunList")
+		got = append(got, page.Items...)
+		if !page.More {
+			break
+		}
+		before = &page.Items[len(page.Items)-1].RunDate
+	}
+	want := []store.NightlyRun{
+		{Team: w.team, RunDate: days[2], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 2, PassesFinished: 2,
+			FinishedAt: ptr(at(5 * time.Minute)), Counts: store.NightlyCounts{Claimed: 29, Resolved: 2, Dismissed: 2, Overdue: 3,
+				KeptOpen: 1, Exhausted: 1, Failed: 20, Unknown: 1},
+			Failures: append(append(failures(0, 10), store.NightlyFailure{ConflictID: "cf_u", Attempt: 2, Error: "answer lost"}),
+				failures(10, 9)...)},
+		{Team: w.team, RunDate: days[1], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 1, Failures: []store.NightlyFailure{}},
+		{Team: w.team, RunDate: days[0], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 1, PassesFinished: 1,
+			FinishedAt: ptr(at(2 * time.Minute)), Counts: store.NightlyCounts{Claimed: 1, KeptOpen: 1}, Failures: []store.NightlyFailure{}},
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateApproxTime(time.Microsecond), cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("the run ledger paged two at a time (-want +got):\n%s", d)
+	}
+	other, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: "tm_m", Limit: 10})
+	e.must(err, "NightlyRunList")
+	if len(other.Items) != 1 || other.Items[0].Worker != "w9" || other.Items[0].PassesStarted != 1 {
+		t.Errorf("tm_m's ledger = %+v, want its one reservation by w9 alone", other.Items)
 	}
 }
 

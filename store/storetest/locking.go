@@ -411,4 +411,25 @@ func testNightlyReserveOneWinner(e *env) {
 	if first < 0 || slices.Index(reserved[first+1:], true) >= 0 {
 		e.t.Errorf("reservations of one run date: %v, want exactly one true", reserved)
 	}
+	// Every worker's pass is counted started, and each one's outcome recorded at once adds up; the
+	// failures stop at the ledger's bound.
+	errs = e.race(n, nil, func(ctx context.Context, i int) error {
+		var fs []store.NightlyFailure
+		for j := range 4 {
+			fs = append(fs, store.NightlyFailure{ConflictID: conflict.ID(fmt.Sprintf("cf_%d_%d", i, j)), Attempt: 1, Error: "x"})
+		}
+		return e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: runDate, Now: at(time.Duration(i) * time.Minute),
+			Counts: store.NightlyCounts{Claimed: 5, Resolved: 1, Failed: 4}, Failures: fs})
+	})
+	e.noErrors(errs, "concurrent finishes")
+	page, err := e.s.NightlyRunList(e.ctx, store.NightlyRunListParams{Team: w.team, Limit: 1})
+	e.must(err, "NightlyRunList")
+	if len(page.Items) != 1 {
+		e.t.Fatalf("the ledger holds %d runs, want 1", len(page.Items))
+	}
+	r := page.Items[0]
+	if r.PassesStarted != n || r.PassesFinished != n || r.Counts.Claimed != 5*n || r.Counts.Resolved != n || r.Counts.Failed != 4*n ||
+		len(r.Failures) != min(4*n, store.MaxNightlyFailures) || r.FinishedAt == nil || !r.FinishedAt.Equal(at(time.Duration(n-1)*time.Minute)) {
+		e.t.Errorf("the ledger after %d concurrent passes = %+v (%d failures), want every pass counted", n, r, len(r.Failures))
+	}
 }
