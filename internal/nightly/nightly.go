@@ -48,6 +48,9 @@ type Hooks struct {
 	AfterRead func(ctx context.Context)
 	// Relocked runs when a case planned from the batch's read is reviewed again the locked way.
 	Relocked func(id conflict.ID)
+	// Together runs after each group of cases written in one transaction (reviewTogether), with
+	// the group's size and the transaction's error.
+	Together func(cases int, err error)
 }
 
 // errLost reports that the worker no longer holds the case's claim (its lease expired and another
@@ -256,14 +259,16 @@ func (r *teamRun) reviewTogether(ctx context.Context, claimed []store.ClaimedCas
 			single = append(single, c)
 			continue
 		}
+		// The fence first: the ledger decides on kl's rows in place.
 		kl := read.ForKey(c.Key, c.ID)
+		fence := store.NewReviewFence(c.Key, c.ID, kl)
 		l, outcome, err := decideCase(r.cfg, pol, r.preds, c, r.token, r.now, r.next, kl)
 		if err != nil {
 			single = append(single, c)
 			continue
 		}
 		keys[c.Key] = true
-		planned = append(planned, plannedReview{c: c, fence: store.NewReviewFence(c.Key, c.ID, kl), ws: l.WS, outcome: outcome})
+		planned = append(planned, plannedReview{c: c, fence: fence, ws: l.WS, outcome: outcome})
 	}
 	for len(planned) > 0 {
 		group := planned[:min(len(planned), togetherMax)]
@@ -292,6 +297,9 @@ func (r *teamRun) writeTogether(ctx context.Context, group []plannedReview) ([]s
 	err := r.cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		return tx.ReviewApplyFencedBatch(ctx, fences, sets)
 	})
+	if r.cfg.Hooks != nil && r.cfg.Hooks.Together != nil {
+		r.cfg.Hooks.Together(len(group), err)
+	}
 	if err != nil && !errors.Is(err, store.ErrCommitUnknown) {
 		out := make([]store.ClaimedCase, len(group))
 		for i, p := range group {
