@@ -185,6 +185,12 @@ type Tx interface {
 	// writes ws as WriteSetApply does, COMMIT included. It must be the transaction's first call. A
 	// fence that no longer holds fails with ErrStaleVersion, and nothing of the transaction remains.
 	ReviewApplyFenced(ctx context.Context, f ReviewFence, ws WriteSet) error
+	// ReviewApplyFencedBatch is ReviewApplyFenced for several reviews of one team in one transaction
+	// and one round trip: every fence's key lock (in the global order), every fence in turn, then
+	// every write set, COMMIT included. The fences' keys must differ. One fence that no longer holds
+	// fails them all with ErrStaleVersion, and nothing of the transaction remains; the caller then
+	// reviews them one by one.
+	ReviewApplyFencedBatch(ctx context.Context, fences []ReviewFence, sets []WriteSet) error
 	// WriteSetApplyFenced is the only call of a transaction whose write set was planned from reads
 	// made before it (Remember's optimistic plan): in one round trip it starts the transaction, takes
 	// the locks IntakeLock takes for f, checks under them that what the plan read still holds (f's

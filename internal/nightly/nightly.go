@@ -50,6 +50,9 @@ type Hooks struct {
 	AfterRead func(ctx context.Context)
 	// Relocked runs when a case planned from the batch's read is reviewed again the locked way.
 	Relocked func(id conflict.ID)
+	// Together runs after each group of cases written in one transaction (reviewTogether), with
+	// the group's size and the transaction's error.
+	Together func(cases int, err error)
 }
 
 // errLost reports that the worker no longer holds the case's claim (its lease expired and another
@@ -258,7 +261,11 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		if r.cfg.Hooks != nil && r.cfg.Hooks.AfterRead != nil {
 			r.cfg.Hooks.AfterRead(ctx)
 		}
-		for _, c := range claimed {
+		single, err := r.reviewTogether(ctx, claimed, read)
+		if err != nil {
+			return err
+		}
+		for _, c := range single {
 			var outcome conflict.Outcome
 			pol, ok := r.policies[c.PolicyVersion]
 			if !ok {
@@ -273,6 +280,92 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// togetherMax bounds the cases written in one transaction by reviewTogether: the transaction holds
+// their keys' locks until it commits, and a stale fence sends them all back to one by one.
+const togetherMax = 32
+
+// plannedReview is a claimed case planned from the batch's read, waiting to be written with others.
+type plannedReview struct {
+	c       store.ClaimedCase
+	fence   store.ReviewFence
+	ws      store.WriteSet
+	outcome conflict.Outcome
+}
+
+// reviewTogether writes the claimed cases it can plan from read (not identity corrections, each on
+// a key no other case of the group has) in groups of up to togetherMax, each group in one transaction
+// and one round trip behind every case's fence (Tx.ReviewApplyFencedBatch): one commit for many cases
+// where each case took its own. Every case's changes still commit together or not at all, as
+// DESIGN §7 asks of a case; several cases share the commit. It returns the cases left to review
+// one by one (reviewClaimed): those it could not plan, and every case of a group whose transaction
+// failed for any reason but an unknown commit (a stale fence, a deadlock): the ones whose read
+// still holds are then written behind their own fence, the others under locks.
+func (r *teamRun) reviewTogether(ctx context.Context, claimed []store.ClaimedCase, read *store.KeysLocked) ([]store.ClaimedCase, error) {
+	var single []store.ClaimedCase
+	var planned []plannedReview
+	keys := map[conflict.Key]bool{}
+	for _, c := range claimed {
+		pol, ok := r.policies[c.PolicyVersion]
+		if !ok || read == nil || c.Key.Identity() || keys[c.Key] {
+			single = append(single, c)
+			continue
+		}
+		// The fence first: the ledger decides on kl's rows in place.
+		kl := read.ForKey(c.Key, c.ID)
+		fence := store.NewReviewFence(c.Key, c.ID, kl)
+		l, outcome, err := decideCase(r.cfg, pol, r.preds, c, r.token, r.now, r.next, kl)
+		if err != nil {
+			single = append(single, c)
+			continue
+		}
+		keys[c.Key] = true
+		planned = append(planned, plannedReview{c: c, fence: fence, ws: l.WS, outcome: outcome})
+	}
+	for len(planned) > 0 {
+		group := planned[:min(len(planned), togetherMax)]
+		planned = planned[len(group):]
+		if len(group) == 1 {
+			single = append(single, group[0].c)
+			continue
+		}
+		failed, err := r.writeTogether(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		single = append(single, failed...)
+	}
+	return single, nil
+}
+
+// writeTogether writes group in one transaction and records each case's outcome; it returns the
+// cases to review one by one when the transaction failed (an unknown commit is recorded as such for
+// every case of the group, as one case's would be).
+func (r *teamRun) writeTogether(ctx context.Context, group []plannedReview) ([]store.ClaimedCase, error) {
+	fences, sets := make([]store.ReviewFence, len(group)), make([]store.WriteSet, len(group))
+	for i, p := range group {
+		fences[i], sets[i] = p.fence, p.ws
+	}
+	err := r.cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.ReviewApplyFencedBatch(ctx, fences, sets)
+	})
+	if r.cfg.Hooks != nil && r.cfg.Hooks.Together != nil {
+		r.cfg.Hooks.Together(len(group), err)
+	}
+	if err != nil && !errors.Is(err, store.ErrCommitUnknown) {
+		out := make([]store.ClaimedCase, len(group))
+		for i, p := range group {
+			out[i] = p.c
+		}
+		return out, nil
+	}
+	for _, p := range group {
+		if err := r.record(ctx, p.c, p.outcome, err); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // readPolicies reads, in one round trip, the policy versions the claimed cases pinned that the run
