@@ -2,7 +2,7 @@
 // profiles, predicates and policies as the host, run and inspect the nightly Conflict review and the
 // review items, read a relationship's trace or a conflict case, and serve the MCP adapter.
 //
-//	densemem migrate up|down|redo|status|validate|version
+//	densemem migrate up|down|redo|status|validate|version|distribute
 //	densemem team create|list
 //	densemem profile create|list|disable --team T ...
 //	densemem predicate register|list --team T ...
@@ -105,6 +105,7 @@ func init() {
 		{"migrate status", "list the migrations and whether each is applied (changes nothing)", (*cli).migrateStatus},
 		{"migrate validate", "exit 1 unless the database has exactly this build's migrations", (*cli).migrateValidate},
 		{"migrate version", "print the database's migration version and this build's", (*cli).migrateVersion},
+		{"migrate distribute", "distribute the schema by team over a Citus cluster (once, after migrate up; as the owner)", (*cli).migrateDistribute},
 		{"team create", "create a team (prints its ID)", (*cli).teamCreate},
 		{"team list", "list the teams", (*cli).teamList},
 		{"profile create", "create a profile in a team (prints its ID)", (*cli).profileCreate},
