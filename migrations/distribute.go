@@ -30,16 +30,20 @@ type Distribution struct {
 // Distribute spreads a migrated schema over a Citus cluster (decisions 200–202): teams and the
 // schema's other global tables become reference tables, every table with a team_id is distributed
 // by team_id, all co-located, and every function of the schema is propagated to the workers. The
-// version table stays on the coordinator. Citus refuses to distribute a table that a foreign key
+// version table stays on the coordinator. The owner role is given LOGIN (decision 205). Citus refuses to distribute a table that a foreign key
 // ties to a table not yet distributed, so the keys between the schema's tables are dropped first
-// and added back, exactly as they were, once every table is placed. It runs in one transaction as
-// the owner of the schema (a superuser or the owner role) on the coordinator, after Up.
+// and added back, exactly as they were, once every table is placed. It runs in one transaction as a
+// superuser on the coordinator, after Up.
 //
 // It is idempotent: a table already placed is left alone, and a second call changes nothing. On a
 // database without the citus extension it returns ErrNotCitus and changes nothing.
 func Distribute(ctx context.Context, pool *pgxpool.Pool, opts *Options) (Distribution, error) {
 	var out Distribution
 	schema, err := opts.schema()
+	if err != nil {
+		return out, err
+	}
+	roles, err := opts.roles()
 	if err != nil {
 		return out, err
 	}
@@ -63,7 +67,14 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool, opts *Options) (Distrib
 				return err
 			}
 		}
-		return distribute(ctx, tx, schema, &out)
+		if err := distribute(ctx, tx, schema, &out); err != nil {
+			return err
+		}
+		// The owner's SECURITY DEFINER functions (erasure, the due-teams scan) run statements that
+		// Citus sends to the workers over connections it opens as the current user: the owner must
+		// be able to log in (decision 205). pg_hba decides from where.
+		_, err := tx.Exec(ctx, "ALTER ROLE "+pgx.Identifier{roles.Owner}.Sanitize()+" LOGIN")
+		return err
 	})
 	if err != nil {
 		return Distribution{}, fmt.Errorf("densemem migrations: distribute: %w", err)
@@ -214,6 +225,56 @@ func propagateFunctions(ctx context.Context, tx pgx.Tx, schema string, out *Dist
 		}
 	}
 	out.Functions = fns
+	return customPlans(ctx, tx, schema)
+}
+
+// customPlans gives the schema's functions that force generic plans (migrations 21 and 23: Recall's
+// search, whose statements are index-driven) custom plans instead: Citus cannot plan a generic plan
+// of a statement on distributed tables whose shard depends on a parameter, except the simplest
+// ones, and refuses it ("could not create distributed plan"). A custom plan is pruned to the team's
+// shard. A migration that replaces such a function sets its plan mode again; Distribute, run again,
+// puts this back.
+func customPlans(ctx context.Context, tx pgx.Tx, schema string) error {
+	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND 'plan_cache_mode=force_generic_plan' = ANY(p.proconfig) ORDER BY 1`, schema)
+	if err != nil {
+		return err
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, f := range fns {
+		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+f+" SET plan_cache_mode = force_custom_plan"); err != nil {
+			return fmt.Errorf("custom plans for %s: %w", f, err)
+		}
+	}
+	return nestedTeamFunctions(ctx, tx, schema)
+}
+
+// nestedTeamFunctions lets the schema's team functions (first argument p_team: Recall's search,
+// the review items naming a relationship, erasure) run their statements when a statement that
+// calls them is routed to the team's worker (decision 204). Citus refuses a distributed query from
+// inside a query on a shard by default, as it could reach another node outside the transaction;
+// these functions refuse any team but the transaction's (densemem.team) and filter every statement
+// by it, so every statement they run is on the team's co-located shards, on the node that runs
+// them, in its transaction (local execution).
+func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
+	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+		WHERE n.nspname = $1 AND p.proargnames[1] = 'p_team' AND p.prorettype <> 'void'::regtype
+		  AND NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY(p.proconfig), false) ORDER BY 1`, schema)
+	if err != nil {
+		return err
+	}
+	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return err
+	}
+	for _, f := range fns {
+		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+f+" SET citus.allow_nested_distributed_execution = on"); err != nil {
+			return fmt.Errorf("nested execution for %s: %w", f, err)
+		}
+	}
 	return nil
 }
 

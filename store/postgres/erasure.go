@@ -46,7 +46,7 @@ SELECT fragment_id FROM {schema}.fragment_retirements WHERE team_id = $1 AND fra
 	fragmentTombstonesSQL = `-- name: FragmentTombstones
 SELECT e.fragment_id, e.erasure_id, e.content_sha256, e.content_length, e.created_at,
        ARRAY(SELECT DISTINCT s.relationship_id FROM {schema}.support_links s
-             WHERE s.team_id = e.team_id AND s.fragment_id = e.fragment_id ORDER BY 1)
+             WHERE s.team_id = $1 AND s.fragment_id = e.fragment_id ORDER BY 1)
 FROM {schema}.fragment_erasures e
 WHERE e.team_id = $1 AND e.fragment_id = ANY($2::text[])
 ORDER BY e.fragment_id`

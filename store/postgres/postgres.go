@@ -80,10 +80,10 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 }
 
 // settingsSQL opens every transaction, right behind its BEGIN in the same round trip: the call's
-// statement timeout ($1), generic plans (see genericPlansSQL) and the team ($2) whose rows row-level
-// security admits for the runtime and reviewer roles.
-const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
-	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true)"
+// statement timeout ($1), generic plans (see tx.go) and the team ($2) whose rows row-level security
+// admits for the runtime and reviewer roles, set by densemem_begin (migration 27) so that on a
+// Citus cluster the team reaches the workers and the planner chooses its plans (decision 203).
+const settingsSQL = "SELECT {schema}.densemem_begin($2, $1)"
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
 func (s *Store) statementTimeout(ctx context.Context) string {
@@ -277,7 +277,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 // beginFunc runs fn in a plain pgx transaction of team; provisioning uses it, the write path uses Tx.
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
 	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, settingsSQL, s.statementTimeout(ctx), team); err != nil {
+		if _, err := tx.Exec(ctx, s.sql(settingsSQL), s.statementTimeout(ctx), team); err != nil {
 			return err
 		}
 		return fn(tx)

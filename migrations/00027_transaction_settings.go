@@ -1,0 +1,79 @@
+package migrations
+
+import (
+	"context"
+	"database/sql"
+
+	"github.com/pressly/goose/v3"
+)
+
+// Migration 27 gives the store one function that opens every transaction, so that the transaction's
+// team reaches every node that runs one of its statements (issue 25, decision 203). set_config
+// changes the setting of the session that calls it only; on a Citus cluster the row-level security
+// of a shard is evaluated by a worker's backend, which never sees it, and the runtime role silently
+// reads no rows. Citus replays a SET LOCAL on the worker connections of the transaction when
+// citus.propagate_set_commands is 'local'; SET takes no parameter, so the function spells the team
+// as a quoted literal with EXECUTE.
+//
+//   - densemem_begin(team, statement_timeout): the transaction's statement timeout; on plain
+//     PostgreSQL, generic plans
+//     and densemem.team by set_config, as before; on a Citus coordinator (pg_dist_partition exists),
+//     the planner's choice of plans (forced generic plans break INSERT … SELECT on distributed
+//     tables), citus.propagate_set_commands = 'local' and densemem.team by SET LOCAL, so both reach
+//     the workers. The runtime and reviewer roles may execute it; it sets nothing they could not set
+//     themselves.
+//   - densemem_teams_with_due_cases: the same query in PL/pgSQL instead of SQL. Citus cannot plan a
+//     SQL function's statement on a distributed table with the function's parameter in it ("could
+//     not create distributed plan"); PL/pgSQL hands it the value.
+func transactionSettingsMigration(r Roles) *goose.Migration {
+	return goose.NewGoMigration(27,
+		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
+				if err := m.execAll(transactionSettingsSQL, dueTeamsPLpgSQL); err != nil {
+					return err
+				}
+				const f = "densemem_begin(text, text)"
+				return m.execAll("ALTER FUNCTION "+f+" OWNER TO "+m.owner,
+					"REVOKE ALL ON FUNCTION "+f+" FROM PUBLIC",
+					"GRANT EXECUTE ON FUNCTION "+f+" TO "+m.runtime+", "+m.reviewer)
+			})
+		}},
+		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
+			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", dueTeamsSQL} {
+				if _, err := tx.ExecContext(ctx, q); err != nil {
+					return err
+				}
+			}
+			return nil
+		}})
+}
+
+const transactionSettingsSQL = `CREATE FUNCTION densemem_begin(p_team text, p_statement_timeout text) RETURNS void
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    PERFORM set_config('statement_timeout', p_statement_timeout, true);
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', p_team, true);
+        RETURN;
+    END IF;
+    EXECUTE 'SET LOCAL citus.propagate_set_commands = local';
+    EXECUTE format('SET LOCAL densemem.team = %L', p_team);
+END
+$$`
+
+const dueTeamsPLpgSQL = `CREATE OR REPLACE FUNCTION densemem_teams_with_due_cases(p_now timestamptz) RETURNS SETOF text
+LANGUAGE plpgsql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+BEGIN
+    RETURN QUERY SELECT DISTINCT c.team_id FROM conflict_cases c
+        WHERE c.status IN ('open', 'overdue') AND c.next_review_at <= p_now
+        ORDER BY c.team_id;
+END
+$$`
+
+// dueTeamsSQL is migration 9's text of the function, restored by the down migration.
+const dueTeamsSQL = `CREATE OR REPLACE FUNCTION densemem_teams_with_due_cases(p_now timestamptz) RETURNS SETOF text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
+    SELECT DISTINCT team_id FROM conflict_cases
+    WHERE status IN ('open', 'overdue') AND next_review_at <= p_now
+    ORDER BY team_id
+$$`
