@@ -22,6 +22,13 @@ import (
 //     tables), citus.propagate_set_commands = 'local' and densemem.team by SET LOCAL, so both reach
 //     the workers. The runtime and reviewer roles may execute it; it sets nothing they could not set
 //     themselves.
+//   - densemem_check_deferred(team): on a Citus node, SET CONSTRAINTS ALL IMMEDIATE, so that the
+//     deferred constraint triggers (a relationship and its transitions, a case and its events)
+//     fire now rather than at COMMIT; elsewhere nothing. The store calls it right before COMMIT of
+//     a write transaction; Distribute delegates it to the team's worker (decision 207). A worker
+//     that fails a deferred check at COMMIT is reported by the coordinator as "could not commit
+//     transaction" (SQLSTATE XX000), the check's own error only as a warning; fired by a statement,
+//     the check's error is that statement's, with its SQLSTATE.
 //   - densemem_teams_with_due_cases: the same query in PL/pgSQL instead of SQL. Citus cannot plan a
 //     SQL function's statement on a distributed table with the function's parameter in it ("could
 //     not create distributed plan"); PL/pgSQL hands it the value.
@@ -29,17 +36,21 @@ func transactionSettingsMigration(r Roles) *goose.Migration {
 	return goose.NewGoMigration(27,
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 			return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
-				if err := m.execAll(transactionSettingsSQL, dueTeamsPLpgSQL); err != nil {
+				if err := m.execAll(transactionSettingsSQL, checkDeferredSQL, dueTeamsPLpgSQL); err != nil {
 					return err
 				}
-				const f = "densemem_begin(text, text)"
-				return m.execAll("ALTER FUNCTION "+f+" OWNER TO "+m.owner,
-					"REVOKE ALL ON FUNCTION "+f+" FROM PUBLIC",
-					"GRANT EXECUTE ON FUNCTION "+f+" TO "+m.runtime+", "+m.reviewer)
+				for _, f := range []string{"densemem_begin(text, text)", "densemem_check_deferred(text)"} {
+					if err := m.execAll("ALTER FUNCTION "+f+" OWNER TO "+m.owner,
+						"REVOKE ALL ON FUNCTION "+f+" FROM PUBLIC",
+						"GRANT EXECUTE ON FUNCTION "+f+" TO "+m.runtime+", "+m.reviewer); err != nil {
+						return err
+					}
+				}
+				return nil
 			})
 		}},
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", dueTeamsSQL} {
+			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", "DROP FUNCTION densemem_check_deferred(text)", dueTeamsSQL} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return err
 				}
@@ -76,4 +87,13 @@ LANGUAGE sql STABLE SECURITY DEFINER SET search_path FROM CURRENT AS $$
     SELECT DISTINCT team_id FROM conflict_cases
     WHERE status IN ('open', 'overdue') AND next_review_at <= p_now
     ORDER BY team_id
+$$`
+
+const checkDeferredSQL = `CREATE FUNCTION densemem_check_deferred(p_team text) RETURNS void
+LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
+        SET CONSTRAINTS ALL IMMEDIATE;
+    END IF;
+END
 $$`

@@ -165,11 +165,8 @@ func placeTables(ctx context.Context, tx pgx.Tx, schema string, pending []placed
 		}
 	}
 	// The co-location anchor: the first team table already distributed, else the first to be.
-	var anchor string
-	err = tx.QueryRow(ctx, `SELECT c.relname FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
-		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND p.partmethod = 'h'
-		ORDER BY c.relname LIMIT 1`, schema).Scan(&anchor)
-	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+	anchor, err := colocationAnchor(ctx, tx, schema)
+	if err != nil {
 		return err
 	}
 	for _, t := range pending {
@@ -249,7 +246,18 @@ func customPlans(ctx context.Context, tx pgx.Tx, schema string) error {
 			return fmt.Errorf("custom plans for %s: %w", f, err)
 		}
 	}
-	return nestedTeamFunctions(ctx, tx, schema)
+	if err := nestedTeamFunctions(ctx, tx, schema); err != nil {
+		return err
+	}
+	// The store's check of the deferred constraints runs on the team's worker, in the transaction
+	// (decision 207): a call delegated by its team argument, also inside a transaction block.
+	anchor, err := colocationAnchor(ctx, tx, schema)
+	if err != nil {
+		return err
+	}
+	_, err = tx.Exec(ctx, "SELECT create_distributed_function($1, '$1', colocate_with => $2, force_delegation => true)",
+		pgx.Identifier{schema}.Sanitize()+".densemem_check_deferred(text)", qualified(schema, anchor))
+	return err
 }
 
 // nestedTeamFunctions lets the schema's team functions (first argument p_team: Recall's search,
@@ -276,6 +284,19 @@ func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
 		}
 	}
 	return nil
+}
+
+// colocationAnchor returns the first (by name) of the schema's hash-distributed tables, "" when there
+// is none yet.
+func colocationAnchor(ctx context.Context, tx pgx.Tx, schema string) (string, error) {
+	var anchor string
+	err := tx.QueryRow(ctx, `SELECT c.relname FROM pg_dist_partition p JOIN pg_class c ON c.oid = p.logicalrelid
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND p.partmethod = 'h'
+		ORDER BY c.relname LIMIT 1`, schema).Scan(&anchor)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", nil
+	}
+	return anchor, err
 }
 
 func qualified(schema, table string) string { return pgx.Identifier{schema, table}.Sanitize() }

@@ -128,6 +128,23 @@ func CheckStoryEmbedded(t *testing.T, name string, story Story) {
 	Check(t, name, first.Bytes(), second.Bytes())
 }
 
+// CheckStoryOnCitus is CheckStory on the Citus cluster testdb.EnvCitusURL names (skipped without
+// one), on its one distributed database, migrated and distributed by testdb.Citus: each run
+// creates teams of its own, so the story prints the same on a database other runs wrote to.
+func CheckStoryOnCitus(t *testing.T, name string, story Story) {
+	t.Helper()
+	pool := testdb.Citus(t)
+	dsn := pool.Config().ConnString()
+	var first, second bytes.Buffer
+	if err := story(context.Background(), &first, dsn); err != nil {
+		t.Fatalf("first run: %v", err)
+	}
+	if err := story(context.Background(), &second, dsn); err != nil {
+		t.Fatalf("second run: %v", err)
+	}
+	Check(t, name, first.Bytes(), second.Bytes())
+}
+
 // CheckStoryNoDatabase runs story against UnreachableURL and checks its error as CheckNoDatabase
 // does, for the examples' environment variable.
 func CheckStoryNoDatabase(t *testing.T, story Story) {

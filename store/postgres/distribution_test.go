@@ -35,6 +35,7 @@ var teamArgFunctions = map[string]bool{
 	"densemem_review_items_naming": true,
 	"densemem_expect_rows":         false,
 	"densemem_begin":               true,
+	"densemem_check_deferred":      true,
 }
 
 // builderFragments are constants that are parts of statements squirrel builds at run time, with

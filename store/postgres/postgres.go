@@ -266,7 +266,10 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err = failpoint.Check(ctx, "tx.before_commit"); err != nil {
 		return err
 	}
-	_, err = t.conn.Exec(ctx, "COMMIT")
+	b := &pgx.Batch{}
+	b.Queue(checkDeferredSQL, t.team)
+	b.Queue("COMMIT")
+	err = s.sendOn(ctx, t.conn, b)
 	if err = t.commitOutcome(ctx, failpoint.Armed(ctx), err); err != nil {
 		return translate(err)
 	}

@@ -952,11 +952,19 @@ func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	w.step("idempotency", 1)
 }
 
+// checkDeferredSQL runs right before every COMMIT of a write transaction: on a Citus cluster it fires
+// the deferred constraint triggers on the team's worker, so that a violation is this statement's
+// error, with its SQLSTATE, rather than the coordinator's "could not commit transaction"; on plain
+// PostgreSQL it does nothing, and the checks run at COMMIT (densemem_check_deferred, migration 27,
+// decision 207).
+const checkDeferredSQL = "SELECT {schema}.densemem_check_deferred($1)"
+
 // sendWrites sends the write batch b, with COMMIT behind it when the transaction folds COMMIT in,
 // and settles a COMMIT's outcome (commitOutcome). The transaction is over once COMMIT succeeded.
 func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, armed bool) error {
 	commit := t.foldCommit
 	if commit {
+		b.Queue(checkDeferredSQL, t.team)
 		b.Queue("COMMIT")
 	}
 	err := t.s.sendOn(ctx, t.conn, b)
