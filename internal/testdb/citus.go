@@ -40,6 +40,8 @@ func Citus(tb testing.TB) *pgxpool.Pool {
 	if err != nil {
 		tb.Fatalf("testdb: %s: %v", EnvCitusURL, err)
 	}
+	// Tests read and write Dense-Mem's tables by their plain names, as on a clone.
+	cfg.ConnConfig.RuntimeParams["search_path"] = migrations.DefaultSchema
 	cfg.MaxConns = maxConns
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
