@@ -2,7 +2,10 @@ package densemem_test
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/testdb"
@@ -37,5 +40,134 @@ func TestConcurrentWritersOnOneEntityNameOnCitus(t *testing.T) {
 	}
 	if accepted != 1 || held != n-1 {
 		t.Errorf("%d accepted and %d held, want 1 and %d", accepted, held, n-1)
+	}
+}
+
+// TestRebalanceWhileWritingOnCitus runs on the Citus cluster DENSEMEM_CITUS_URL names (skipped
+// without one), and measures rather than asserts time. A writer remembers fresh facts of one team,
+// one call after another, as the runtime role, while the team's shard group moves to the other
+// worker (citus_move_shard_placement, logical replication) and then the team is isolated to shards
+// of its own (isolate_tenant_to_new_shard). Every call the writer saw succeed is in the team's
+// rows afterwards, and the team's rows are on one node; the calls' longest duration around each
+// operation (the pause a writer sees) is logged.
+func TestRebalanceWhileWritingOnCitus(t *testing.T) {
+	admin := testdb.Citus(t)
+	e := newEnvOnPool(t, admin)
+	ctx := e.ctx
+
+	type call struct {
+		start time.Time
+		took  time.Duration
+		err   error
+	}
+	var (
+		mu       sync.Mutex
+		calls    []call
+		done     = make(chan struct{})
+		progress = make(chan struct{})
+		wg       sync.WaitGroup
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			start := time.Now()
+			_, err := e.client.Remember(ctx, e.A, freshFact(i).request(fmt.Sprintf("rebalance-%d", i)))
+			mu.Lock()
+			calls = append(calls, call{start, time.Since(start), err})
+			mu.Unlock()
+			select {
+			case progress <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	// waitCalls returns after the writer finished k more calls (it signals each one).
+	waitCalls := func(k int) {
+		for range k {
+			<-progress
+		}
+	}
+	placement := func() (shard int64, host string, port int) {
+		t.Helper()
+		if err := admin.QueryRow(ctx, `SELECT s.shardid, n.nodename, n.nodeport FROM pg_dist_shard s
+			JOIN pg_dist_placement p ON p.shardid = s.shardid JOIN pg_dist_node n ON n.groupid = p.groupid
+			WHERE s.shardid = get_shard_id_for_distribution_column('densemem.relationships', $1)`, e.team).Scan(&shard, &host, &port); err != nil {
+			t.Fatal(err)
+		}
+		return shard, host, port
+	}
+	type window struct {
+		name       string
+		from, till time.Time
+	}
+	var windows []window
+	run := func(name, q string, args ...any) {
+		t.Helper()
+		from := time.Now()
+		if _, err := admin.Exec(ctx, q, args...); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		windows = append(windows, window{name, from, time.Now()})
+	}
+
+	waitCalls(50)
+	shard, host, port := placement()
+	var toHost string
+	var toPort int
+	if err := admin.QueryRow(ctx, `SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'
+		AND (nodename, nodeport) <> ($1, $2) ORDER BY nodeport LIMIT 1`, host, port).Scan(&toHost, &toPort); err != nil {
+		t.Fatal(err)
+	}
+	run(fmt.Sprintf("move shard group %d %s:%d -> %s:%d", shard, host, port, toHost, toPort),
+		"SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => 'force_logical')",
+		shard, host, port, toHost, toPort)
+	waitCalls(50)
+	run("isolate the team", "SELECT isolate_tenant_to_new_shard('densemem.relationships', $1, 'CASCADE', shard_transfer_mode => 'force_logical')", string(e.team))
+	waitCalls(50)
+	close(done)
+	wg.Wait()
+
+	ok := 0
+	for i, c := range calls {
+		if c.err != nil {
+			t.Errorf("call %d (at %s, %v): %v", i, c.start.Format("15:04:05.000"), c.took, c.err)
+			continue
+		}
+		ok++
+	}
+	var stored int
+	if err := admin.QueryRow(ctx, "SELECT count(*) FROM densemem.relationships WHERE team_id = $1", e.team).Scan(&stored); err != nil {
+		t.Fatal(err)
+	}
+	if stored != ok {
+		t.Errorf("%d calls succeeded, the team holds %d relationships", ok, stored)
+	}
+	newShard, newHost, newPort := placement()
+	t.Logf("%d Remember calls succeeded, %d relationships stored; the team's shard %d is now %d on %s:%d",
+		ok, stored, shard, newShard, newHost, newPort)
+	for _, w := range windows {
+		var longest time.Duration
+		n := 0
+		for _, c := range calls {
+			if c.start.Before(w.till) && c.start.Add(c.took).After(w.from) {
+				longest = max(longest, c.took)
+				n++
+			}
+		}
+		t.Logf("%s: took %v; %d calls overlapped it, the longest %v", w.name, w.till.Sub(w.from).Round(time.Millisecond), n, longest)
+	}
+	var all []time.Duration
+	for _, c := range calls {
+		all = append(all, c.took)
+	}
+	slices.Sort(all)
+	if len(all) > 0 {
+		t.Logf("calls: median %v, p99 %v, max %v", all[len(all)/2], all[len(all)*99/100], all[len(all)-1])
 	}
 }
