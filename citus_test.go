@@ -171,3 +171,24 @@ func TestRebalanceWhileWritingOnCitus(t *testing.T) {
 		t.Logf("calls: median %v, p99 %v, max %v", all[len(all)/2], all[len(all)*99/100], all[len(all)-1])
 	}
 }
+
+// TestEraseOnCitus runs on the Citus cluster DENSEMEM_CITUS_URL names (skipped without one): a
+// profile with the erasure scope erases a fragment's content (densemem_erase, the owner's function,
+// on the coordinator; its trigger and guard on the team's worker); the tombstone keeps the hash and
+// length, and neither Trace nor Recall shows the content afterwards.
+func TestEraseOnCitus(t *testing.T) {
+	e := newEnvOnPool(t, testdb.Citus(t))
+	eraser := e.mustProfile("privacy officer", "erasure")
+	pl := e.rememberReq(e.A, withContent(deploy("production", "main"), secretContent).request(nextKey()))
+	rel := only(t, pl).RelationshipID
+	if !showsErased(t, e.trace(e.A, rel)) || !showsErased(t, e.recall(e.A, "production", nil, nil)) {
+		t.Fatal("Trace and Recall do not show the content before the erasure: the checks below would prove nothing")
+	}
+	res := e.mustErase(eraser, pl.Fragments[0].FragmentID)
+	if len(res.Tombstones) != 1 || res.Tombstones[0].ContentLength != len(secretContent) {
+		t.Fatalf("erasure %+v, want one tombstone of %d bytes", res, len(secretContent))
+	}
+	if showsErased(t, e.trace(e.A, rel)) || showsErased(t, e.recall(e.A, "production", nil, nil)) {
+		t.Error("Trace or Recall shows the erased content")
+	}
+}
