@@ -1,6 +1,7 @@
 package densemem_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -46,11 +47,14 @@ func TestConcurrentWritersOnOneEntityNameOnCitus(t *testing.T) {
 // TestRebalanceWhileWritingOnCitus runs on the Citus cluster DENSEMEM_CITUS_URL names (skipped
 // without one), and measures rather than asserts time. A writer remembers fresh facts of one team,
 // one call after another, as the runtime role, while the team's shard group moves to the other
-// worker (citus_move_shard_placement, logical replication) and then the team is isolated to shards
-// of its own (isolate_tenant_to_new_shard). Every call the writer saw succeed is in the team's
-// rows afterwards, and the team's rows are on one node; the calls' longest duration around each
-// operation (the pause a writer sees) is logged.
+// worker (citus_move_shard_placement) and then the team is isolated to shards of its own
+// (isolate_tenant_to_new_shard), both with block_writes: a logical-replication transfer
+// (force_logical) never finishes here, its apply worker refusing to replicate into a table with
+// row-level security (decision 209). Every call the writer saw succeed is in the team's rows
+// afterwards; the calls' longest duration around each operation (the pause a writer sees) is
+// logged. Each operation is bounded by opTimeout.
 func TestRebalanceWhileWritingOnCitus(t *testing.T) {
+	const opTimeout = 5 * time.Minute
 	admin := testdb.Citus(t)
 	e := newEnvOnPool(t, admin)
 	ctx := e.ctx
@@ -67,6 +71,11 @@ func TestRebalanceWhileWritingOnCitus(t *testing.T) {
 		progress = make(chan struct{})
 		wg       sync.WaitGroup
 	)
+	stop := sync.OnceFunc(func() {
+		close(done)
+		wg.Wait()
+	})
+	t.Cleanup(stop) // a failed operation ends the test: stop the writer too
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
@@ -97,7 +106,7 @@ func TestRebalanceWhileWritingOnCitus(t *testing.T) {
 		t.Helper()
 		if err := admin.QueryRow(ctx, `SELECT s.shardid, n.nodename, n.nodeport FROM pg_dist_shard s
 			JOIN pg_dist_placement p ON p.shardid = s.shardid JOIN pg_dist_node n ON n.groupid = p.groupid
-			WHERE s.shardid = get_shard_id_for_distribution_column('densemem.relationships', $1)`, e.team).Scan(&shard, &host, &port); err != nil {
+			WHERE s.shardid = get_shard_id_for_distribution_column('densemem.relationships', $1::text)`, string(e.team)).Scan(&shard, &host, &port); err != nil {
 			t.Fatal(err)
 		}
 		return shard, host, port
@@ -110,7 +119,9 @@ func TestRebalanceWhileWritingOnCitus(t *testing.T) {
 	run := func(name, q string, args ...any) {
 		t.Helper()
 		from := time.Now()
-		if _, err := admin.Exec(ctx, q, args...); err != nil {
+		opCtx, cancel := context.WithTimeout(ctx, opTimeout)
+		defer cancel()
+		if _, err := admin.Exec(opCtx, q, args...); err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
 		windows = append(windows, window{name, from, time.Now()})
@@ -121,17 +132,16 @@ func TestRebalanceWhileWritingOnCitus(t *testing.T) {
 	var toHost string
 	var toPort int
 	if err := admin.QueryRow(ctx, `SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 AND noderole = 'primary'
-		AND (nodename, nodeport) <> ($1, $2) ORDER BY nodeport LIMIT 1`, host, port).Scan(&toHost, &toPort); err != nil {
+		AND (nodename, nodeport) <> ($1::text, $2::int) ORDER BY nodeport LIMIT 1`, host, port).Scan(&toHost, &toPort); err != nil {
 		t.Fatal(err)
 	}
 	run(fmt.Sprintf("move shard group %d %s:%d -> %s:%d", shard, host, port, toHost, toPort),
-		"SELECT citus_move_shard_placement($1, $2, $3, $4, $5, shard_transfer_mode => 'force_logical')",
+		"SELECT citus_move_shard_placement($1::bigint, $2::text, $3::int, $4::text, $5::int, shard_transfer_mode => 'block_writes')",
 		shard, host, port, toHost, toPort)
 	waitCalls(50)
-	run("isolate the team", "SELECT isolate_tenant_to_new_shard('densemem.relationships', $1, 'CASCADE', shard_transfer_mode => 'force_logical')", string(e.team))
+	run("isolate the team", "SELECT isolate_tenant_to_new_shard('densemem.relationships', $1::text, 'CASCADE', shard_transfer_mode => 'block_writes')", string(e.team))
 	waitCalls(50)
-	close(done)
-	wg.Wait()
+	stop()
 
 	ok := 0
 	for i, c := range calls {

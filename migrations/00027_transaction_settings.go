@@ -29,6 +29,12 @@ import (
 //     that fails a deferred check at COMMIT is reported by the coordinator as "could not commit
 //     transaction" (SQLSTATE XX000), the check's own error only as a warning; fired by a statement,
 //     the check's error is that statement's, with its SQLSTATE.
+//   - densemem_erase_fragments: densemem_erase's rows as one JSON array, so that the store can call
+//     it once from a statement on a team table, which Citus routes to the team's worker (decision
+//     208): called on the coordinator, the owner's function writes the team's shards over
+//     connections of its own, and the runtime role's next statement in the transaction is refused
+//     ("cannot perform query on placements that were modified in this transaction by a different
+//     user").
 //   - densemem_teams_with_due_cases: the same query in PL/pgSQL instead of SQL. Citus cannot plan a
 //     SQL function's statement on a distributed table with the function's parameter in it ("could
 //     not create distributed plan"); PL/pgSQL hands it the value.
@@ -36,10 +42,10 @@ func transactionSettingsMigration(r Roles) *goose.Migration {
 	return goose.NewGoMigration(27,
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 			return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
-				if err := m.execAll(transactionSettingsSQL, checkDeferredSQL, dueTeamsPLpgSQL); err != nil {
+				if err := m.execAll(transactionSettingsSQL, checkDeferredSQL, eraseFragmentsSQL, dueTeamsPLpgSQL); err != nil {
 					return err
 				}
-				for _, f := range []string{"densemem_begin(text, text)", "densemem_check_deferred(text)"} {
+				for _, f := range []string{"densemem_begin(text, text)", "densemem_check_deferred(text)", eraseFragments} {
 					if err := m.execAll("ALTER FUNCTION "+f+" OWNER TO "+m.owner,
 						"REVOKE ALL ON FUNCTION "+f+" FROM PUBLIC",
 						"GRANT EXECUTE ON FUNCTION "+f+" TO "+m.runtime+", "+m.reviewer); err != nil {
@@ -50,7 +56,8 @@ func transactionSettingsMigration(r Roles) *goose.Migration {
 			})
 		}},
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", "DROP FUNCTION densemem_check_deferred(text)", dueTeamsSQL} {
+			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", "DROP FUNCTION densemem_check_deferred(text)",
+				"DROP FUNCTION " + eraseFragments, dueTeamsSQL} {
 				if _, err := tx.ExecContext(ctx, q); err != nil {
 					return err
 				}
@@ -95,5 +102,20 @@ BEGIN
     IF to_regclass('pg_catalog.pg_dist_partition') IS NOT NULL THEN
         SET CONSTRAINTS ALL IMMEDIATE;
     END IF;
+END
+$$`
+
+// eraseFragments is densemem_erase_fragments' signature.
+const eraseFragments = "densemem_erase_fragments(text, text, text, text, text, text, text, text[], timestamptz)"
+
+const eraseFragmentsSQL = `CREATE FUNCTION densemem_erase_fragments(p_team text, p_erasure text, p_actor_kind text,
+    p_actor_profile text, p_reason text, p_key text, p_hash text, p_fragments text[], p_now timestamptz) RETURNS jsonb
+LANGUAGE plpgsql VOLATILE SET search_path FROM CURRENT AS $$
+DECLARE
+    v_out jsonb;
+BEGIN
+    SELECT coalesce(jsonb_agg(to_jsonb(e) ORDER BY e.fragment_id), '[]'::jsonb) INTO v_out
+    FROM densemem_erase(p_team, p_erasure, p_actor_kind, p_actor_profile, p_reason, p_key, p_hash, p_fragments, p_now) e;
+    RETURN v_out;
 END
 $$`

@@ -222,43 +222,43 @@ func propagateFunctions(ctx context.Context, tx pgx.Tx, schema string, out *Dist
 		}
 	}
 	out.Functions = fns
-	return customPlans(ctx, tx, schema)
+	return tuneFunctions(ctx, tx, schema)
 }
 
-// customPlans gives the schema's functions that force generic plans (migrations 21 and 23: Recall's
-// search, whose statements are index-driven) custom plans instead: Citus cannot plan a generic plan
-// of a statement on distributed tables whose shard depends on a parameter, except the simplest
-// ones, and refuses it ("could not create distributed plan"). A custom plan is pruned to the team's
-// shard. A migration that replaces such a function sets its plan mode again; Distribute, run again,
-// puts this back.
-func customPlans(ctx context.Context, tx pgx.Tx, schema string) error {
-	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = $1 AND 'plan_cache_mode=force_generic_plan' = ANY(p.proconfig) ORDER BY 1`, schema)
-	if err != nil {
+// tuneFunctions sets what the schema's functions need on a cluster. Those that force generic plans
+// (migrations 21 and 23: Recall's search, whose statements are index-driven) get custom plans: Citus
+// cannot plan a generic plan of a statement on distributed tables whose shard depends on a
+// parameter, except the simplest ones ("could not create distributed plan"), and a custom plan is
+// pruned to the team's shard. The team functions may run nested (nestedTeamFunctions). The
+// delegatedFunctions are delegated to the team's worker by their team argument, also inside a
+// transaction block. A migration that replaces one of these functions
+// loses the setting; Distribute, run again, puts it back.
+func tuneFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
+	if err := alterFunctions(ctx, tx, schema, "'plan_cache_mode=force_generic_plan' = ANY(p.proconfig)",
+		"plan_cache_mode = force_custom_plan"); err != nil {
 		return err
-	}
-	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
-	for _, f := range fns {
-		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+f+" SET plan_cache_mode = force_custom_plan"); err != nil {
-			return fmt.Errorf("custom plans for %s: %w", f, err)
-		}
 	}
 	if err := nestedTeamFunctions(ctx, tx, schema); err != nil {
 		return err
 	}
-	// The store's check of the deferred constraints runs on the team's worker, in the transaction
-	// (decision 207): a call delegated by its team argument, also inside a transaction block.
 	anchor, err := colocationAnchor(ctx, tx, schema)
 	if err != nil {
 		return err
 	}
-	_, err = tx.Exec(ctx, "SELECT create_distributed_function($1, '$1', colocate_with => $2, force_delegation => true)",
-		pgx.Identifier{schema}.Sanitize()+".densemem_check_deferred(text)", qualified(schema, anchor))
-	return err
+	for _, f := range delegatedFunctions {
+		if _, err := tx.Exec(ctx, "SELECT create_distributed_function($1, '$1', colocate_with => $2, force_delegation => true)",
+			pgx.Identifier{schema}.Sanitize()+"."+f, qualified(schema, anchor)); err != nil {
+			return fmt.Errorf("delegate %s: %w", f, err)
+		}
+	}
+	return nil
 }
+
+// delegatedFunctions run on the team's worker when the store calls them (SELECT f(team, …)), in the
+// transaction: the check of the deferred constraints (decision 207). Every statement a delegated
+// function runs must name the team as a constant; densemem_erase's do not all, so erasure is routed
+// to the worker by a statement on a team table instead (decision 208).
+var delegatedFunctions = []string{"densemem_check_deferred(text)"}
 
 // nestedTeamFunctions lets the schema's team functions (first argument p_team: Recall's search,
 // the review items naming a relationship, erasure) run their statements when a statement that
@@ -268,9 +268,16 @@ func customPlans(ctx context.Context, tx pgx.Tx, schema string) error {
 // by it, so every statement they run is on the team's co-located shards, on the node that runs
 // them, in its transaction (local execution).
 func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
+	return alterFunctions(ctx, tx, schema, `p.proargnames[1] = 'p_team' AND p.prorettype <> 'void'::regtype
+		AND NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY(p.proconfig), false)`,
+		"citus.allow_nested_distributed_execution = on")
+}
+
+// alterFunctions sets setting ("name = value") on every function of the schema that where (a
+// condition on pg_proc p) selects.
+func alterFunctions(ctx context.Context, tx pgx.Tx, schema, where, setting string) error {
 	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
-		WHERE n.nspname = $1 AND p.proargnames[1] = 'p_team' AND p.prorettype <> 'void'::regtype
-		  AND NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY(p.proconfig), false) ORDER BY 1`, schema)
+		WHERE n.nspname = $1 AND `+where+` ORDER BY 1`, schema)
 	if err != nil {
 		return err
 	}
@@ -279,8 +286,8 @@ func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
 		return err
 	}
 	for _, f := range fns {
-		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+f+" SET citus.allow_nested_distributed_execution = on"); err != nil {
-			return fmt.Errorf("nested execution for %s: %w", f, err)
+		if _, err := tx.Exec(ctx, "ALTER FUNCTION "+f+" SET "+setting); err != nil {
+			return fmt.Errorf("%s: SET %s: %w", f, setting, err)
 		}
 	}
 	return nil

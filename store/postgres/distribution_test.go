@@ -36,6 +36,7 @@ var teamArgFunctions = map[string]bool{
 	"densemem_expect_rows":         false,
 	"densemem_begin":               true,
 	"densemem_check_deferred":      true,
+	"densemem_erase_fragments":     true,
 }
 
 // builderFragments are constants that are parts of statements squirrel builds at run time, with
