@@ -3,6 +3,7 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"strings"
 
 	"github.com/pressly/goose/v3"
 )
@@ -15,12 +16,13 @@ import (
 // citus.propagate_set_commands is 'local'; SET takes no parameter, so the function spells the team
 // as a quoted literal with EXECUTE.
 //
-//   - densemem_begin(team, statement_timeout): the transaction's statement timeout; on plain
+//   - densemem_begin(team, statement_timeout, actor, binding): the transaction's statement timeout
+//     and the settings migration 25 pins (no lock or idle timeout, row-level security on); on plain
 //     PostgreSQL, generic plans
-//     and densemem.team by set_config, as before; on a Citus coordinator (pg_dist_partition exists),
-//     the planner's choice of plans (forced generic plans break INSERT … SELECT on distributed
-//     tables), citus.propagate_set_commands = 'local' and densemem.team by SET LOCAL, so both reach
-//     the workers. The runtime and reviewer roles may execute it; it sets nothing they could not set
+//     and densemem.team, densemem.actor and densemem.binding by set_config, as before; on a Citus
+//     coordinator (pg_dist_partition exists), the planner's choice of plans (forced generic plans
+//     break INSERT … SELECT on distributed tables), citus.propagate_set_commands = 'local' and the
+//     team, actor and binding by SET LOCAL, so that they reach the workers. The runtime and reviewer roles may execute it; it sets nothing they could not set
 //     themselves.
 //   - densemem_check_deferred(team): on a Citus node, SET CONSTRAINTS ALL IMMEDIATE, so that the
 //     deferred constraint triggers (a relationship and its transitions, a case and its events)
@@ -42,10 +44,14 @@ func transactionSettingsMigration(r Roles) *goose.Migration {
 	return goose.NewGoMigration(27,
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
 			return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
-				if err := m.execAll(transactionSettingsSQL, checkDeferredSQL, eraseFragmentsSQL, dueTeamsPLpgSQL); err != nil {
-					return err
+				// Every function pins its search_path with pg_temp last (migration 25).
+				pinned := strings.NewReplacer("SET search_path FROM CURRENT", "SET search_path = "+m.schema+", pg_temp")
+				for _, q := range []string{transactionSettingsSQL, checkDeferredSQL, eraseFragmentsSQL, dueTeamsPLpgSQL} {
+					if err := m.execAll(pinned.Replace(q)); err != nil {
+						return err
+					}
 				}
-				for _, f := range []string{"densemem_begin(text, text)", "densemem_check_deferred(text)", eraseFragments} {
+				for _, f := range []string{"densemem_begin(text, text, text, text)", "densemem_check_deferred(text)", eraseFragments} {
 					if err := m.execAll("ALTER FUNCTION "+f+" OWNER TO "+m.owner,
 						"REVOKE ALL ON FUNCTION "+f+" FROM PUBLIC",
 						"GRANT EXECUTE ON FUNCTION "+f+" TO "+m.runtime+", "+m.reviewer); err != nil {
@@ -56,26 +62,29 @@ func transactionSettingsMigration(r Roles) *goose.Migration {
 			})
 		}},
 		&goose.GoFunc{RunTx: func(ctx context.Context, tx *sql.Tx) error {
-			for _, q := range []string{"DROP FUNCTION densemem_begin(text, text)", "DROP FUNCTION densemem_check_deferred(text)",
-				"DROP FUNCTION " + eraseFragments, dueTeamsSQL} {
-				if _, err := tx.ExecContext(ctx, q); err != nil {
-					return err
-				}
-			}
-			return nil
+			return withRoles(ctx, tx, r, true, func(m *rolesRun) error {
+				return m.execAll("DROP FUNCTION densemem_begin(text, text, text, text)",
+					"DROP FUNCTION densemem_check_deferred(text)", "DROP FUNCTION "+eraseFragments,
+					strings.ReplaceAll(dueTeamsSQL, "SET search_path FROM CURRENT", "SET search_path = "+m.schema+", pg_temp"))
+			})
 		}})
 }
 
-const transactionSettingsSQL = `CREATE FUNCTION densemem_begin(p_team text, p_statement_timeout text) RETURNS void
+const transactionSettingsSQL = `CREATE FUNCTION densemem_begin(p_team text, p_statement_timeout text, p_actor text,
+    p_binding text) RETURNS void
 LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
-    PERFORM set_config('statement_timeout', p_statement_timeout, true);
+    PERFORM set_config('statement_timeout', p_statement_timeout, true), set_config('lock_timeout', '0', true),
+        set_config('idle_in_transaction_session_timeout', '0', true), set_config('row_security', 'on', true);
     IF to_regclass('pg_catalog.pg_dist_partition') IS NULL THEN
-        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', p_team, true);
+        PERFORM set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', p_team, true),
+            set_config('densemem.actor', p_actor, true), set_config('densemem.binding', p_binding, true);
         RETURN;
     END IF;
     EXECUTE 'SET LOCAL citus.propagate_set_commands = local';
     EXECUTE format('SET LOCAL densemem.team = %L', p_team);
+    EXECUTE format('SET LOCAL densemem.actor = %L', p_actor);
+    EXECUTE format('SET LOCAL densemem.binding = %L', p_binding);
 END
 $$`
 

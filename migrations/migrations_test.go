@@ -74,7 +74,7 @@ func TestNameKeyMigrationRecomputesKeysAndOpensReviewForCollisions(t *testing.T)
 		}
 	}
 
-	if _, err := pool.Exec(ctx, "DROP FUNCTION densemem.densemem_begin(text, text)"); err != nil {
+	if _, err := pool.Exec(ctx, "DROP FUNCTION densemem.densemem_begin(text, text, text, text)"); err != nil {
 		t.Fatal(err)
 	}
 	if err := migrations.Up(ctx, pool, nil); err != nil {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -343,7 +344,7 @@ func (c *cli) migrateVersion(ctx context.Context, args []string) error {
 }
 
 // migrateDistribute spreads the migrated schema over a Citus cluster (migrations.Distribute), as
-// the schema's owner on the coordinator; a second run changes nothing.
+// a superuser on the coordinator; a second run changes nothing.
 func (c *cli) migrateDistribute(ctx context.Context, args []string) error {
 	s := c.sub("migrate distribute", "")
 	pool, done, err := c.migrationPool(ctx, s, args)
@@ -364,6 +365,39 @@ func (c *cli) migrateDistribute(ctx context.Context, args []string) error {
 		fmt.Fprintf(c.stdout, "%d reference table(s), %d table(s) distributed by team_id (co-located); %d foreign keys added back, %d function(s) propagated\n",
 			len(d.Reference), len(d.Distributed), d.ForeignKeys, len(d.Functions))
 	})
+}
+
+// migrateBindingKey prints the newest binding key of the database (migration 25), the key the
+// runtime and reviewer stores need; with --rotate it first adds a new random one (the one before stays
+// valid until the next rotation, so hosts move over one by one); with --retire-old it then removes
+// every key but the newest.
+func (c *cli) migrateBindingKey(ctx context.Context, args []string) error {
+	s := c.sub("migrate binding-key", "")
+	rotate := s.fs.Bool("rotate", false, "add a new random key first (the previous one stays valid until the next rotation)")
+	retire := s.fs.Bool("retire-old", false, "then remove every key but the newest (hosts still on an older one fail)")
+	pool, done, err := c.migrationPool(ctx, s, args)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var key []byte
+	if *rotate {
+		key, err = migrations.RotateBindingKey(ctx, pool, nil, nil)
+	} else {
+		key, err = migrations.BindingKey(ctx, pool, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if *retire {
+		if err := migrations.RetireBindingKeys(ctx, pool, nil); err != nil {
+			return err
+		}
+	}
+	h := hex.EncodeToString(key)
+	return c.print(struct {
+		BindingKey string `json:"binding_key"`
+	}{h}, func() { fmt.Fprintln(c.stdout, h) })
 }
 
 // migrationPool parses args and connects to the database for the migrations; done closes it.
