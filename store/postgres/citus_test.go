@@ -28,10 +28,11 @@ func TestConformanceOnCitus(t *testing.T) {
 	fanOut := &multiShardLog{seen: map[string]int{}}
 	runtime := fanOut.pool(t, admin, migrations.DefaultRuntimeRole)
 	reviewer := fanOut.pool(t, admin, migrations.DefaultReviewerRole)
+	opts := &postgres.Options{BindingKey: bindingKey(t, admin)}
 	t.Run("storetest", func(t *testing.T) {
 		storetest.Run(t, storetest.Harness{
-			New:            func(*testing.T) store.Store { return postgres.New(runtime, nil) },
-			Reviewer:       func(*testing.T, store.Store) store.Store { return postgres.New(reviewer, nil) },
+			New:            func(*testing.T) store.Store { return postgres.New(runtime, opts) },
+			Reviewer:       func(*testing.T, store.Store) store.Store { return postgres.New(reviewer, opts) },
 			SharedDatabase: true,
 		})
 	})
