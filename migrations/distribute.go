@@ -110,21 +110,17 @@ type foreignKey struct {
 }
 
 func distribute(ctx context.Context, tx pgx.Tx, schema string, out *Distribution) error {
-	rows, err := tx.Query(ctx, `SELECT c.relname || '.' || p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
+	refused, err := textColumn(ctx, tx, `SELECT c.relname || '.' || p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
 		JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND (p.polqual::text LIKE '%{SUBLINK%' OR p.polwithcheck::text LIKE '%{SUBLINK%')
 		ORDER BY 1`, schema)
 	if err != nil {
 		return err
 	}
-	refused, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return err
-	}
 	if len(refused) > 0 {
 		return fmt.Errorf("%w: %d policies, e.g. %s", ErrSubqueryPolicies, len(refused), strings.Join(refused[:min(len(refused), 5)], ", "))
 	}
-	rows, err = tx.Query(ctx, `SELECT c.relname,
+	rows, err := tx.Query(ctx, `SELECT c.relname,
 		    c.relname <> 'teams' AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'team_id' AND NOT a.attisdropped),
 		    p.partmethod::text, coalesce(p.partmethod = 'n' AND p.repmodel = 's', false)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -225,15 +221,11 @@ func placeTables(ctx context.Context, tx pgx.Tx, schema string, pending []placed
 // coordinator, and a trigger or a row-level security policy on a shard then calls a function the
 // worker lacks. Extension members are the extension's business (Citus propagates extensions).
 func propagateFunctions(ctx context.Context, tx pgx.Tx, schema string, out *Distribution) error {
-	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	fns, err := textColumn(ctx, tx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = $1 AND p.prokind IN ('f', 'p')
 		  AND NOT EXISTS (SELECT 1 FROM pg_depend d WHERE d.classid = 'pg_proc'::regclass AND d.objid = p.oid AND d.deptype = 'e')
 		  AND NOT EXISTS (SELECT 1 FROM pg_dist_object o WHERE o.classid = 'pg_proc'::regclass AND o.objid = p.oid)
 		ORDER BY 1`, schema)
-	if err != nil {
-		return err
-	}
-	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}
@@ -267,7 +259,9 @@ func tuneFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
 		return err
 	}
 	for _, f := range delegatedFunctions {
-		if _, err := tx.Exec(ctx, "SELECT create_distributed_function($1, '$1', colocate_with => $2, force_delegation => true)",
+		// Only where the function exists (migration 27 created it).
+		if _, err := tx.Exec(ctx, `SELECT create_distributed_function(to_regprocedure($1), '$1', colocate_with => $2,
+			force_delegation => true) WHERE to_regprocedure($1) IS NOT NULL`,
 			pgx.Identifier{schema}.Sanitize()+"."+f, qualified(schema, anchor)); err != nil {
 			return fmt.Errorf("delegate %s: %w", f, err)
 		}
@@ -297,12 +291,8 @@ func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
 // alterFunctions sets setting ("name = value") on every function of the schema that where (a
 // condition on pg_proc p) selects.
 func alterFunctions(ctx context.Context, tx pgx.Tx, schema, where, setting string) error {
-	rows, err := tx.Query(ctx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+	fns, err := textColumn(ctx, tx, `SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
 		WHERE n.nspname = $1 AND `+where+` ORDER BY 1`, schema)
-	if err != nil {
-		return err
-	}
-	fns, err := pgx.CollectRows(rows, pgx.RowTo[string])
 	if err != nil {
 		return err
 	}
@@ -325,6 +315,15 @@ func colocationAnchor(ctx context.Context, tx pgx.Tx, schema string) (string, er
 		return "", nil
 	}
 	return anchor, err
+}
+
+// textColumn runs query on tx and returns its one text column.
+func textColumn(ctx context.Context, tx pgx.Tx, query string, args ...any) ([]string, error) {
+	rows, err := tx.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
 func qualified(schema, table string) string { return pgx.Identifier{schema, table}.Sanitize() }
