@@ -74,7 +74,7 @@ func Distribute(ctx context.Context, pool *pgxpool.Pool, opts *Options) (Distrib
 				return err
 			}
 		}
-		if err := distribute(ctx, tx, schema, &out); err != nil {
+		if err := distribute(ctx, tx, schema, roles, &out); err != nil {
 			return err
 		}
 		// The owner's SECURITY DEFINER functions (erasure, the due-teams scan) run statements that
@@ -109,16 +109,13 @@ type foreignKey struct {
 	Table, Name, Def string
 }
 
-func distribute(ctx context.Context, tx pgx.Tx, schema string, out *Distribution) error {
-	refused, err := textColumn(ctx, tx, `SELECT c.relname || '.' || p.polname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid
-		JOIN pg_namespace n ON n.oid = c.relnamespace
-		WHERE n.nspname = $1 AND (p.polqual::text LIKE '%{SUBLINK%' OR p.polwithcheck::text LIKE '%{SUBLINK%')
-		ORDER BY 1`, schema)
+func distribute(ctx context.Context, tx pgx.Tx, schema string, r Roles, out *Distribution) error {
+	policies, err := dropSubqueryPolicies(ctx, tx, schema)
 	if err != nil {
 		return err
 	}
-	if len(refused) > 0 {
-		return fmt.Errorf("%w: %d policies, e.g. %s", ErrSubqueryPolicies, len(refused), strings.Join(refused[:min(len(refused), 5)], ", "))
+	if err := bindToCoordinatorBackend(ctx, tx, schema); err != nil {
+		return err
 	}
 	rows, err := tx.Query(ctx, `SELECT c.relname,
 		    c.relname <> 'teams' AND EXISTS (SELECT 1 FROM pg_attribute a WHERE a.attrelid = c.oid AND a.attname = 'team_id' AND NOT a.attisdropped),
@@ -157,6 +154,9 @@ func distribute(ctx context.Context, tx pgx.Tx, schema string, out *Distribution
 		if err := placeTables(ctx, tx, schema, pending, out); err != nil {
 			return err
 		}
+	}
+	if err := addClusterPolicies(ctx, tx, schema, r, policies); err != nil {
+		return err
 	}
 	return propagateFunctions(ctx, tx, schema, out)
 }
@@ -283,9 +283,28 @@ var delegatedFunctions = []string{"densemem_check_deferred(text)"}
 // by it, so every statement they run is on the team's co-located shards, on the node that runs
 // them, in its transaction (local execution).
 func nestedTeamFunctions(ctx context.Context, tx pgx.Tx, schema string) error {
-	return alterFunctions(ctx, tx, schema, `p.proargnames[1] = 'p_team' AND p.prorettype <> 'void'::regtype
+	return alterFunctions(ctx, tx, schema, `(p.proargnames[1] = 'p_team' AND p.prorettype <> 'void'::regtype
+		OR p.proname IN ('densemem_bound_team', 'densemem_bound_actor'))
 		AND NOT coalesce('citus.allow_nested_distributed_execution=on' = ANY(p.proconfig), false)`,
 		"citus.allow_nested_distributed_execution = on")
+}
+
+// bindToCoordinatorBackend makes the binding check of migration 25 (densemem_bound_team) hash the
+// process ID of the coordinator backend that runs the transaction, which the store bound: on a
+// worker's connection pg_backend_pid() is the worker backend's, while citus_backend_gpid() is the
+// coordinator backend's global pid, node ID × 10^10 + pid, on the coordinator and on its worker
+// connections alike (decision 209).
+func bindToCoordinatorBackend(ctx context.Context, tx pgx.Tx, schema string) error {
+	var def *string
+	if err := tx.QueryRow(ctx, `SELECT pg_get_functiondef(p) FROM to_regprocedure($1) p WHERE p IS NOT NULL`,
+		pgx.Identifier{schema}.Sanitize()+".densemem_bound_team()").Scan(&def); err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		return err
+	}
+	if def == nil || !strings.Contains(*def, "pg_backend_pid()") {
+		return nil
+	}
+	_, err := tx.Exec(ctx, strings.ReplaceAll(*def, "pg_backend_pid()", "(pg_catalog.citus_backend_gpid() % 10000000000)"))
+	return err
 }
 
 // alterFunctions sets setting ("name = value") on every function of the schema that where (a
