@@ -14,9 +14,9 @@ import (
 var ErrNotCitus = errors.New("densemem migrations: the database has no citus extension (CREATE EXTENSION citus on every node first)")
 
 // ErrSubqueryPolicies is returned by Distribute when a row-level security policy of the schema holds
-// a subquery: Citus 13.2 creates no such policy on a distributed table ("Subqueries are not
-// supported in policies on distributed tables"), and migrations 25 and 26 (the database boundary)
-// write their policies with subqueries (decision 209's note in docs/scaling.md).
+// a subquery and Distribute knows no form of it without one: Citus 13.2 creates no policy with a
+// subquery on a distributed table ("Subqueries are not supported in policies on distributed
+// tables"). The policies of migrations 25 and 26 have such forms (decision 205).
 var ErrSubqueryPolicies = errors.New("densemem migrations: policies with subqueries cannot be distributed by Citus")
 
 // Distribution is what Distribute did, or found already done.
@@ -37,7 +37,10 @@ type Distribution struct {
 // Distribute spreads a migrated schema over a Citus cluster (decisions 200–202): teams and the
 // schema's other global tables become reference tables, every table with a team_id is distributed
 // by team_id, all co-located, and every function of the schema is propagated to the workers. The
-// version table stays on the coordinator. The owner role is given LOGIN (decision 205). Citus refuses to distribute a table that a foreign key
+// version table stays on the coordinator. The database boundary (migrations 25 and 26) is carried
+// over (decision 205): the owner role is given LOGIN, the policies that read subqueries are replaced
+// by forms that call functions, and the binding is checked against the coordinator backend. Citus
+// refuses to distribute a table that a foreign key
 // ties to a table not yet distributed, so the keys between the schema's tables are dropped first
 // and added back, exactly as they were, once every table is placed. It runs in one transaction as a
 // superuser on the coordinator, after Up.
