@@ -3,7 +3,7 @@
 // review items, read a relationship's trace or a conflict case, serve the MCP adapter and the
 // operator console.
 //
-//	densemem migrate up|down|redo|status|validate|version
+//	densemem migrate up|down|redo|status|validate|version|distribute
 //	densemem team create|list
 //	densemem profile create|list|disable --team T ...
 //	densemem predicate register|list --team T ...
@@ -112,6 +112,7 @@ func init() {
 		{"migrate status", "list the migrations and whether each is applied (changes nothing)", (*cli).migrateStatus},
 		{"migrate validate", "exit 1 unless the database has exactly this build's migrations", (*cli).migrateValidate},
 		{"migrate version", "print the database's migration version and this build's", (*cli).migrateVersion},
+		{"migrate distribute", "distribute the schema by team over a Citus cluster (once, after migrate up; as the owner)", (*cli).migrateDistribute},
 		{"migrate binding-key", "print the database's binding key in hex (--rotate: add a new one first; --retire-old: drop the older ones; as the owner)", (*cli).migrateBindingKey},
 		{"team create", "create a team (prints its ID)", (*cli).teamCreate},
 		{"team list", "list the teams", (*cli).teamList},

@@ -63,7 +63,7 @@ SELECT d.predicate_key, d.version, d.relationship_kind, d.current_cardinality, d
 FROM {schema}.predicate_definitions d
 WHERE d.team_id = $1 AND d.predicate_key > $2
   AND NOT EXISTS (SELECT 1 FROM {schema}.predicate_definitions n
-                  WHERE n.team_id = d.team_id AND n.predicate_key = d.predicate_key AND n.version > d.version)
+                  WHERE n.team_id = $1 AND n.predicate_key = d.predicate_key AND n.version > d.version)
 ORDER BY d.predicate_key
 LIMIT $3`
 
@@ -95,8 +95,8 @@ FROM page p
 JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
 CROSS JOIN LATERAL (SELECT positions FROM {schema}.conflict_events e
                     WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
-LEFT JOIN {schema}.entities se ON se.team_id = c.team_id AND se.entity_id = c.subject_entity_id
-LEFT JOIN {schema}.entity_names sn ON sn.team_id = c.team_id AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
+LEFT JOIN {schema}.entities se ON se.team_id = $1 AND se.entity_id = c.subject_entity_id
+LEFT JOIN {schema}.entity_names sn ON sn.team_id = $1 AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
 `
 
 // caseListSQL takes the listed statuses in order ($2, with ordinality), and for each reads its
@@ -258,8 +258,9 @@ func (s *Store) ReviewItemList(ctx context.Context, p store.ReviewItemListParams
 // reviewItemListQuery builds ReviewItemList's statement: the profile filter only when one is asked
 // for (so the index's profile_id column bounds the scan), the keyset condition only after a key.
 func reviewItemListQuery(p store.ReviewItemListParams) (string, []any, error) {
+	// The team is the first placeholder ($1), as reviewItemViewColumns expects.
 	q := psql.Select(reviewItemViewColumns).From("{schema}.review_items x").
-		Where(sq.Eq{"x.team_id": p.Team, "x.status": p.Status})
+		Where("x.team_id = ?", p.Team).Where(sq.Eq{"x.status": p.Status})
 	if p.Profile != "" {
 		q = q.Where(sq.Eq{"x.profile_id": p.Profile})
 	}

@@ -99,7 +99,7 @@ func (e *env) noErrors(errs []error, what string) {
 // testIntakeLockSerialisesName: writers of one new entity name, each of which creates the entity
 // unless IntakeLock shows it, create it once; every other writer sees it among its candidates.
 func testIntakeLockSerialisesName(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	name := lookup(kindProject, "Kestrel")
 	g := newGate(n)
@@ -161,7 +161,7 @@ func testIntakeLockSerialisesName(e *env) {
 // testIntakeLockSerialisesKey: callers of one idempotency key, each of which records its result
 // unless IntakeLock shows a record, record it once; every other caller sees that record.
 func testIntakeLockSerialisesKey(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	g := newGate(n)
 	saw := make([]string, n)
@@ -221,7 +221,7 @@ func (w *world) lockKey(ctx context.Context, tx store.Tx, g *gate, i int, key co
 // key unless KeysLock shows one, add it once; every other writer sees it. Only the key's lock can
 // order them: there is no row to lock before the first one commits.
 func testKeysLockSerialisesNew(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	key := w.key(w.ada, "fresh")
 	g := newGate(n)
@@ -266,7 +266,7 @@ func testKeysLockSerialisesNew(e *env) {
 // testKeysLockSerialisesChanges: writers of one conflict key, each of which changes a relationship of
 // the key at the version KeysLock returned, all succeed one after the other.
 func testKeysLockSerialisesChanges(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	r := w.rel(relSpec{scope: "hot"})
 	key := w.key(w.ada, "hot")
@@ -319,7 +319,7 @@ func testKeysLockSerialisesChanges(e *env) {
 
 // testClaimsExclusive: workers claiming one team's due cases at once claim each case exactly once.
 func testClaimsExclusive(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const cases = 2*Concurrency + 1
 	var ws store.WriteSet
 	for i := range cases {
@@ -366,7 +366,7 @@ func testClaimsExclusive(e *env) {
 // testPolicyAppendOneWinner: callers appending over the same policy version: one appends, the
 // others fail with ErrStaleVersion.
 func testPolicyAppendOneWinner(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	got := make([]store.Policy, n)
 	errs := e.race(n, nil, func(ctx context.Context, i int) (err error) {
@@ -398,7 +398,7 @@ func testPolicyAppendOneWinner(e *env) {
 
 // testNightlyReserveOneWinner: workers reserving one team's run date at once: one reserves it.
 func testNightlyReserveOneWinner(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	reserved := make([]bool, n)
 	errs := e.race(n, nil, func(ctx context.Context, i int) (err error) {

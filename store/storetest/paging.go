@@ -29,7 +29,7 @@ var listContracts = []contract{
 // testTracePages traces a relationship with three transitions and three supports two rows at a time.
 func testTracePages(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_t")
+	w := e.world(e.team("tm_t"))
 	r := w.rel(relSpec{content: "Ada works on Falcon."})
 	w.support(r, "Ada was seen at Falcon's stand-up.", at(time.Minute))
 	w.support(r, "Falcon's roster lists Ada.", at(2*time.Minute))
@@ -89,7 +89,7 @@ func transitionVersions(ts []store.TransitionRow) []int {
 
 // testListPages pages each List read of one team.
 func testListPages(e *env) {
-	w := e.world("tm_p")
+	w := e.world(e.team("tm_p"))
 	w.profile("pf_c")
 	w.checkProfilePages()
 	w.checkPredicatePages()
@@ -197,7 +197,7 @@ func (w *world) checkCasePages(cases []store.CaseRow) {
 	}
 	_, err = s.CaseGet(ctx, w.team, "cf_missing")
 	w.e.checkErr(err, store.ErrNotFound, "CaseGet of a missing case")
-	_, err = s.CaseGet(ctx, "tm_other", cases[0].ID)
+	_, err = s.CaseGet(ctx, w.e.team("tm_other"), cases[0].ID)
 	w.e.checkErr(err, store.ErrNotFound, "CaseGet of the case from another team")
 }
 

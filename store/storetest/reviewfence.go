@@ -39,7 +39,7 @@ func (w *world) liveRead(s store.Store, sc scene, locked bool) store.KeysLocked 
 }
 
 func testKeysReadMatchesKeysLock(e *env) {
-	w := e.world("tm_kr")
+	w := e.world(e.team("tm_kr"))
 	sc := w.disagreement("", t0, t0)
 	closed := w.rel(relSpec{owner: w.b, content: "Ada worked on Falcon."})
 	w.change(closed, relationship.StatusSuperseded, closed.Tier, nil, at(time.Minute))
@@ -56,7 +56,7 @@ func testKeysReadMatchesKeysLock(e *env) {
 }
 
 func testReviewFenceChecks(e *env) {
-	w := e.world("tm_rf")
+	w := e.world(e.team("tm_rf"))
 	sc := w.disagreement("", t0, t0)
 	if got := w.claim(store.CaseClaimDueParams{Now: at(time.Hour), RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
 		Token: "tok_1", MaxAttempts: 5}); len(got) != 1 {
