@@ -533,6 +533,8 @@ func TestDatabaseBoundary_GrantLevel(t *testing.T) {
 				FROM densemem.team_policies p ORDER BY version DESC LIMIT 1`),
 		at("runtime", "dismisses a live case with no event",
 			"UPDATE densemem.conflict_cases SET status = 'dismissed', version = version + 1, updated_at = now() WHERE status = 'open'"),
+		at("runtime", "rewrites the nightly run ledger",
+			"UPDATE densemem.nightly_runs SET resolved = resolved + 1, failures = '[]', passes_finished = passes_started"),
 		at("runtime", "closes another profile's review item",
 			"UPDATE densemem.review_items SET status = 'resolved', resolved_at = now() WHERE status = 'open'"),
 		at("runtime", "erases as the host",

@@ -20,22 +20,43 @@ const (
 	ConflictStatusDismissed = string(conflict.StatusDismissed)
 )
 
+// Orders of ListConflictsRequest.Order.
+const (
+	// ConflictOrderStatus lists overdue cases first, then open, resolved and dismissed ones; within a
+	// status by review deadline, earliest first (the case to settle next on top). The default.
+	ConflictOrderStatus = "status"
+	// ConflictOrderDeadlineDesc lists the cases of every requested status together by review
+	// deadline, latest first (newest deadline first), then conflict ID, descending.
+	ConflictOrderDeadlineDesc = "deadline_desc"
+)
+
+// conflictOrders are the orders ListConflictsRequest.Order may name.
+var conflictOrders = []string{ConflictOrderStatus, ConflictOrderDeadlineDesc}
+
+// ConflictOrders returns the orders ListConflictsRequest.Order may name ("" means the first).
+func ConflictOrders() []string { return slices.Clone(conflictOrders) }
+
 // caseListOrder is the order ListConflicts takes statuses in: overdue first, then open, then the
 // settled ones.
 var caseListOrder = []conflict.Status{conflict.StatusOverdue, conflict.StatusOpen, conflict.StatusResolved,
 	conflict.StatusDismissed}
 
 // ListConflictsRequest asks for a page of the team's conflict cases: how operators inspect open and
-// overdue cases. The list holds the cases of the requested statuses, overdue ones first, then open,
-// resolved and dismissed ones; within a status by review deadline (review_due_at), earliest first,
-// then conflict ID.
+// overdue cases. The list holds the cases of the requested statuses, by default overdue ones first,
+// then open, resolved and dismissed ones, within a status by review deadline (review_due_at),
+// earliest first, then conflict ID; or, with Order "deadline_desc", every status together by review
+// deadline, latest first, then conflict ID descending.
 type ListConflictsRequest struct {
 	// Status lists the statuses to include (open, overdue, resolved, dismissed); empty means open
 	// and overdue. The order given does not matter.
 	Status []string `json:"status,omitempty"`
+	// Order is the list's order: "status" (the default, also "") or "deadline_desc"
+	// (ConflictOrderStatus, ConflictOrderDeadlineDesc).
+	Order string `json:"order,omitempty"`
 	// Limit is the most cases returned: 0 means DefaultPageItems; 1..Limits.MaxPageItems.
 	Limit int `json:"limit,omitempty"`
-	// After is the NextAfter of a previous response to the same statuses ("" for the first page).
+	// After is the NextAfter of a previous response to the same statuses and order ("" for the first
+	// page).
 	After string `json:"after,omitempty"`
 }
 
@@ -67,7 +88,8 @@ type ConflictCase struct {
 
 // ListConflicts returns a page of the principal's team's conflict cases of the requested statuses
 // (open and overdue by default): overdue first, then open, resolved and dismissed; within a status
-// by review_due_at, then conflict ID. Each case carries its current positions with their members,
+// by review_due_at, then conflict ID (or, with Order "deadline_desc", by review_due_at latest first
+// whatever their status, then conflict ID descending). Each case carries its current positions with their members,
 // owners, object names and counted source groups, as Recall shows a live case.
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (a host principal's team does not
@@ -93,9 +115,18 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 		}
 		statuses = slices.DeleteFunc(slices.Clone(caseListOrder), func(s conflict.Status) bool { return !slices.Contains(statuses, s) })
 	}
+	list, desc := listConflicts, false
+	switch req.Order {
+	case "", ConflictOrderStatus:
+	case ConflictOrderDeadlineDesc:
+		list, desc = listConflictsByDeadline, true
+	default:
+		ps.Add("order", "unknown order%s (%s; empty means %s)", quoted(req.Order, c.cfg.Limits.MaxTextBytes), oneOf(conflictOrders),
+			ConflictOrderStatus)
+	}
 	limit := c.pageLimit(&ps, req.Limit)
 	var after *store.CaseListKey
-	if cur := decodeListCursor(&ps, listConflicts, req.After, 2, true, c.cfg.Limits); cur != nil {
+	if cur := decodeListCursor(&ps, list, req.After, 2, true, c.cfg.Limits); cur != nil {
 		after = &store.CaseListKey{Status: conflict.Status(cur.Keys[0]), ReviewDueAt: cur.At, ID: conflict.ID(cur.Keys[1])}
 		if !slices.Contains(statuses, after.Status) {
 			ps.Add("after", "is a cursor of a list of other statuses: send the status of the request that returned it")
@@ -107,7 +138,8 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 	if _, err := c.authorize(ctx, p, identity.ScopeRead); err != nil {
 		return nil, err
 	}
-	page, err := c.store.CaseList(ctx, store.CaseListParams{Team: p.TeamID, Statuses: statuses, After: after, Limit: limit})
+	page, err := c.store.CaseList(ctx, store.CaseListParams{Team: p.TeamID, Statuses: statuses, DeadlineDesc: desc, After: after,
+		Limit: limit})
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +150,7 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 	out := &ListConflictsResponse{Conflicts: cases}
 	if page.More {
 		last := page.Items[len(page.Items)-1].Case
-		out.NextAfter = listCursor{List: listConflicts, At: last.ReviewDueAt, Keys: []string{string(last.Status), string(last.ID)}}.encode()
+		out.NextAfter = listCursor{List: list, At: last.ReviewDueAt, Keys: []string{string(last.Status), string(last.ID)}}.encode()
 	}
 	return out, nil
 }

@@ -18,7 +18,7 @@ import (
 // names its list and the position of the last item returned.
 //
 // The List calls let a host (HostPrincipal) or a profile with the read scope inspect its team:
-// profiles, predicates, conflict cases and review items. Each returns one page of its list in a
+// profiles, predicates, conflict cases, review items and nightly runs. Each returns one page of its list in a
 // fixed order: at most Limit items (0 means DefaultPageItems, 50; at most Limits.MaxPageItems, 500)
 // after the request's After cursor, and NextAfter, the cursor of the next page, when more follow.
 // Cursors are opaque keyset positions, not offsets: a page holds the items after the previous
@@ -32,6 +32,9 @@ const (
 	listPredicates  = "list:predicates"
 	listConflicts   = "list:conflicts"
 	listReviewItems = "list:review_items"
+	listNightlyRuns = "list:nightly_runs"
+	// listConflictsByDeadline is ListConflicts' list in ConflictOrderDeadlineDesc.
+	listConflictsByDeadline = "list:conflicts:deadline_desc"
 )
 
 // traceCursor is the position of the last item of a Trace list's page, as a cursor encodes it: the
@@ -158,8 +161,11 @@ func parseListCursor(list, s string, keys int, timed bool, l Limits) (listCursor
 	} else if c.Micros != 0 {
 		return c, fmt.Errorf("is not a cursor: unexpected time")
 	}
-	if list == listConflicts && !conflict.Status(c.Keys[0]).Valid() {
+	if (list == listConflicts || list == listConflictsByDeadline) && !conflict.Status(c.Keys[0]).Valid() {
 		return c, fmt.Errorf("is not a cursor: unknown status")
+	}
+	if _, err := time.Parse(time.DateOnly, c.Keys[0]); list == listNightlyRuns && err != nil {
+		return c, fmt.Errorf("is not a cursor: bad run date")
 	}
 	return c, nil
 }

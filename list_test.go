@@ -116,6 +116,23 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 			t.Errorf("every status, limit %d (-want +got):\n%s", limit, d)
 		}
 	}
+	// Newest deadline first: every status together, by deadline, latest first.
+	latest := []string{golf + ":open", foxtrot + ":open", echo + ":open", bravo + ":overdue", alpha + ":overdue"}
+	for _, limit := range []int{1, 2, 500} {
+		got := e.listConflictPages(e.C, densemem.ListConflictsRequest{Limit: limit, Order: densemem.ConflictOrderDeadlineDesc})
+		if d := cmp.Diff(latest, conflictIDStatuses(got)); d != "" {
+			t.Errorf("newest deadline first, limit %d (-want +got):\n%s", limit, d)
+		}
+	}
+	everyLatest := []string{golf + ":open", foxtrot + ":open", echo + ":open", delta + ":dismissed", charlie + ":resolved",
+		bravo + ":overdue", alpha + ":overdue"}
+	for _, limit := range []int{1, 3} {
+		got := e.listConflictPages(e.C, densemem.ListConflictsRequest{Limit: limit, Order: densemem.ConflictOrderDeadlineDesc,
+			Status: []string{"resolved", "open", "dismissed", "overdue"}})
+		if d := cmp.Diff(everyLatest, conflictIDStatuses(got)); d != "" {
+			t.Errorf("every status, newest deadline first, limit %d (-want +got):\n%s", limit, d)
+		}
+	}
 	settled := e.listConflictPages(e.admin, densemem.ListConflictsRequest{Status: []string{"resolved", "dismissed"}, Limit: 1})
 	if d := cmp.Diff([]string{charlie + ":resolved", delta + ":dismissed"}, conflictIDStatuses(settled)); d != "" {
 		t.Errorf("settled cases (-want +got):\n%s", d)
@@ -195,10 +212,22 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	latestCursor, err := e.client.ListConflicts(e.ctx, e.C, densemem.ListConflictsRequest{Order: densemem.ConflictOrderDeadlineDesc, Limit: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ve *densemem.ValidationError
+	if _, err := e.client.ListConflicts(e.ctx, e.C, densemem.ListConflictsRequest{Order: "newest"}); !errors.As(err, &ve) || !ve.Has("order") ||
+		!strings.Contains(err.Error(), "status, deadline_desc") {
+		t.Errorf("ListConflicts(order newest): err = %v, want a ValidationError at order naming status and deadline_desc", err)
+	}
 	for _, tc := range []struct {
 		req  densemem.ListConflictsRequest
 		path string
 	}{
+		{densemem.ListConflictsRequest{Order: "deadline"}, "order"},
+		{densemem.ListConflictsRequest{After: latestCursor.NextAfter}, "after"},
+		{densemem.ListConflictsRequest{After: first.NextAfter, Order: densemem.ConflictOrderDeadlineDesc}, "after"},
 		{densemem.ListConflictsRequest{Limit: -1}, "limit"},
 		{densemem.ListConflictsRequest{Limit: 501}, "limit"},
 		{densemem.ListConflictsRequest{Status: []string{"open", "stale"}}, "status[1]"},
@@ -209,7 +238,6 @@ func TestListConflictsOverdueFirstPaged(t *testing.T) {
 		{densemem.ListConflictsRequest{After: settledCursor.NextAfter}, "after"},
 		{densemem.ListConflictsRequest{After: strings.Repeat("x", 1<<20)}, "after"},
 	} {
-		var ve *densemem.ValidationError
 		if _, err := e.client.ListConflicts(e.ctx, e.C, tc.req); !errors.As(err, &ve) || !ve.Has(tc.path) {
 			t.Errorf("ListConflicts(%.80v): err = %v, want a ValidationError at %s", tc.req, err, tc.path)
 		}

@@ -49,6 +49,96 @@ func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest)
 	return &rep, err
 }
 
+// ListNightlyRunsRequest asks for a page of the team's nightly runs (the run ledger), newest run
+// date first.
+type ListNightlyRunsRequest struct {
+	// Limit is the most runs returned: 0 means DefaultPageItems; 1..Limits.MaxPageItems.
+	Limit int `json:"limit,omitempty"`
+	// After is a previous response's NextAfter ("" for the first page).
+	After string `json:"after,omitempty"`
+}
+
+// ListNightlyRunsResponse is one page of the team's nightly runs.
+type ListNightlyRunsResponse struct {
+	Runs []NightlyRun `json:"runs"`
+	// NextAfter, when set, is the After of the next page.
+	NextAfter string `json:"next_after,omitempty"`
+}
+
+// NightlyRun is what the nightly review did to a team on one run date: who reserved the date and
+// when, how many workers' passes started and recorded their outcome (a pass that crashed, or whose
+// context ended, never records: PassesFinished < PassesStarted shows a pass that did not finish, or
+// is still running), when the latest recorded pass finished, the counts of every recorded pass, and
+// the date's first failures (at most 20: a case's review that did not commit or whose COMMIT's
+// answer was lost, with the claim's attempt, or a pass's own error without a case; each error's text
+// cut to 300 bytes). A run reserved before the ledger existed (migration 28) has no pass counted.
+type NightlyRun struct {
+	// RunDate is the run's date in the team's time zone (YYYY-MM-DD).
+	RunDate        string     `json:"run_date"`
+	ReservedBy     string     `json:"reserved_by"`
+	ReservedAt     time.Time  `json:"reserved_at"`
+	PassesStarted  int        `json:"passes_started"`
+	PassesFinished int        `json:"passes_finished"`
+	FinishedAt     *time.Time `json:"finished_at,omitempty"`
+	Claimed        int        `json:"claimed"`
+	Resolved       int        `json:"resolved"`
+	Dismissed      int        `json:"dismissed"`
+	MarkedOverdue  int        `json:"marked_overdue"`
+	KeptOpen       int        `json:"kept_open"`
+	// Exhausted counts cases escalated after failing every attempt of the day.
+	Exhausted int `json:"exhausted"`
+	Failed    int `json:"failed"`
+	// Unknown counts reviews whose COMMIT's answer was lost (reviewed completely, or still due).
+	Unknown  int                 `json:"unknown"`
+	Failures []NightlyRunFailure `json:"failures"`
+}
+
+// NightlyRunFailure is one failure of a nightly run: a case's review (its conflict ID and the claim's
+// attempt of the day) or, without a case, the pass's own error that stopped it.
+type NightlyRunFailure struct {
+	ConflictID string `json:"conflict_id,omitempty"`
+	Attempt    int    `json:"attempt,omitempty"`
+	Error      string `json:"error"`
+}
+
+// ListNightlyRuns returns a page of the principal's team's nightly runs, newest run date first: the
+// run ledger the nightly review writes (one row per run date, every worker's pass counted), so an
+// operator sees the runs that decided nothing and the failures short of exhaustion too.
+//
+// Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (a host principal's team does not
+// exist).
+func (c *Client) ListNightlyRuns(ctx context.Context, p Principal, req ListNightlyRunsRequest) (*ListNightlyRunsResponse, error) {
+	ctx, limit, key, err := c.keyedPage(ctx, p, listNightlyRuns, req.Limit, req.After)
+	if err != nil {
+		return nil, err
+	}
+	params := store.NightlyRunListParams{Team: p.TeamID, Limit: limit}
+	if key != "" {
+		before, _ := time.Parse(time.DateOnly, key) // parseListCursor checked it
+		params.Before = &before
+	}
+	page, err := c.store.NightlyRunList(ctx, params)
+	if err != nil {
+		return nil, err
+	}
+	out := &ListNightlyRunsResponse{Runs: make([]NightlyRun, 0, len(page.Items))}
+	for _, r := range page.Items {
+		n := r.Counts
+		run := NightlyRun{RunDate: r.RunDate.Format(time.DateOnly), ReservedBy: r.Worker, ReservedAt: r.ReservedAt,
+			PassesStarted: r.PassesStarted, PassesFinished: r.PassesFinished, FinishedAt: r.FinishedAt, Claimed: n.Claimed,
+			Resolved: n.Resolved, Dismissed: n.Dismissed, MarkedOverdue: n.Overdue, KeptOpen: n.KeptOpen, Exhausted: n.Exhausted,
+			Failed: n.Failed, Unknown: n.Unknown, Failures: make([]NightlyRunFailure, 0, len(r.Failures))}
+		for _, f := range r.Failures {
+			run.Failures = append(run.Failures, NightlyRunFailure{ConflictID: string(f.ConflictID), Attempt: f.Attempt, Error: f.Error})
+		}
+		out.Runs = append(out.Runs, run)
+	}
+	if page.More {
+		out.NextAfter = listCursor{List: listNightlyRuns, Keys: []string{out.Runs[len(out.Runs)-1].RunDate}}.encode()
+	}
+	return out, nil
+}
+
 // Bounds of NightlyConfig (DESIGN §14); New refuses a value outside them.
 const (
 	minNightlyBatch       = 1

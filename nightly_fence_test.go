@@ -152,3 +152,54 @@ func timeText(t *time.Time) string {
 	}
 	return t.UTC().String()
 }
+
+// TestNightlyWritesPlannedCasesTogether: the cases planned from the batch's read are written in
+// groups of up to 32, each group in one transaction (not one transaction per case), and a group
+// whose fence fails for one case sends only that case to the locked review; every case ends as the
+// one-by-one review would leave it.
+func TestNightlyWritesPlannedCasesTogether(t *testing.T) {
+	t.Parallel()
+	for _, stale := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stale=%t", stale), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t, quiet)
+			cases := mustSeedCases(t, e, 40, seededMixed)
+			type group struct {
+				n   int
+				err error
+			}
+			var groups []group
+			var relocked []conflict.ID
+			var once sync.Once
+			densemem.SetNightlyHooks(e.client, &nightly.Hooks{
+				AfterRead: func(context.Context) {
+					once.Do(func() {
+						if stale {
+							// A new supporting statement on the first case's key, after the read.
+							e.remember(e.C, deploy(cases[0].subject, "release"))
+						}
+					})
+				},
+				Relocked: func(id conflict.ID) { relocked = append(relocked, id) },
+				Together: func(n int, err error) { groups = append(groups, group{n, err}) },
+			})
+			e.clock.Advance(pastReviewDeadline)
+			rep, err := e.client.RunNightlyReview(e.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{e.team}, WorkerID: "w"})
+			if err != nil || rep.Failed != 0 || rep.Resolved+rep.Overdue+rep.KeptOpen+rep.Dismissed != len(cases) {
+				t.Fatalf("review: %+v, %v; want every one of the %d cases reviewed", rep, err, len(cases))
+			}
+			if len(groups) != 2 || groups[0].n != 32 || groups[1].n != 8 {
+				t.Fatalf("groups written together: %+v, want 32 then 8", groups)
+			}
+			if gotStale := groups[0].err != nil; gotStale != stale {
+				t.Errorf("first group's error: %v, want an error %t", groups[0].err, stale)
+			}
+			if groups[1].err != nil {
+				t.Errorf("second group: %v", groups[1].err)
+			}
+			if want := map[bool]int{false: 0, true: 1}[stale]; len(relocked) != want {
+				t.Errorf("relocked %v, want %d case(s)", relocked, want)
+			}
+		})
+	}
+}

@@ -96,7 +96,8 @@ func TestBrowser(t *testing.T) {
 		{"trace", "/relationships/" + string(s.bobRelease), 1, []string{"Since 2026-01-01 the production environment deploys from release.", "corrects", "entailed"}},
 		{"timeline", "/relationships/" + string(s.aliceMain) + "/timeline", 1, []string{"superseded", "carol: production deploys_from release"}},
 		{"split", "/relationships/" + string(s.splitInto), 1, []string{"split", string(s.splitFrom)}},
-		{"nightly", "/nightly", 0, []string{s.resolved, s.overdue, "Run of 2026-01-13"}},
+		{"nightly", "/nightly", 0, []string{s.resolved, s.overdue, "Run of 2026-01-13", "Run of 2026-01-14",
+			"failpoint: injected failure at tx.before_commit", "Run of 2026-01-15", "did not finish"}},
 		{"search", "/search?q=production+deploys&valid_at=2025-09-01", 0, []string{"main"}},
 	} {
 		if err := chromedp.Do(tab, chromedp.Navigate(s.server.URL+pg.path), chromedp.WaitVisible(chromedp.CSS("main"))); err != nil {

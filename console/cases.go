@@ -51,7 +51,7 @@ type positionView struct {
 
 // casesPage lists a page of the team's cases of one status filter (open and overdue by default).
 func (c *console) casesPage(rq *request) error {
-	status, page, err := c.listCases(rq, "open and overdue", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen)
+	status, page, err := c.listCases(rq, "after", "open and overdue", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen)
 	if err != nil {
 		return err
 	}
@@ -66,16 +66,17 @@ func (c *console) casesPage(rq *request) error {
 	return rq.show("cases", "Conflict cases", "cases", body)
 }
 
-// listCases reads the page of cases the request's status filter and cursor name; without a status,
-// of the page's default statuses (named def).
-func (c *console) listCases(rq *request, def string, defaults ...string) (string, *densemem.ListConflictsResponse, error) {
+// listCases reads the page of cases the request's status filter and cursor (the query parameter
+// named cursor) name, newest deadline first (decision 213); without a status, of the page's default
+// statuses (named def).
+func (c *console) listCases(rq *request, cursor, def string, defaults ...string) (string, *densemem.ListConflictsResponse, error) {
 	q := rq.r.URL.Query()
 	statuses, ok := statusFilter(q.Get("status"), defaults...)
 	if !ok {
 		return "", nil, badInput("status", "unknown status filter: one of open, overdue, resolved, dismissed, or none for "+def)
 	}
 	page, err := c.client.ListConflicts(rq.ctx, rq.principal, densemem.ListConflictsRequest{Status: statuses,
-		Limit: c.opts.PageSize, After: q.Get("after")})
+		Order: densemem.ConflictOrderDeadlineDesc, Limit: c.opts.PageSize, After: q.Get(cursor)})
 	return q.Get("status"), page, err
 }
 

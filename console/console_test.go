@@ -77,7 +77,23 @@ func TestPages(t *testing.T) {
 	s.page("/relationships/"+string(s.aliceMain), "superseded", "conflict_resolved", "corrects", `id="lineage"`)
 	s.page("/relationships/"+string(s.aliceMain)+"/timeline", `id="timeline"`, "cutoff 2026-01-01", "superseded", "bob: production deploys_from release", "carol: production")
 	s.page("/relationships/"+string(s.splitInto), "split", string(s.splitFrom), "alice: Mark works_on Billing (retracted)")
-	s.page("/nightly", s.resolved, s.overdue, "release", "Run of 2026-01-13", "post_ttl_majority_floor_met", "overdue_no_qualifying_position")
+	nightly := s.page("/nightly", s.resolved, s.overdue, "release", "Run of 2026-01-13", "post_ttl_majority_floor_met",
+		"overdue_no_qualifying_position", "Run of 2026-01-14", "failpoint: injected failure at tx.before_commit",
+		"Run of 2026-01-15", "did not finish", "1 of 1 passes recorded no outcome")
+	if i, j := strings.Index(nightly, "Run of 2026-01-15"), strings.Index(nightly, "Run of 2026-01-13"); i > j {
+		t.Error("/nightly lists the runs oldest first; want the newest run date first")
+	}
+	// Cases newest deadline first (decision 213): staging's case opened after production's.
+	if table := nightly[strings.Index(nightly, "<h2>Cases</h2>"):]; strings.Index(table, s.overdue) > strings.Index(table, s.resolved) {
+		t.Error("/nightly lists the cases earliest deadline first; want the newest deadline first")
+	}
+	// Cases newest deadline first (decision 213): a case opened now, open, comes before the older
+	// overdue one (the API's default order would put the overdue one first).
+	s.deploy(s.alice, "qa", "main", nil)
+	fresh := s.deploy(s.bob, "qa", "develop", nil).Conflict.ConflictID
+	if cases := s.page("/cases", fresh, s.overdue); strings.Index(cases, fresh) > strings.Index(cases, s.overdue) {
+		t.Error("/cases lists the overdue case before the newer open one; want the newest deadline first")
+	}
 	s.page("/search?q=production+deploys", "release", "current")
 	s.page("/search?q=production+deploys&valid_at=2025-09-01", "main")
 	if status, body := s.get(hostToken, "/search?q=x&valid_at=yesterday"); status != http.StatusBadRequest || !strings.Contains(body, "valid_at") {
@@ -214,12 +230,16 @@ func TestPaging(t *testing.T) {
 	}
 	s.server = httptest.NewServer(h)
 	t.Cleanup(s.server.Close)
-	first := s.page("/nightly", "Next page")
-	next := nextLink(t, first, `/nightly?after=`)
-	second := s.page(next)
-	if strings.Contains(first, s.resolved) == strings.Contains(second, s.resolved) {
-		t.Errorf("the resolved case is on both pages or on neither")
+	first := s.page("/nightly", "Next page of runs", "Next page of cases", "Run of 2026-01-15")
+	second := s.page(nextLink(t, first, `/nightly?after=`), "Run of 2026-01-14")
+	if strings.Contains(second, "Run of 2026-01-15") {
+		t.Error("the second page of runs repeats the first's run")
 	}
+	cases := s.page(nextLink(t, first, `/nightly?cases_after=`))
+	if strings.Contains(first, s.resolved) == strings.Contains(cases, s.resolved) {
+		t.Errorf("the resolved case is on both pages of cases or on neither")
+	}
+
 	trace := s.page("/relationships/"+string(s.aliceMain), "Next page of transitions")
 	more := s.page(nextLink(t, trace, "/relationships/"+string(s.aliceMain)+"?after.transitions="), "superseded")
 	if strings.Contains(more, "Next page of transitions") {

@@ -1,6 +1,7 @@
 // Package console is Dense-Mem's operator console: an http.Handler a host mounts (or `densemem ui`
-// serves) showing one team's conflict cases, review items, traces, the nightly reviewer's decisions
-// and search, as server-rendered pages with server-drawn SVG pictures.
+// serves) showing one team's conflict cases, review items, traces, the nightly runs (the run ledger:
+// what each did, its failures, whether it finished) and search, as server-rendered pages with
+// server-drawn SVG pictures.
 //
 // It reads through the public densemem.Client API only, as the principal of the bearer token that
 // signed in (a profile of the team, or the team's host), so it sees exactly what that principal may

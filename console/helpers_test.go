@@ -2,6 +2,7 @@ package console_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -13,6 +14,7 @@ import (
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/console"
 	"github.com/densemem/densemem/densememtest"
+	"github.com/densemem/densemem/store/failpoint"
 )
 
 // clock is the tests' injected clock; only the test moves it.
@@ -163,8 +165,9 @@ func (s *seeded) remember(p densemem.Principal, req densemem.RememberRequest) de
 	return pl.RelationshipOutcomes[0]
 }
 
-// cases opens the two cases and runs the nightly review after their deadline: production resolves
-// for release (2 of 3 groups), staging (1 against 1) becomes overdue.
+// cases opens the two cases and runs the nightly review after their deadline (2026-01-13):
+// production resolves for release (2 of 3 groups), staging (1 against 1) becomes overdue; the next
+// day's run fails to review staging, and the day after's crashes before recording its pass.
 func (s *seeded) cases() {
 	s.t.Helper()
 	mainFrom, releaseFrom := date("2025-06-01"), date("2026-01-01")
@@ -185,6 +188,19 @@ func (s *seeded) cases() {
 	rep, err := s.client.RunNightlyReview(s.ctx, densemem.NightlyReviewRequest{TeamIDs: []densemem.TeamID{s.team}, WorkerID: "console-test"})
 	if err != nil || rep.Resolved != 1 || rep.Overdue != 1 {
 		s.t.Fatalf("nightly review: %+v, %v; want one case resolved and one overdue", rep, err)
+	}
+	// 2026-01-14: the overdue case's review fails (its transaction never commits).
+	s.clock.Advance(24 * time.Hour)
+	rep, err = s.client.RunNightlyReview(failpoint.Arm(s.ctx, "tx.before_commit"), densemem.NightlyReviewRequest{
+		TeamIDs: []densemem.TeamID{s.team}, WorkerID: "console-test"})
+	if err != nil || rep.Failed != 1 {
+		s.t.Fatalf("failing nightly review: %+v, %v; want one failed case", rep, err)
+	}
+	// 2026-01-15: the worker reviews the case again and crashes before recording its pass.
+	s.clock.Advance(24 * time.Hour)
+	if _, err := s.client.RunNightlyReview(failpoint.Arm(s.ctx, "review.before_finish"), densemem.NightlyReviewRequest{
+		TeamIDs: []densemem.TeamID{s.team}, WorkerID: "console-test"}); !errors.Is(err, failpoint.ErrInjected) {
+		s.t.Fatalf("crashing nightly review: %v, want the injected crash", err)
 	}
 	s.clock.Advance(time.Hour)
 }

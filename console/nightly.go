@@ -1,8 +1,6 @@
 package console
 
 import (
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/densemem/densemem"
@@ -12,19 +10,33 @@ import (
 // attempt of a run date (it stays due; the next run date tries again).
 const reasonExhausted = "max_attempts_exhausted"
 
-// nightlyBody is the nightly page: the reviewer's events of one page of cases, by run date, newest
-// first, and the cases themselves.
+// nightlyBody is the nightly page: one page of the run ledger (ListNightlyRuns), newest run date
+// first, each run with the cases of the page of cases below that its events name, and that page of
+// cases.
 type nightlyBody struct {
 	Status string
 	Zone   string
 	Runs   []runView
-	Cases  []densemem.ConflictCase
-	Next   string
+	// After and Next are this and the next page's run cursors (the after parameter).
+	After, Next string
+	Cases       []densemem.ConflictCase
+	// CasesAfter and CasesNext are this and the next page's case cursors (the cases_after parameter).
+	CasesAfter, CasesNext string
 }
 
-// runView is what the nightly review did on one run date to the cases of the page.
+// runView is one run of the ledger, with what its reviewer events did to the cases of the page.
 type runView struct {
-	Date                                    string
+	densemem.NightlyRun
+	// State says whether the run finished: "finished", "unfinished" (a pass did not record its
+	// outcome), or "unrecorded" (reserved before the ledger existed).
+	State      string
+	Unfinished int
+	// Decided names the cases of the page the run's events decided.
+	Decided decided
+}
+
+// decided files the cases a run's events decided by what the run did.
+type decided struct {
 	Resolved, Dismissed, Overdue, Exhausted []runCase
 }
 
@@ -33,12 +45,18 @@ type runCase struct {
 	ConflictID, Key, Reason string
 }
 
-// nightlyPage shows, for one page of cases, what each nightly run decided: resolved, dismissed,
-// marked overdue, or failed every attempt (decision 214: the library keeps no per-run report; each
-// run's report goes to the host's scheduler). Each case's events are read through Trace of its
-// first member, one call per case of the page.
+// nightlyPage shows a page of the run ledger: each run's passes, whether they finished, what they
+// did (counts) and their first failures (decision 214, revised by 230). The cases each run decided
+// are named from the reviewer's events of one page of cases (every status by default), read through
+// Trace of each case's first member, one call per case of that page.
 func (c *console) nightlyPage(rq *request) error {
-	status, page, err := c.listCases(rq, "all four", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen,
+	q := rq.r.URL.Query()
+	runs, err := c.client.ListNightlyRuns(rq.ctx, rq.principal, densemem.ListNightlyRunsRequest{Limit: c.opts.PageSize,
+		After: q.Get("after")})
+	if err != nil {
+		return err
+	}
+	status, page, err := c.listCases(rq, "cases_after", "all four", densemem.ConflictStatusOverdue, densemem.ConflictStatusOpen,
 		densemem.ConflictStatusResolved, densemem.ConflictStatusDismissed)
 	if err != nil {
 		return err
@@ -48,8 +66,22 @@ func (c *console) nightlyPage(rq *request) error {
 		return err
 	}
 	zone, _ := time.LoadLocation(pol.TimeZone) // "" is UTC; a stored zone always loads
-	body := nightlyBody{Status: status, Zone: zone.String(), Cases: page.Conflicts, Next: page.NextAfter}
-	runs := map[string]*runView{}
+	body := nightlyBody{Status: status, Zone: zone.String(), After: q.Get("after"), Next: runs.NextAfter, Cases: page.Conflicts,
+		CasesAfter: q.Get("cases_after"), CasesNext: page.NextAfter}
+	byDate := map[string]*runView{}
+	for _, r := range runs.Runs {
+		v := runView{NightlyRun: r, State: "finished", Unfinished: r.PassesStarted - r.PassesFinished}
+		switch {
+		case r.PassesStarted == 0:
+			v.State = "unrecorded"
+		case v.Unfinished > 0:
+			v.State = "unfinished"
+		}
+		body.Runs = append(body.Runs, v)
+	}
+	for i := range body.Runs {
+		byDate[body.Runs[i].RunDate] = &body.Runs[i]
+	}
 	for _, cs := range page.Conflicts {
 		events, _, _, err := c.caseEvents(rq, cs, "")
 		if err != nil {
@@ -59,22 +91,16 @@ func (c *console) nightlyPage(rq *request) error {
 			if e.ActorKind != "system_conflict_reviewer" {
 				continue
 			}
-			date := e.CreatedAt.In(zone).Format(time.DateOnly)
-			if runs[date] == nil {
-				runs[date] = &runView{Date: date}
+			if r := byDate[e.CreatedAt.In(zone).Format(time.DateOnly)]; r != nil {
+				r.Decided.add(runCase{ConflictID: cs.ConflictID, Key: cs.Subject.Name + " " + cs.Predicate, Reason: e.Reason}, e)
 			}
-			runs[date].add(runCase{ConflictID: cs.ConflictID, Key: cs.Subject.Name + " " + cs.Predicate, Reason: e.Reason}, e)
 		}
 	}
-	for _, r := range runs {
-		body.Runs = append(body.Runs, *r)
-	}
-	slices.SortFunc(body.Runs, func(a, b runView) int { return strings.Compare(b.Date, a.Date) })
 	return rq.show("nightly", "Nightly review", "nightly", body)
 }
 
 // add files one reviewer event under what it did.
-func (r *runView) add(rc runCase, e densemem.TraceConflictEvent) {
+func (r *decided) add(rc runCase, e densemem.TraceConflictEvent) {
 	switch {
 	case e.Reason == reasonExhausted:
 		r.Exhausted = append(r.Exhausted, rc)

@@ -153,6 +153,7 @@ var forgetDescs = map[string]string{
 
 var listConflictsDescs = map[string]string{
 	"status": "Statuses to include: open, overdue, resolved, dismissed (default open and overdue).",
+	"order":  "status (default: overdue first, then open, each earliest deadline first) or deadline_desc (every status together, newest deadline first).",
 	"limit":  "At most this many cases.",
 	"after":  "The next_after of the previous page.",
 }

@@ -54,7 +54,7 @@ var inputTypeSchemas = func() map[reflect.Type]*jsonschema.Schema {
 var inputEnums = map[string]map[string][]string{
 	ToolResolve:         {"action": densemem.ResolveActions()},
 	ToolListReviewItems: {"status": densemem.ReviewItemStatuses()},
-	ToolListConflicts:   {"status[]": conflictStatuses()},
+	ToolListConflicts:   {"status[]": conflictStatuses(), "order": densemem.ConflictOrders()},
 }
 
 // conflictStatuses are the case statuses as strings.

@@ -3,8 +3,6 @@ package migrations_test
 import (
 	"context"
 	"fmt"
-	"os"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -253,106 +251,4 @@ func foreignKeyProblems(ctx context.Context, pool *pgxpool.Pool, schema string, 
 func teamToTeam(from, to []string) bool {
 	i := slices.Index(from, "team_id")
 	return i >= 0 && i < len(to) && to[i] == "team_id"
-}
-
-var (
-	docReference   = regexp.MustCompile(`create_reference_table\('densemem\.(\w+)'\)`)
-	docDistributed = regexp.MustCompile(`create_distributed_table\('densemem\.(\w+)', 'team_id'(?:, colocate_with => 'densemem\.(\w+)')?\)`)
-	docDrop        = regexp.MustCompile(`ALTER TABLE densemem\.\w+ DROP CONSTRAINT (\w+)`)
-	docAdd         = regexp.MustCompile(`ALTER TABLE densemem\.\w+ ADD CONSTRAINT (\w+)`)
-)
-
-// TestScalingDocDistributesEveryTableInOrder checks docs/scaling.md's distribution script against the
-// catalog: every reference table and every team-scoped table is named once, all team-scoped tables
-// are co-located with the first, and each table comes after the tables its foreign keys refer to
-// (but for keys the script drops first and adds back at the end).
-func TestScalingDocDistributesEveryTableInOrder(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	doc, err := os.ReadFile("../docs/scaling.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pool := testdb.New(t)
-	tables, _, err := tablePlacement(ctx, pool, "densemem", undistributed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pos := map[string]int{} // table → line of its distribution
-	dropped := map[string]int{}
-	var first string
-	for i, line := range strings.Split(string(doc), "\n") {
-		if m := docReference.FindStringSubmatch(line); m != nil {
-			checkDocTable(t, m[1], "reference", tables, pos)
-			pos[m[1]] = i
-		}
-		if m := docDistributed.FindStringSubmatch(line); m != nil {
-			checkDocTable(t, m[1], "distributed", tables, pos)
-			pos[m[1]] = i
-			if first == "" {
-				first = m[1]
-			} else if m[2] != first {
-				t.Errorf("scaling.md distributes %s co-located with %q, not with the first table %s", m[1], m[2], first)
-			}
-		}
-		if m := docDrop.FindStringSubmatch(line); m != nil {
-			dropped[m[1]] = i
-		}
-		if m := docAdd.FindStringSubmatch(line); m != nil {
-			if _, ok := dropped[m[1]]; !ok {
-				t.Errorf("scaling.md adds back %s, which it did not drop", m[1])
-			}
-			delete(dropped, m[1])
-		}
-	}
-	for name, placement := range tables {
-		if _, ok := pos[name]; !ok && placement != "local" {
-			t.Errorf("scaling.md does not place %s table %s", placement, name)
-		}
-	}
-	for name := range dropped {
-		t.Errorf("scaling.md drops %s and never adds it back", name)
-	}
-	checkDocOrder(t, pool, pos)
-}
-
-// checkDocTable checks one table the script places.
-func checkDocTable(t *testing.T, name, placement string, tables map[string]string, pos map[string]int) {
-	t.Helper()
-	if _, twice := pos[name]; twice {
-		t.Errorf("scaling.md places %s twice", name)
-	}
-	if tables[name] != placement {
-		t.Errorf("scaling.md makes %s a %s table; the schema test has it %q", name, placement, tables[name])
-	}
-}
-
-// checkDocOrder checks that every foreign key's referenced table is placed before its table, but
-// for the keys the script drops before distributing (any key the catalog names in the script).
-func checkDocOrder(t *testing.T, pool *pgxpool.Pool, pos map[string]int) {
-	t.Helper()
-	doc, err := os.ReadFile("../docs/scaling.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	rows, err := pool.Query(context.Background(), `SELECT c.relname, rc.relname, con.conname FROM pg_constraint con
-		JOIN pg_class c ON c.oid = con.conrelid JOIN pg_namespace n ON n.oid = c.relnamespace
-		JOIN pg_class rc ON rc.oid = con.confrelid
-		WHERE n.nspname = 'densemem' AND con.contype = 'f' AND con.conrelid <> con.confrelid`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	type fk struct{ Table, Referenced, Name string }
-	fks, err := pgx.CollectRows(rows, pgx.RowToStructByPos[fk])
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range fks {
-		if strings.Contains(string(doc), "DROP CONSTRAINT "+k.Name) {
-			continue
-		}
-		if pos[k.Referenced] >= pos[k.Table] {
-			t.Errorf("scaling.md distributes %s before %s, which its foreign key %s refers to", k.Table, k.Referenced, k.Name)
-		}
-	}
 }

@@ -15,3 +15,7 @@ func DownTo(ctx context.Context, pool *pgxpool.Pool, version int64, opts *Option
 		return err
 	})
 }
+
+// TransactionSettingsSQL creates migration 27's densemem_begin, for tests that run the store on a
+// schema migrated only part of the way.
+const TransactionSettingsSQL = transactionSettingsSQL

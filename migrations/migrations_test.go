@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/jackc/pgx/v5/stdlib"
 	"github.com/pressly/goose/v3"
@@ -30,6 +31,13 @@ func TestNameKeyMigrationRecomputesKeysAndOpensReviewForCollisions(t *testing.T)
 	ctx := context.Background()
 	pool := testdb.NewEmpty(t)
 	if err := migrations.UpTo(ctx, pool, 5, nil); err != nil {
+		t.Fatal(err)
+	}
+	// The store opens its transactions with migration 27's function: lend it to the old schema.
+	if err := pgx.BeginFunc(ctx, pool, func(tx pgx.Tx) error {
+		_, err := tx.Exec(ctx, "SET LOCAL search_path = densemem; "+migrations.TransactionSettingsSQL)
+		return err
+	}); err != nil {
 		t.Fatal(err)
 	}
 	clock := func() time.Time { return time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC) }
@@ -66,6 +74,9 @@ func TestNameKeyMigrationRecomputesKeysAndOpensReviewForCollisions(t *testing.T)
 		}
 	}
 
+	if _, err := pool.Exec(ctx, "DROP FUNCTION densemem.densemem_begin(text, text, text, text)"); err != nil {
+		t.Fatal(err)
+	}
 	if err := migrations.Up(ctx, pool, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -36,13 +36,17 @@ type PredicateListPageParams struct {
 
 // CaseListParams asks for a page of a team's conflict cases of some statuses: the cases of
 // Statuses[0] first, then those of Statuses[1], and so on; within a status by review_due_at, then
-// conflict ID.
+// conflict ID. With DeadlineDesc, the cases of every listed status together by review_due_at, then
+// conflict ID, both descending.
 type CaseListParams struct {
 	Team     identity.TeamID
 	Statuses []conflict.Status
+	// DeadlineDesc orders the list by (review_due_at, conflict ID) descending, whatever the status.
+	DeadlineDesc bool
 	// After, when set, is the key of the last case of the previous page; its status must be one of
 	// Statuses. The page starts after it within its status and goes on with the statuses listed
-	// after that one.
+	// after that one; with DeadlineDesc, it holds the cases before its (review_due_at, ID), of any
+	// listed status.
 	After *CaseListKey
 	// Limit is the most cases returned (1 or more).
 	Limit int

@@ -43,6 +43,40 @@ type WriteSet struct {
 	Idempotency       *IdempotencyRow
 }
 
+// Append adds o's rows after ws's, table by table (the write order of WriteSetApply is by table, so
+// two write sets whose rows do not depend on each other apply as one). Both may not carry an
+// idempotency record; o's is kept when ws has none.
+func (ws *WriteSet) Append(o WriteSet) {
+	ws.Entities = append(ws.Entities, o.Entities...)
+	ws.EntityNames = append(ws.EntityNames, o.EntityNames...)
+	ws.Values = append(ws.Values, o.Values...)
+	ws.Fragments = append(ws.Fragments, o.Fragments...)
+	ws.Retirements = append(ws.Retirements, o.Retirements...)
+	ws.Observations = append(ws.Observations, o.Observations...)
+	ws.Verifications = append(ws.Verifications, o.Verifications...)
+	ws.Resolutions = append(ws.Resolutions, o.Resolutions...)
+	ws.Relationships = append(ws.Relationships, o.Relationships...)
+	ws.Updates = append(ws.Updates, o.Updates...)
+	ws.Supports = append(ws.Supports, o.Supports...)
+	ws.Transitions = append(ws.Transitions, o.Transitions...)
+	ws.CrossRefs = append(ws.CrossRefs, o.CrossRefs...)
+	ws.CaseInserts = append(ws.CaseInserts, o.CaseInserts...)
+	ws.Positions = append(ws.Positions, o.Positions...)
+	ws.CaseUpdates = append(ws.CaseUpdates, o.CaseUpdates...)
+	ws.CaseReviews = append(ws.CaseReviews, o.CaseReviews...)
+	ws.MemberEnds = append(ws.MemberEnds, o.MemberEnds...)
+	ws.MemberAdds = append(ws.MemberAdds, o.MemberAdds...)
+	ws.CaseEvents = append(ws.CaseEvents, o.CaseEvents...)
+	ws.ReviewItems = append(ws.ReviewItems, o.ReviewItems...)
+	ws.ItemCloses = append(ws.ItemCloses, o.ItemCloses...)
+	ws.ItemClosesFor = append(ws.ItemClosesFor, o.ItemClosesFor...)
+	ws.Decisions = append(ws.Decisions, o.Decisions...)
+	ws.IdentityDecisions = append(ws.IdentityDecisions, o.IdentityDecisions...)
+	if ws.Idempotency == nil {
+		ws.Idempotency = o.Idempotency
+	}
+}
+
 // EntityRow is a new entity.
 type EntityRow struct {
 	Team      identity.TeamID

@@ -66,8 +66,8 @@ type Store interface {
 	// key order.
 	PredicateListPage(ctx context.Context, p PredicateListPageParams) (Page[relationship.Predicate], error)
 	// CaseList returns a page of a team's conflict cases of the given statuses, status by status in
-	// the order given, each status by review_due_at then conflict ID, with each case's current
-	// membership.
+	// the order given, each status by review_due_at then conflict ID (with DeadlineDesc, every status
+	// together by review_due_at then conflict ID, descending), with each case's current membership.
 	CaseList(ctx context.Context, p CaseListParams) (Page[CaseListItem], error)
 	// CaseGet returns one of a team's conflict cases, of any status, as CaseList shows it (ErrNotFound
 	// when the team has none of that ID).
@@ -75,6 +75,9 @@ type Store interface {
 	// ReviewItemList returns a page of a team's review items of one status (of one profile, or of
 	// all), in (profile ID, created_at, review ID) order.
 	ReviewItemList(ctx context.Context, p ReviewItemListParams) (Page[ReviewItemView], error)
+	// NightlyRunList returns a page of a team's run ledger (one row per reserved run date), newest
+	// run date first.
+	NightlyRunList(ctx context.Context, p NightlyRunListParams) (Page[NightlyRun], error)
 
 	// RememberPrepare reads, in one round trip, what Remember needs before its transaction.
 	// A missing profile or team is reported through a nil Principal, not an error.
@@ -99,8 +102,14 @@ type Store interface {
 	// TeamsWithDueCases lists the teams that have a live case due at now (a maintenance read across
 	// teams for the nightly scheduler; it returns team IDs only).
 	TeamsWithDueCases(ctx context.Context, now time.Time) ([]identity.TeamID, error)
-	// NightlyReserve reserves a team's run date; false when another worker reserved it first.
+	// NightlyReserve reserves a team's run date and counts the worker's pass over it started, in one
+	// transaction; false when another worker reserved the date first.
 	NightlyReserve(ctx context.Context, p NightlyReserveParams) (bool, error)
+	// NightlyFinish records one worker's pass over a team's run date in the date's ledger row, in one
+	// statement: it adds the pass's counts, counts the pass finished, sets the finish time (the
+	// latest of the passes') and appends the pass's failures while the row holds fewer than
+	// MaxNightlyFailures. ErrNotFound when the run date was not reserved.
+	NightlyFinish(ctx context.Context, p NightlyFinishParams) error
 	// CaseClaimDue claims up to Batch due cases whose lease is free or expired and whose attempts of
 	// the run date are not exhausted, in one statement (FOR UPDATE SKIP LOCKED), stamping the claim
 	// token, lease, attempts and last evaluation time. It never changes a case's version.
@@ -176,6 +185,12 @@ type Tx interface {
 	// writes ws as WriteSetApply does, COMMIT included. It must be the transaction's first call. A
 	// fence that no longer holds fails with ErrStaleVersion, and nothing of the transaction remains.
 	ReviewApplyFenced(ctx context.Context, f ReviewFence, ws WriteSet) error
+	// ReviewApplyFencedBatch is ReviewApplyFenced for several reviews of one team in one transaction
+	// and one round trip: every fence's key lock (in the global order), every fence in turn, then
+	// every write set, COMMIT included. The fences' keys must differ. One fence that no longer holds
+	// fails them all with ErrStaleVersion, and nothing of the transaction remains; the caller then
+	// reviews them one by one.
+	ReviewApplyFencedBatch(ctx context.Context, fences []ReviewFence, sets []WriteSet) error
 	// WriteSetApplyFenced is the only call of a transaction whose write set was planned from reads
 	// made before it (Remember's optimistic plan): in one round trip it starts the transaction, takes
 	// the locks IntakeLock takes for f, checks under them that what the plan read still holds (f's

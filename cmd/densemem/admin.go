@@ -343,6 +343,30 @@ func (c *cli) migrateVersion(ctx context.Context, args []string) error {
 	})
 }
 
+// migrateDistribute spreads the migrated schema over a Citus cluster (migrations.Distribute), as
+// a superuser on the coordinator; a second run changes nothing.
+func (c *cli) migrateDistribute(ctx context.Context, args []string) error {
+	s := c.sub("migrate distribute", "")
+	pool, done, err := c.migrationPool(ctx, s, args)
+	if err != nil {
+		return err
+	}
+	defer done()
+	d, err := migrations.Distribute(ctx, pool, nil)
+	if err != nil {
+		return err
+	}
+	return c.print(struct {
+		Reference   []string `json:"reference"`
+		Distributed []string `json:"distributed"`
+		ForeignKeys int      `json:"foreign_keys_readded"`
+		Functions   []string `json:"functions_propagated"`
+	}{d.Reference, d.Distributed, d.ForeignKeys, d.Functions}, func() {
+		fmt.Fprintf(c.stdout, "%d reference table(s), %d table(s) distributed by team_id (co-located); %d foreign keys added back, %d function(s) propagated\n",
+			len(d.Reference), len(d.Distributed), d.ForeignKeys, len(d.Functions))
+	})
+}
+
 // migrateBindingKey prints the newest binding key of the database (migration 25), the key the
 // runtime and reviewer stores need; with --rotate it first adds a new random one (the one before stays
 // valid until the next rotation, so hosts move over one by one); with --retire-old it then removes

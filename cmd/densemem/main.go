@@ -3,12 +3,13 @@
 // review items, read a relationship's trace or a conflict case, serve the MCP adapter and the
 // operator console.
 //
-//	densemem migrate up|down|redo|status|validate|version
+//	densemem migrate up|down|redo|status|validate|version|distribute
 //	densemem team create|list
 //	densemem profile create|list|disable --team T ...
 //	densemem predicate register|list --team T ...
 //	densemem policy show|set --team T ...
 //	densemem review run [--team T]... [--reviewer-database-url URL]
+//	densemem review runs --team T        (the nightly run ledger, newest first)
 //	densemem review list --team T        (open and overdue conflict cases)
 //	densemem review items --team T       (review items waiting for a profile's decision)
 //	densemem case list --team T
@@ -111,6 +112,7 @@ func init() {
 		{"migrate status", "list the migrations and whether each is applied (changes nothing)", (*cli).migrateStatus},
 		{"migrate validate", "exit 1 unless the database has exactly this build's migrations", (*cli).migrateValidate},
 		{"migrate version", "print the database's migration version and this build's", (*cli).migrateVersion},
+		{"migrate distribute", "distribute the schema by team over a Citus cluster (once, after migrate up; as the owner)", (*cli).migrateDistribute},
 		{"migrate binding-key", "print the database's binding key in hex (--rotate: add a new one first; --retire-old: drop the older ones; as the owner)", (*cli).migrateBindingKey},
 		{"team create", "create a team (prints its ID)", (*cli).teamCreate},
 		{"team list", "list the teams", (*cli).teamList},
@@ -122,6 +124,7 @@ func init() {
 		{"policy show", "show a team's policy in force", (*cli).policyShow},
 		{"policy set", "change a team's policy: only the flags given change", (*cli).policySet},
 		{"review run", "run one nightly review pass over every due team now (as the reviewer role)", (*cli).reviewRun},
+		{"review runs", "list a team's nightly runs, newest first: what each did, its failures, whether it finished", (*cli).reviewRuns},
 		{"review list", "list a team's open and overdue conflict cases, overdue first", (*cli).reviewList},
 		{"review items", "list the review items waiting for a profile's decision", (*cli).reviewItems},
 		{"case list", "list a team's conflict cases (--status: open, overdue, resolved, dismissed)", (*cli).caseList},

@@ -71,6 +71,52 @@ func (c *cli) printReport(rep *densemem.NightlyReviewReport) {
 	}
 }
 
+func (c *cli) reviewRuns(ctx context.Context, args []string) error {
+	s := c.sub("review runs", "")
+	team := s.require("team", "the team")
+	limit := s.fs.Int("limit", 30, "the most run dates listed")
+	_, client, done, err := s.open(ctx, args, 0)
+	if err != nil {
+		return err
+	}
+	defer done()
+	page, err := client.ListNightlyRuns(ctx, host(*team), densemem.ListNightlyRunsRequest{Limit: *limit})
+	if err != nil {
+		return err
+	}
+	return c.print(page, func() { c.printRuns(page) })
+}
+
+// printRuns prints a page of the run ledger, a run a paragraph, newest first.
+func (c *cli) printRuns(page *densemem.ListNightlyRunsResponse) {
+	if len(page.Runs) == 0 {
+		fmt.Fprintln(c.stdout, "no nightly runs")
+		return
+	}
+	for _, r := range page.Runs {
+		state := "finished"
+		switch {
+		case r.PassesStarted == 0:
+			state = "not recorded (reserved before the run ledger)"
+		case r.PassesFinished < r.PassesStarted:
+			state = fmt.Sprintf("did not finish: %d of %d passes recorded no outcome", r.PassesStarted-r.PassesFinished, r.PassesStarted)
+		}
+		fmt.Fprintf(c.stdout, "run of %s (reserved by %s): %s\n", r.RunDate, r.ReservedBy, state)
+		fmt.Fprintf(c.stdout, "  claimed %d, resolved %d, dismissed %d, marked overdue %d, kept open %d, exhausted %d, failed %d, unknown %d\n",
+			r.Claimed, r.Resolved, r.Dismissed, r.MarkedOverdue, r.KeptOpen, r.Exhausted, r.Failed, r.Unknown)
+		for _, f := range r.Failures {
+			what := "the pass itself"
+			if f.ConflictID != "" {
+				what = fmt.Sprintf("%s attempt %d", f.ConflictID, f.Attempt)
+			}
+			fmt.Fprintf(c.stdout, "  failure: %s: %s\n", what, f.Error)
+		}
+	}
+	if page.NextAfter != "" {
+		fmt.Fprintf(c.stdout, "(more runs: raise --limit)\n")
+	}
+}
+
 func (c *cli) reviewList(ctx context.Context, args []string) error {
 	s := c.sub("review list", "")
 	team := s.require("team", "the team")

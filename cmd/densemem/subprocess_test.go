@@ -123,6 +123,8 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 	fresh.want(exitFailed, []string{"migrate", "validate"}, "1 migration(s) pending")
 	fresh.want(exitOK, []string{"migrate", "up"}, "schema at migration "+latest)
 	fresh.want(exitOK, []string{"migrate", "redo"}, "OK   down", "OK   up", "schema at migration "+latest)
+	// On plain PostgreSQL the distribution step refuses, naming what it needs (the Citus tests run it).
+	fresh.want(exitFailed, []string{"migrate", "distribute"}, "no citus extension")
 	var v struct{ Version, Latest int64 }
 	fresh.jsonOf(&v, "migrate", "version")
 	if v.Version != migrations.Latest() || v.Latest != migrations.Latest() {
@@ -180,6 +182,7 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 		t.Errorf("review run as the runtime role: exit %d, %q; want 1 naming --reviewer-database-url", code, errOut)
 	}
 	p.want(exitOK, []string{"review", "run", "--json"}, `"teams"`)
+	p.want(exitOK, []string{"review", "runs", "--team", caseTeam}, "run of ", "finished", "claimed 1")
 
 	// mcp --stdio as a profile of the team: initialize over a pipe, then end of input.
 	profiles := p.want(exitOK, []string{"profile", "list", "--team", caseTeam, "--json"})

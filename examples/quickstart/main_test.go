@@ -26,3 +26,9 @@ func TestQuickstartNoDatabase(t *testing.T) {
 	t.Parallel()
 	golden.CheckStoryNoDatabase(t, run)
 }
+
+// TestQuickstartGoldenOnCitus tells the story twice on the Citus cluster of DENSEMEM_CITUS_URL (skipped without one):
+// the same golden file as on one node.
+func TestQuickstartGoldenOnCitus(t *testing.T) {
+	golden.CheckStoryOnCitus(t, "quickstart", run)
+}

@@ -19,3 +19,9 @@ func TestTeamConflictNoDatabase(t *testing.T) {
 	t.Parallel()
 	golden.CheckStoryNoDatabase(t, run)
 }
+
+// TestTeamConflictGoldenOnCitus tells the story twice on the Citus cluster of DENSEMEM_CITUS_URL (skipped without one):
+// the same golden file as on one node.
+func TestTeamConflictGoldenOnCitus(t *testing.T) {
+	golden.CheckStoryOnCitus(t, "teamconflict", run)
+}

@@ -11,8 +11,10 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"time"
 	_ "time/tzdata" // run dates use the team's IANA zone even on hosts without a zone database
+	"unicode/utf8"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/evidence"
@@ -48,6 +50,9 @@ type Hooks struct {
 	AfterRead func(ctx context.Context)
 	// Relocked runs when a case planned from the batch's read is reviewed again the locked way.
 	Relocked func(id conflict.ID)
+	// Together runs after each group of cases written in one transaction (reviewTogether), with
+	// the group's size and the transaction's error.
+	Together func(cases int, err error)
 }
 
 // errLost reports that the worker no longer holds the case's claim (its lease expired and another
@@ -128,6 +133,8 @@ type teamRun struct {
 	now, runDate, next time.Time
 	// token is the worker's claim on the cases it reviews.
 	token string
+	// failures are the pass's first failures, for the run ledger (fail).
+	failures []store.NightlyFailure
 }
 
 // runTeam is one worker's nightly review of one team, counted in rep.
@@ -155,13 +162,62 @@ func runTeam(ctx context.Context, cfg Config, req review.Request, team identity.
 		rep.Reserved++
 	}
 	// 3. Escalate the cases out of attempts, review the due ones in claimed batches, escalate again.
-	if err := r.escalate(ctx); err != nil {
+	before := *rep
+	err = r.escalate(ctx)
+	if err == nil {
+		err = r.reviewDue(ctx)
+	}
+	if err == nil {
+		err = r.escalate(ctx)
+	}
+	// 4. Record the pass in the run ledger, its own error among its failures; a pass whose context
+	// ended (or that crashed) does not record, and the ledger shows it did not finish.
+	if ctx.Err() != nil {
 		return err
 	}
-	if err := r.reviewDue(ctx); err != nil {
+	return errors.Join(err, r.finish(ctx, before, err))
+}
+
+// finish records the pass's outcome, counted in rep since before, in the run date's ledger row (one
+// statement), with the pass's error, when it stopped on one, as a failure without a case.
+func (r *teamRun) finish(ctx context.Context, before review.Report, stopped error) error {
+	// Test seam: a worker that dies before recording its pass leaves it unfinished in the ledger.
+	if err := failpoint.Check(ctx, "review.before_finish"); err != nil {
 		return err
 	}
-	return r.escalate(ctx)
+	if stopped != nil {
+		r.fail("", 0, stopped)
+	}
+	rep := r.rep
+	counts := store.NightlyCounts{Claimed: rep.Claimed - before.Claimed, Resolved: rep.Resolved - before.Resolved,
+		Dismissed: rep.Dismissed - before.Dismissed, Overdue: rep.Overdue - before.Overdue, KeptOpen: rep.KeptOpen - before.KeptOpen,
+		Exhausted: rep.Escalated - before.Escalated, Failed: rep.Failed - before.Failed, Unknown: rep.Unknown - before.Unknown}
+	return r.cfg.Store.NightlyFinish(ctx, store.NightlyFinishParams{Team: r.team, RunDate: r.runDate, Now: r.cfg.Clock(),
+		Counts: counts, Failures: r.failures})
+}
+
+// fail keeps one failure for the run ledger while the pass has kept fewer than the ledger holds: the
+// error's text as valid UTF-8 without NUL, cut to store.MaxNightlyErrorBytes.
+func (r *teamRun) fail(id conflict.ID, attempt int, err error) {
+	if len(r.failures) >= store.MaxNightlyFailures {
+		return
+	}
+	r.failures = append(r.failures, store.NightlyFailure{ConflictID: id, Attempt: attempt, Error: errorText(err)})
+}
+
+// errorText is err's text as the ledger keeps it: valid UTF-8 without NUL, at most
+// store.MaxNightlyErrorBytes, cut at a character boundary with "…" when longer.
+func errorText(err error) string {
+	s := strings.ReplaceAll(strings.ToValidUTF8(err.Error(), "\uFFFD"), "\x00", "")
+	if len(s) <= store.MaxNightlyErrorBytes {
+		return s
+	}
+	const ellipsis = "…"
+	n := store.MaxNightlyErrorBytes - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
 }
 
 // escalate marks overdue, once per run date, the cases that used up their attempts.
@@ -205,7 +261,11 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		if r.cfg.Hooks != nil && r.cfg.Hooks.AfterRead != nil {
 			r.cfg.Hooks.AfterRead(ctx)
 		}
-		for _, c := range claimed {
+		single, err := r.reviewTogether(ctx, claimed, read)
+		if err != nil {
+			return err
+		}
+		for _, c := range single {
 			var outcome conflict.Outcome
 			pol, ok := r.policies[c.PolicyVersion]
 			if !ok {
@@ -220,6 +280,92 @@ func (r *teamRun) reviewDue(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// togetherMax bounds the cases written in one transaction by reviewTogether: the transaction holds
+// their keys' locks until it commits, and a stale fence sends them all back to one by one.
+const togetherMax = 32
+
+// plannedReview is a claimed case planned from the batch's read, waiting to be written with others.
+type plannedReview struct {
+	c       store.ClaimedCase
+	fence   store.ReviewFence
+	ws      store.WriteSet
+	outcome conflict.Outcome
+}
+
+// reviewTogether writes the claimed cases it can plan from read (not identity corrections, each on
+// a key no other case of the group has) in groups of up to togetherMax, each group in one transaction
+// and one round trip behind every case's fence (Tx.ReviewApplyFencedBatch): one commit for many cases
+// where each case took its own. Every case's changes still commit together or not at all, as
+// DESIGN §7 asks of a case; several cases share the commit. It returns the cases left to review
+// one by one (reviewClaimed): those it could not plan, and every case of a group whose transaction
+// failed for any reason but an unknown commit (a stale fence, a deadlock): the ones whose read
+// still holds are then written behind their own fence, the others under locks.
+func (r *teamRun) reviewTogether(ctx context.Context, claimed []store.ClaimedCase, read *store.KeysLocked) ([]store.ClaimedCase, error) {
+	var single []store.ClaimedCase
+	var planned []plannedReview
+	keys := map[conflict.Key]bool{}
+	for _, c := range claimed {
+		pol, ok := r.policies[c.PolicyVersion]
+		if !ok || read == nil || c.Key.Identity() || keys[c.Key] {
+			single = append(single, c)
+			continue
+		}
+		// The fence first: the ledger decides on kl's rows in place.
+		kl := read.ForKey(c.Key, c.ID)
+		fence := store.NewReviewFence(c.Key, c.ID, kl)
+		l, outcome, err := decideCase(r.cfg, pol, r.preds, c, r.token, r.now, r.next, kl)
+		if err != nil {
+			single = append(single, c)
+			continue
+		}
+		keys[c.Key] = true
+		planned = append(planned, plannedReview{c: c, fence: fence, ws: l.WS, outcome: outcome})
+	}
+	for len(planned) > 0 {
+		group := planned[:min(len(planned), togetherMax)]
+		planned = planned[len(group):]
+		if len(group) == 1 {
+			single = append(single, group[0].c)
+			continue
+		}
+		failed, err := r.writeTogether(ctx, group)
+		if err != nil {
+			return nil, err
+		}
+		single = append(single, failed...)
+	}
+	return single, nil
+}
+
+// writeTogether writes group in one transaction and records each case's outcome; it returns the
+// cases to review one by one when the transaction failed (an unknown commit is recorded as such for
+// every case of the group, as one case's would be).
+func (r *teamRun) writeTogether(ctx context.Context, group []plannedReview) ([]store.ClaimedCase, error) {
+	fences, sets := make([]store.ReviewFence, len(group)), make([]store.WriteSet, len(group))
+	for i, p := range group {
+		fences[i], sets[i] = p.fence, p.ws
+	}
+	err := r.cfg.Store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
+		return tx.ReviewApplyFencedBatch(ctx, fences, sets)
+	})
+	if r.cfg.Hooks != nil && r.cfg.Hooks.Together != nil {
+		r.cfg.Hooks.Together(len(group), err)
+	}
+	if err != nil && !errors.Is(err, store.ErrCommitUnknown) {
+		out := make([]store.ClaimedCase, len(group))
+		for i, p := range group {
+			out[i] = p.c
+		}
+		return out, nil
+	}
+	for _, p := range group {
+		if err := r.record(ctx, p.c, p.outcome, err); err != nil {
+			return nil, err
+		}
+	}
+	return nil, nil
 }
 
 // readPolicies reads, in one round trip, the policy versions the claimed cases pinned that the run
@@ -282,6 +428,7 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 		// at all, and which is unknown here. Not settled by a read: the COMMIT may still be arriving.
 		r.rep.Unknown++
 		r.rep.UnknownCaseIDs = append(r.rep.UnknownCaseIDs, c.ID)
+		r.fail(c.ID, c.Attempts, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -290,6 +437,7 @@ func (r *teamRun) record(ctx context.Context, c store.ClaimedCase, outcome confl
 		return nil
 	case err != nil:
 		r.rep.Failed++
+		r.fail(c.ID, c.Attempts, err)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -34,6 +34,9 @@ var teamArgFunctions = map[string]bool{
 	"densemem_search_hits":         true,
 	"densemem_review_items_naming": true,
 	"densemem_expect_rows":         false,
+	"densemem_begin":               true,
+	"densemem_check_deferred":      true,
+	"densemem_erase_fragments":     true,
 }
 
 // builderFragments are constants that are parts of statements squirrel builds at run time, with

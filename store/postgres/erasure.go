@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/densemem/densemem/conflict"
@@ -18,9 +20,13 @@ import (
 // SECURITY DEFINER function densemem_erase: the runtime role may neither write the erasure ledger
 // nor update fragment_contents any other way.
 const (
+	// evidenceEraseSQL calls the owner's function once, through densemem_erase_fragments (migration
+	// 27, its rows as one JSON array), from the team's first policy version: every team has exactly
+	// one, and a statement on a team table is what a Citus cluster routes to the team's worker, where
+	// the function's writes are the transaction's own (decision 208).
 	evidenceEraseSQL = `-- name: EvidenceErase
-SELECT fragment_id, erasure_id, content_sha256, content_length, erased_at, relationship_ids
-FROM {schema}.densemem_erase($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $8::text[], $9)`
+SELECT {schema}.densemem_erase_fragments($1, $2, $3, NULLIF($4, ''), $5, $6, $7, $8::text[], $9)
+FROM {schema}.team_policies tp WHERE tp.team_id = $1 AND tp.version = 1`
 	// erasureByProfileKeySQL and erasureByHostKeySQL read an erasure by its actor's key
 	// (privacy_erasures_key).
 	erasureByProfileKeySQL = `-- name: ErasureByProfileKey
@@ -46,7 +52,7 @@ SELECT fragment_id FROM {schema}.fragment_retirements WHERE team_id = $1 AND fra
 	fragmentTombstonesSQL = `-- name: FragmentTombstones
 SELECT e.fragment_id, e.erasure_id, e.content_sha256, e.content_length, e.created_at,
        ARRAY(SELECT DISTINCT s.relationship_id FROM {schema}.support_links s
-             WHERE s.team_id = e.team_id AND s.fragment_id = e.fragment_id ORDER BY 1)
+             WHERE s.team_id = $1 AND s.fragment_id = e.fragment_id ORDER BY 1)
 FROM {schema}.fragment_erasures e
 WHERE e.team_id = $1 AND e.fragment_id = ANY($2::text[])
 ORDER BY e.fragment_id`
@@ -61,8 +67,8 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 	}
 	var out []store.FragmentTombstone
 	b.Queue(evidenceEraseSQL, p.Team, p.ErasureID, p.Actor.Kind, p.Actor.Profile, p.Reason, p.Key, p.RequestHash,
-		fragmentStrings(p.Fragments), p.Now).Query(func(rows pgx.Rows) (err error) {
-		out, err = collectTombstones(rows)
+		fragmentStrings(p.Fragments), p.Now).QueryRow(func(row pgx.Row) (err error) {
+		out, err = scanErasedTombstones(row)
 		return err
 	})
 	keys := map[relationship.ID]conflict.Key{}
@@ -140,6 +146,34 @@ func collectTombstones(rows pgx.Rows) ([]store.FragmentTombstone, error) {
 		}
 		return t, err
 	})
+}
+
+// scanErasedTombstones reads densemem_erase_fragments' JSON array of densemem_erase's rows.
+func scanErasedTombstones(row pgx.Row) ([]store.FragmentTombstone, error) {
+	var raw []byte
+	if err := row.Scan(&raw); err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		FragmentID    evidence.FragmentID `json:"fragment_id"`
+		ErasureID     string              `json:"erasure_id"`
+		ContentSHA256 string              `json:"content_sha256"`
+		ContentLength int                 `json:"content_length"`
+		ErasedAt      time.Time           `json:"erased_at"`
+		Relationships []relationship.ID   `json:"relationship_ids"`
+	}
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("%w: erasure rows: %w", store.ErrInternal, err)
+	}
+	out := make([]store.FragmentTombstone, len(rows))
+	for i, r := range rows {
+		out[i] = store.FragmentTombstone{FragmentID: r.FragmentID, ErasureID: r.ErasureID, ContentHash: r.ContentSHA256,
+			ContentLength: r.ContentLength, ErasedAt: r.ErasedAt.UTC()}
+		if len(r.Relationships) > 0 {
+			out[i].Relationships = r.Relationships
+		}
+	}
+	return out, nil
 }
 
 func fragmentStrings(ids []evidence.FragmentID) []string {

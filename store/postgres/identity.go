@@ -22,7 +22,7 @@ const (
 	identityObservationsSQL = `-- name: IdentityObservations
 WITH ever AS (
     SELECT DISTINCT e.observation_id FROM {schema}.entity_resolution_events e
-    JOIN {schema}.observations o ON o.team_id = e.team_id AND o.observation_id = e.observation_id
+    JOIN {schema}.observations o ON o.team_id = $1 AND o.observation_id = e.observation_id
     WHERE e.team_id = $1 AND e.entity_id = $2 AND o.profile_id = $3),
 cur AS (
     SELECT DISTINCT ON (e.observation_id, e.mention_ref) e.*
@@ -61,7 +61,7 @@ SELECT s.support_id, s.relationship_id, s.fragment_id, s.observation_id, s.verif
        s.source_group, s.content_sha256, s.authority, s.author_profile_id, s.profile_id, s.ingest_id, s.created_at,
        v.confirmed_valid_from, COALESCE(fr.retirement_id, '')
 FROM {schema}.support_links s
-JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+JOIN {schema}.verification_events v ON v.team_id = $1 AND v.verification_id = s.verification_id
 ` + retiredJoin + `
 WHERE s.team_id = $1 AND s.relationship_id IN (` + identityRelationshipsFilter + `)
 ORDER BY s.relationship_id, s.created_at, s.support_id`

@@ -63,7 +63,7 @@ SELECT d.predicate_key, d.version, d.relationship_kind, d.current_cardinality, d
 FROM {schema}.predicate_definitions d
 WHERE d.team_id = $1 AND d.predicate_key > $2
   AND NOT EXISTS (SELECT 1 FROM {schema}.predicate_definitions n
-                  WHERE n.team_id = d.team_id AND n.predicate_key = d.predicate_key AND n.version > d.version)
+                  WHERE n.team_id = $1 AND n.predicate_key = d.predicate_key AND n.version > d.version)
 ORDER BY d.predicate_key
 LIMIT $3`
 
@@ -95,8 +95,8 @@ FROM page p
 JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = p.conflict_id
 CROSS JOIN LATERAL (SELECT positions FROM {schema}.conflict_events e
                     WHERE e.team_id = $1 AND e.conflict_id = p.conflict_id ORDER BY e.case_version DESC LIMIT 1) e
-LEFT JOIN {schema}.entities se ON se.team_id = c.team_id AND se.entity_id = c.subject_entity_id
-LEFT JOIN {schema}.entity_names sn ON sn.team_id = c.team_id AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
+LEFT JOIN {schema}.entities se ON se.team_id = $1 AND se.entity_id = c.subject_entity_id
+LEFT JOIN {schema}.entity_names sn ON sn.team_id = $1 AND sn.entity_id = c.subject_entity_id AND sn.name_kind = 'canonical'
 `
 
 // caseListSQL takes the listed statuses in order ($2, with ordinality), and for each reads its
@@ -118,6 +118,24 @@ WITH page AS (
     LIMIT $5
 )
 ` + caseRowsSQL + `ORDER BY p.ord, p.review_due_at, p.conflict_id`
+
+// caseListDescSQL reads, for each listed status ($2), its cases before the cursor's (review_due_at,
+// conflict_id) ($3/$4, none without a cursor) backwards along conflict_cases_status, LIMIT $5 each;
+// the page is the first $5 of those in (review_due_at, conflict_id) descending.
+const caseListDescSQL = `-- name: CaseListDeadlineDesc
+WITH page AS (
+    SELECT c.conflict_id, c.review_due_at
+    FROM unnest($2::text[]) AS st(status)
+    CROSS JOIN LATERAL (
+        SELECT c.conflict_id, c.review_due_at FROM {schema}.conflict_cases c
+        WHERE c.team_id = $1 AND c.status = st.status
+          AND (c.review_due_at, c.conflict_id) < (COALESCE($3::timestamptz, 'infinity'::timestamptz), COALESCE($4::text, ''))
+        ORDER BY c.review_due_at DESC, c.conflict_id DESC
+        LIMIT $5) c
+    ORDER BY c.review_due_at DESC, c.conflict_id DESC
+    LIMIT $5
+)
+` + caseRowsSQL + `ORDER BY p.review_due_at DESC, p.conflict_id DESC`
 
 // caseGetSQL reads one case by its primary key, shaped as CaseList shapes its rows.
 const caseGetSQL = `-- name: CaseGet
@@ -156,6 +174,9 @@ func (s *Store) CaseList(ctx context.Context, p store.CaseListParams) (store.Pag
 	if err := checkLimit(p.Limit); err != nil {
 		return out, err
 	}
+	if p.DeadlineDesc {
+		return s.caseListDesc(ctx, p)
+	}
 	statuses := p.Statuses
 	dues, ids := make([]*time.Time, len(statuses)), make([]*string, len(statuses))
 	if p.After != nil {
@@ -171,8 +192,30 @@ func (s *Store) CaseList(ctx context.Context, p store.CaseListParams) (store.Pag
 	for i, st := range statuses {
 		names[i] = string(st)
 	}
+	return s.caseListPage(ctx, p, caseListSQL, names, dues, ids)
+}
+
+// caseListDesc is CaseList in (review_due_at, conflict ID) descending order.
+func (s *Store) caseListDesc(ctx context.Context, p store.CaseListParams) (store.Page[store.CaseListItem], error) {
+	names := make([]string, len(p.Statuses))
+	for i, st := range p.Statuses {
+		names[i] = string(st)
+	}
+	var due *time.Time
+	var id *string
+	if p.After != nil {
+		d, i := p.After.ReviewDueAt, string(p.After.ID)
+		due, id = &d, &i
+	}
+	return s.caseListPage(ctx, p, caseListDescSQL, names, due, id)
+}
+
+// caseListPage reads a page of cases with sql (caseListSQL or caseListDescSQL) and its arguments
+// after the team, and the limit.
+func (s *Store) caseListPage(ctx context.Context, p store.CaseListParams, sql string, args ...any) (store.Page[store.CaseListItem], error) {
+	var out store.Page[store.CaseListItem]
 	b := &pgx.Batch{}
-	b.Queue(caseListSQL, p.Team, names, dues, ids, p.Limit+1).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(sql, append(append([]any{p.Team}, args...), p.Limit+1)...).Query(func(rows pgx.Rows) (err error) {
 		out.Items, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.CaseListItem, error) {
 			var it store.CaseListItem
 			c, err := scanRecallCase(row, p.Team, &it.NextReviewAt, &it.SubjectName, &it.SubjectKind)
@@ -215,8 +258,9 @@ func (s *Store) ReviewItemList(ctx context.Context, p store.ReviewItemListParams
 // reviewItemListQuery builds ReviewItemList's statement: the profile filter only when one is asked
 // for (so the index's profile_id column bounds the scan), the keyset condition only after a key.
 func reviewItemListQuery(p store.ReviewItemListParams) (string, []any, error) {
+	// The team is the first placeholder ($1), as reviewItemViewColumns expects.
 	q := psql.Select(reviewItemViewColumns).From("{schema}.review_items x").
-		Where(sq.Eq{"x.team_id": p.Team, "x.status": p.Status})
+		Where("x.team_id = ?", p.Team).Where(sq.Eq{"x.status": p.Status})
 	if p.Profile != "" {
 		q = q.Where(sq.Eq{"x.profile_id": p.Profile})
 	}

@@ -25,10 +25,10 @@ FROM {schema}.observations WHERE team_id = $1 AND observation_id = $2`
 	observationFragmentsSQL = `-- name: ObservationFragments
 SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
        f.source_key, f.source_revision, f.content_sha256, c.content, f.created_at,
-       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = f.team_id AND x.fragment_id = f.fragment_id)
+       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = $1 AND x.fragment_id = f.fragment_id)
 FROM {schema}.observations o
-JOIN {schema}.evidence_fragments f ON f.team_id = o.team_id AND f.ingest_id = o.ingest_id
-JOIN {schema}.fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
+JOIN {schema}.evidence_fragments f ON f.team_id = $1 AND f.ingest_id = o.ingest_id
+JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.fragment_id = f.fragment_id
 WHERE o.team_id = $1 AND o.observation_id = $2
 ORDER BY f.evidence_index, f.fragment_id`
 	observationResolutionsSQL = `-- name: ObservationResolutions

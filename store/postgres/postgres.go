@@ -96,18 +96,17 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 }
 
 // settingsSQL opens every transaction, right behind its BEGIN in the same round trip: the call's
-// statement timeout ($1), generic plans (see genericPlansSQL), the team ($2) whose rows row-level
-// security admits for the runtime and reviewer roles and its binding ($3, which sendOn fills in:
-// SessionBinding for the connection's backend), and the settings the library relies on, pinned so
-// that a role's or database's defaults (ALTER ROLE ... SET, which a role may run on itself) cannot
-// take it down: no lock or idle timeout but the statement's, row-level security on. (search_path is
-// left alone: every statement names its relations and functions by schema, and a per-transaction
-// search_path would make every cached plan stale at the next transaction.) Queue it with its first
-// two arguments only.
-const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
-	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true), " +
-	"set_config('densemem.actor', $3, true), set_config('densemem.binding', $4, true), set_config('lock_timeout', '0', true), " +
-	"set_config('idle_in_transaction_session_timeout', '0', true), set_config('row_security', 'on', true)"
+// statement timeout ($1), generic plans (see tx.go), the team ($2) whose rows row-level security
+// admits for the runtime and reviewer roles, the actor ($3) and their binding ($4, which sendOn
+// fills in: SessionBinding for the connection's backend), and the settings the library relies on,
+// pinned so that a role's or database's defaults (ALTER ROLE ... SET, which a role may run on
+// itself) cannot take it down: no lock or idle timeout but the statement's, row-level security on.
+// (search_path is left alone: every statement names its relations and functions by schema, and a
+// per-transaction search_path would make every cached plan stale at the next transaction.) They
+// are set by densemem_begin (migration 27), so that on a Citus cluster the team, actor and binding
+// reach the workers and the planner chooses its plans (decision 203). Queue it with its first
+// three arguments only (settingsArgs).
+const settingsSQL = "SELECT {schema}.densemem_begin($2, $1, $3, $4)"
 
 // settingsArgs are the arguments a settingsSQL is queued with (sendOn completes them with the
 // binding): the call's statement timeout, the team, and the actor ctx names (store.WithActor).
@@ -343,7 +342,10 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	if err = failpoint.Check(ctx, "tx.before_commit"); err != nil {
 		return err
 	}
-	_, err = t.conn.Exec(ctx, "COMMIT")
+	b := &pgx.Batch{}
+	b.Queue(checkDeferredSQL, t.team)
+	b.Queue("COMMIT")
+	err = s.sendOn(ctx, t.conn, b)
 	if err = t.commitOutcome(ctx, failpoint.Armed(ctx), err); err != nil {
 		return translate(err)
 	}

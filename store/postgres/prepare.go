@@ -39,7 +39,7 @@ ORDER BY 1, 7, 6`
 const entitiesByIDSQL = `-- name: EntitiesByID
 SELECT e.entity_id, e.entity_kind, e.identity_context, e.created_by, n.name, n.normalized_name, n.name_kind
 FROM {schema}.entities e
-JOIN {schema}.entity_names n ON n.team_id = e.team_id AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
+JOIN {schema}.entity_names n ON n.team_id = $1 AND n.entity_id = e.entity_id AND n.name_kind = 'canonical'
 WHERE e.team_id = $1 AND e.entity_id = ANY($2::text[])
 ORDER BY e.entity_id`
 
@@ -56,10 +56,10 @@ const adoptableFragmentsSQL = `-- name: AdoptableFragments
 SELECT f.fragment_id, f.ingest_id, f.evidence_index, f.author_profile_id, f.source_type, f.authority, f.source_group,
        f.source_key, f.source_revision, f.content_sha256, CASE WHEN $3 THEN c.content ELSE '' END, f.created_at
 FROM {schema}.evidence_fragments f
-JOIN {schema}.fragment_contents c ON c.team_id = f.team_id AND c.fragment_id = f.fragment_id
+JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.fragment_id = f.fragment_id
 WHERE f.team_id = $1 AND f.fragment_id = ANY($2::text[])
-  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = f.team_id AND x.fragment_id = f.fragment_id)
-  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements r WHERE r.team_id = f.team_id AND r.fragment_id = f.fragment_id)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = $1 AND x.fragment_id = f.fragment_id)
+  AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements r WHERE r.team_id = $1 AND r.fragment_id = f.fragment_id)
 ORDER BY f.fragment_id`
 
 // queueAdoptable queues the read of the adoptable fragments among ids into *dst (content when

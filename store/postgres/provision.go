@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -49,9 +50,12 @@ func profileStrings(ids []identity.ProfileID) []string {
 	return out
 }
 
+// profileInsertSQL inserts by VALUES; a missing team is the foreign key's violation. (An INSERT …
+// SELECT guarded by the team's row reads the teams reference table, which Citus executes as a COPY
+// into the shard, refused under row-level security.)
 const profileInsertSQL = `-- name: ProfileInsert
 INSERT INTO {schema}.profiles (team_id, profile_id, name, status, scopes, created_at, updated_at)
-SELECT $1, $2, $3, 'active', $4, $5, $5 WHERE EXISTS (SELECT 1 FROM {schema}.teams WHERE team_id = $1)`
+VALUES ($1, $2, $3, 'active', $4, $5, $5)`
 
 // ProfileCreate creates an active profile. ErrNotFound when the team does not exist.
 func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) error {
@@ -59,19 +63,15 @@ func (s *Store) ProfileCreate(ctx context.Context, p store.ProfileCreateParams) 
 	for i, sc := range p.Scopes {
 		scopes[i] = string(sc)
 	}
-	var ct pgconn.CommandTag
 	b := &pgx.Batch{}
-	b.Queue(profileInsertSQL, p.Team, p.Profile, p.Name, scopes, p.CreatedAt).Exec(func(tag pgconn.CommandTag) error {
-		ct = tag
-		return nil
-	})
-	if err := s.send(ctx, p.Team, b, true); err != nil {
-		return err
-	}
-	if ct.RowsAffected() == 0 {
+	b.Queue(profileInsertSQL, p.Team, p.Profile, p.Name, scopes, p.CreatedAt)
+	err := s.send(ctx, p.Team, b, true)
+	// The only foreign key of profiles is its team's (on a cluster the error names the shard's key).
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == "23503" {
 		return fmt.Errorf("%w: team %s", store.ErrNotFound, p.Team)
 	}
-	return nil
+	return err
 }
 
 const profileSetStatusSQL = `-- name: ProfileSetStatus
@@ -98,7 +98,7 @@ const principalSQL = `-- name: PrincipalLoad
 SELECT p.name, p.status, p.scopes, pol.version, pol.review_ttl_seconds, pol.auto_write_threshold,
        pol.authoritative_profile_ids, pol.time_zone, pol.created_by, pol.created_at
 FROM {schema}.profiles p
-JOIN LATERAL (SELECT * FROM {schema}.team_policies tp WHERE tp.team_id = p.team_id ORDER BY tp.version DESC LIMIT 1) pol ON true
+JOIN LATERAL (SELECT * FROM {schema}.team_policies tp WHERE tp.team_id = $1 ORDER BY tp.version DESC LIMIT 1) pol ON true
 WHERE p.team_id = $1 AND p.profile_id = $2`
 
 func scanPrincipal(row pgx.Row, team identity.TeamID, profile identity.ProfileID) (store.Principal, error) {

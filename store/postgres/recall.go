@@ -31,7 +31,7 @@ import (
 const recallState = `JOIN LATERAL (
     SELECT t.to_status AS status, t.to_tier AS tier, t.to_valid_to AS valid_to, t.to_version AS version
     FROM {schema}.relationship_transitions t
-    WHERE t.team_id = r.team_id AND t.relationship_id = r.relationship_id
+    WHERE t.team_id = $1 AND t.relationship_id = r.relationship_id
       AND ($5::timestamptz IS NULL OR t.created_at <= $5::timestamptz)
     ORDER BY t.to_version DESC LIMIT 1) st ON true`
 
@@ -125,7 +125,7 @@ SELECT b.branch, b.id, b.score, b.status, b.tier, b.valid_to, b.version, b.creat
        cardinality(auth.ids) > 0 AND EXISTS (SELECT 1 FROM {schema}.support_links s
            WHERE s.team_id = $1 AND s.relationship_id = b.id AND s.authority = 'authoritative'
              AND s.author_profile_id = ANY(auth.ids) AND ($5::timestamptz IS NULL OR s.created_at <= $5::timestamptz)
-             AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr WHERE fr.team_id = s.team_id
+             AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr WHERE fr.team_id = $1
                              AND fr.fragment_id = s.fragment_id AND ($5::timestamptz IS NULL OR fr.created_at <= $5::timestamptz)))
 FROM (SELECT 'fulltext' AS branch, id, score, status, tier, valid_to, version, created_at FROM fulltext
       UNION ALL
@@ -247,23 +247,23 @@ const recallEvidenceSQL = `-- name: RecallEvidence
 SELECT s.relationship_id, s.support_id, s.fragment_id, s.span_start, s.span_end,
        substring(convert_to(c.content, 'UTF8') FROM s.span_start + 1 FOR least(s.span_end - s.span_start, $4::int)),
        f.source_type, s.authority, s.source_group, s.content_sha256, s.author_profile_id, s.created_at,
-       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = s.team_id AND x.fragment_id = s.fragment_id),
+       EXISTS (SELECT 1 FROM {schema}.fragment_erasures x WHERE x.team_id = $1 AND x.fragment_id = s.fragment_id),
        s.observation_id, s.verification_id, n.effective
 FROM unnest($2::text[]) AS id (relationship_id)
 CROSS JOIN LATERAL (SELECT count(*)::int AS effective FROM {schema}.support_links s
     WHERE s.team_id = $1 AND s.relationship_id = id.relationship_id AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
       AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
-                      WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+                      WHERE fr.team_id = $1 AND fr.fragment_id = s.fragment_id
                         AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))) n
 CROSS JOIN LATERAL (SELECT * FROM {schema}.support_links s
     WHERE s.team_id = $1 AND s.relationship_id = id.relationship_id AND ($3::timestamptz IS NULL OR s.created_at <= $3::timestamptz)
       AND NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
-                      WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+                      WHERE fr.team_id = $1 AND fr.fragment_id = s.fragment_id
                         AND ($3::timestamptz IS NULL OR fr.created_at <= $3::timestamptz))
     ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id
     LIMIT $5::int) s
-JOIN {schema}.evidence_fragments f ON f.team_id = s.team_id AND f.fragment_id = s.fragment_id
-JOIN {schema}.fragment_contents c ON c.team_id = s.team_id AND c.fragment_id = s.fragment_id
+JOIN {schema}.evidence_fragments f ON f.team_id = $1 AND f.fragment_id = s.fragment_id
+JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.fragment_id = s.fragment_id
 ORDER BY s.relationship_id, s.created_at, s.observation_id, s.verification_id, s.support_id`
 
 const recallCasesSQL = `-- name: RecallCases
@@ -271,7 +271,7 @@ SELECT DISTINCT ON (e.conflict_id) e.conflict_id, c.subject_entity_id, c.predica
        e.case_version, c.opened_at, c.review_due_at, c.resolved_at, c.effective_at, COALESCE(c.effective_time_basis, ''),
        COALESCE(c.preferred_position_id, ''), c.policy_version, e.positions, c.kind
 FROM {schema}.conflict_events e
-JOIN {schema}.conflict_cases c ON c.team_id = e.team_id AND c.conflict_id = e.conflict_id
+JOIN {schema}.conflict_cases c ON c.team_id = $1 AND c.conflict_id = e.conflict_id
 WHERE e.team_id = $1
   AND e.conflict_id IN (SELECT m.conflict_id FROM {schema}.conflict_position_members m WHERE m.team_id = $1 AND m.relationship_id = ANY($2::text[]))
   AND ($3::timestamptz IS NULL OR e.created_at <= $3::timestamptz)

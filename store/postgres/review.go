@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
@@ -80,24 +79,6 @@ func (s *Store) TeamsWithDueCases(ctx context.Context, now time.Time) ([]identit
 	return teams, s.send(ctx, "", b, false)
 }
 
-const nightlyReserveSQL = `-- name: NightlyReserve
-INSERT INTO {schema}.nightly_runs (team_id, run_date, worker_id, reserved_at) VALUES ($1, $2::date, $3, $4)
-ON CONFLICT DO NOTHING`
-
-// NightlyReserve reserves a team's run date; false when it was reserved before.
-func (s *Store) NightlyReserve(ctx context.Context, p store.NightlyReserveParams) (bool, error) {
-	var ct pgconn.CommandTag
-	b := &pgx.Batch{}
-	b.Queue(nightlyReserveSQL, p.Team, p.RunDate.Format(time.DateOnly), p.Worker, p.Now).Exec(func(tag pgconn.CommandTag) error {
-		ct = tag
-		return nil
-	})
-	if err := s.send(ctx, p.Team, b, true); err != nil {
-		return false, err
-	}
-	return ct.RowsAffected() == 1, nil
-}
-
 // caseClaimSQL claims due cases in one statement: the CTE picks them in due order, skipping rows
 // other workers hold, and the UPDATE stamps the claim. The version never changes here. The claimed
 // rows are reached by primary key from the CTE's array: a join could be planned as a scan of every
@@ -135,34 +116,72 @@ func (s *Store) CaseClaimDue(ctx context.Context, p store.CaseClaimDueParams) ([
 	return claimed, s.send(ctx, p.Team, b, true)
 }
 
-// caseEscalateSQL escalates exhausted cases as the reviewer, each with one event that repeats the
-// membership of its previous event.
-const caseEscalateSQL = `-- name: CaseEscalateExhausted
-WITH x AS (
-    UPDATE {schema}.conflict_cases
-    SET version = version + 1, escalated_date = $3::date, next_review_at = $4, claim_token = NULL,
-        lease_expires_at = NULL, updated_at = $2
-    WHERE team_id = $1 AND status IN ('open', 'overdue') AND attempts_date = $3::date AND review_attempts >= $5
-      AND next_review_at <= $2 -- a successful review already moved it to the next run date
-      AND escalated_date IS DISTINCT FROM $3::date
-      AND (claim_token IS NULL OR lease_expires_at <= $2 OR claim_token = NULLIF($6, ''))
-    RETURNING conflict_id, version, status, policy_version)
+// caseEscalateSQL escalates exhausted cases as the reviewer and returns each with the membership of
+// its previous event; caseEscalateEventSQL then appends each one's event, repeating that membership.
+// They are two statements, the events one INSERT … VALUES each: an INSERT … SELECT from the
+// UPDATE's CTE is executed by Citus as a COPY into the shard, which row-level security refuses.
+const (
+	caseEscalateSQL = `-- name: CaseEscalateExhausted
+UPDATE {schema}.conflict_cases c
+SET version = c.version + 1, escalated_date = $3::date, next_review_at = $4, claim_token = NULL,
+    lease_expires_at = NULL, updated_at = $2
+WHERE c.team_id = $1 AND c.status IN ('open', 'overdue') AND c.attempts_date = $3::date AND c.review_attempts >= $5
+  AND c.next_review_at <= $2 -- a successful review already moved it to the next run date
+  AND c.escalated_date IS DISTINCT FROM $3::date
+  AND (c.claim_token IS NULL OR c.lease_expires_at <= $2 OR c.claim_token = NULLIF($6, ''))
+RETURNING c.conflict_id, c.version, c.status, c.policy_version`
+	casePriorPositionsSQL = `-- name: CasePriorPositions
+SELECT e.conflict_id, e.positions FROM {schema}.conflict_events e
+WHERE e.team_id = $1 AND (e.conflict_id, e.case_version) IN (SELECT * FROM unnest($2::text[], $3::bigint[]))`
+	caseEscalateEventSQL = `-- name: CaseEscalateEvent
 INSERT INTO {schema}.conflict_events (team_id, event_id, conflict_id, case_version, prior_status, resulting_status, actor_kind,
     actor_profile_id, reason_code, policy_version, time_basis, referenced, positions, ingest_id, created_at)
-SELECT $1, 'cfe_' || replace(gen_random_uuid()::text, '-', ''), x.conflict_id, x.version, x.status, x.status,
-       'system_conflict_reviewer', NULL, 'max_attempts_exhausted', x.policy_version, NULL, '{}'::jsonb,
-       COALESCE((SELECT e.positions FROM {schema}.conflict_events e WHERE e.team_id = $1 AND e.conflict_id = x.conflict_id
-                 AND e.case_version = x.version - 1), '[]'::jsonb),
-       '', $2
-FROM x`
+VALUES ($1, 'cfe_' || replace(gen_random_uuid()::text, '-', ''), $2, $3, $4, $4, 'system_conflict_reviewer', NULL,
+    'max_attempts_exhausted', $5, NULL, '{}'::jsonb, COALESCE($6::jsonb, '[]'::jsonb), '', $7)`
+)
 
 // CaseEscalateExhausted escalates the cases whose attempts of the run date are exhausted.
 func (s *Store) CaseEscalateExhausted(ctx context.Context, p store.CaseEscalateParams) (int, error) {
+	type escalated struct {
+		ID            string
+		Version       int64
+		Status        string
+		PolicyVersion int64
+	}
 	n := 0
 	err := s.beginFunc(ctx, p.Team, func(tx pgx.Tx) error {
-		ct, err := tx.Exec(ctx, s.sql(caseEscalateSQL), p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview, p.MaxAttempts, p.Token)
-		n = int(ct.RowsAffected())
-		return err
+		rows, err := tx.Query(ctx, s.sql(caseEscalateSQL), p.Team, p.Now, p.RunDate.Format(time.DateOnly), p.NextReview,
+			p.MaxAttempts, p.Token)
+		if err != nil {
+			return err
+		}
+		cases, err := pgx.CollectRows(rows, pgx.RowToStructByPos[escalated])
+		if err != nil || len(cases) == 0 {
+			return err
+		}
+		n = len(cases)
+		ids, prior := make([]string, n), make([]int64, n)
+		for i, c := range cases {
+			ids[i], prior[i] = c.ID, c.Version-1
+		}
+		positions := map[string][]byte{}
+		rows, err = tx.Query(ctx, s.sql(casePriorPositionsSQL), p.Team, ids, prior)
+		if err != nil {
+			return err
+		}
+		var id string
+		var members []byte
+		if _, err := pgx.ForEachRow(rows, []any{&id, &members}, func() error {
+			positions[id] = members
+			return nil
+		}); err != nil {
+			return err
+		}
+		b := &pgx.Batch{}
+		for _, c := range cases {
+			b.Queue(s.sql(caseEscalateEventSQL), p.Team, c.ID, c.Version, c.Status, c.PolicyVersion, positions[c.ID], p.Now)
+		}
+		return tx.SendBatch(ctx, b).Close()
 	})
 	return n, err
 }

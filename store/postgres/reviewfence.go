@@ -3,6 +3,7 @@ package postgres
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/store"
@@ -48,25 +49,48 @@ SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM rels), cardinality($5
 // ReviewApplyFenced begins the transaction, takes the key's lock, checks the fence under the row
 // locks and writes ws, COMMIT included, in one round trip.
 func (t *tx) ReviewApplyFenced(ctx context.Context, f store.ReviewFence, ws store.WriteSet) error {
+	return t.ReviewApplyFencedBatch(ctx, []store.ReviewFence{f}, []store.WriteSet{ws})
+}
+
+// ReviewApplyFencedBatch begins the transaction, takes every fence's key lock in the global order,
+// checks each fence under its row locks and writes every write set, COMMIT included, in one round
+// trip.
+func (t *tx) ReviewApplyFencedBatch(ctx context.Context, fences []store.ReviewFence, sets []store.WriteSet) error {
 	if t.begun {
 		return fmt.Errorf("%w: ReviewApplyFenced must be the transaction's first call", store.ErrInternal)
 	}
-	if len(f.Versions) != len(f.Relationships) || len(f.CaseVersions) != len(f.Cases) || len(f.ClaimTokens) != len(f.Cases) {
-		return fmt.Errorf("%w: a review fence's parallel lists differ in length", store.ErrInternal)
+	if len(fences) == 0 || len(fences) != len(sets) {
+		return fmt.Errorf("%w: %d review fences for %d write sets", store.ErrInternal, len(fences), len(sets))
 	}
-	b, err := t.batch(f.Team)
+	keys := make([]conflict.Key, len(fences))
+	for i, f := range fences {
+		if len(f.Versions) != len(f.Relationships) || len(f.CaseVersions) != len(f.Cases) || len(f.ClaimTokens) != len(f.Cases) {
+			return fmt.Errorf("%w: a review fence's parallel lists differ in length", store.ErrInternal)
+		}
+		if f.Team != fences[0].Team || slices.Contains(keys[:i], f.Key) {
+			return fmt.Errorf("%w: fenced reviews of one batch must be of one team and of different keys", store.ErrInternal)
+		}
+		keys[i] = f.Key
+	}
+	b, err := t.batch(fences[0].Team)
 	if err != nil {
 		return err
 	}
-	queueKeyLocks(b, f.Team, []conflict.Key{f.Key}, 0)
-	rels, cases := make([]string, len(f.Relationships)), make([]string, len(f.Cases))
-	for i, id := range f.Relationships {
-		rels[i] = string(id)
+	queueKeyLocks(b, fences[0].Team, keys, 0)
+	var ws store.WriteSet
+	for i, f := range fences {
+		b.Queue(reviewFenceSQL, f.Team, string(f.Key.Subject), f.Key.PredicateKey, f.Key.Scope, ids(f.Relationships), f.Versions,
+			f.Supports, f.Retired, ids(f.Cases), f.CaseVersions, f.ClaimTokens, string(f.Case))
+		ws.Append(sets[i])
 	}
-	for i, id := range f.Cases {
-		cases[i] = string(id)
-	}
-	b.Queue(reviewFenceSQL, f.Team, string(f.Key.Subject), f.Key.PredicateKey, f.Key.Scope, rels, f.Versions,
-		f.Supports, f.Retired, cases, f.CaseVersions, f.ClaimTokens, string(f.Case))
 	return t.applyOn(ctx, b, &ws)
+}
+
+// ids returns a list of IDs as the strings PostgreSQL's text[] takes.
+func ids[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, id := range in {
+		out[i] = string(id)
+	}
+	return out
 }

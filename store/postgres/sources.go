@@ -41,7 +41,7 @@ ORDER BY f.created_at, f.fragment_id LIMIT 1`
 	sourceFragmentsSQL = `-- name: SourceFragments
 SELECT f.fragment_id, f.source_key, f.source_revision, f.author_profile_id, fr.retirement_id IS NOT NULL
 FROM {schema}.evidence_fragments f
-LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = f.team_id AND fr.fragment_id = f.fragment_id
+LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = $1 AND fr.fragment_id = f.fragment_id
 WHERE f.team_id = $1 AND f.fragment_id IN (` + sourceRetiringFilter + `)
 ORDER BY f.fragment_id`
 	// sourceRelationshipsSQL reads the relationships the fragments support, whatever their status

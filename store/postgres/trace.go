@@ -113,10 +113,10 @@ FROM (SELECT s.team_id, s.support_id, s.relationship_id, s.fragment_id, s.observ
       WHERE s.team_id = $1 AND s.relationship_id = $2
         AND (s.created_at, s.observation_id, s.verification_id, s.support_id) > ($3, $4, $5, $6)
       ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $7) p
-JOIN {schema}.evidence_fragments f ON f.team_id = p.team_id AND f.fragment_id = p.fragment_id
-JOIN {schema}.fragment_contents c ON c.team_id = p.team_id AND c.fragment_id = p.fragment_id
-LEFT JOIN {schema}.fragment_erasures x ON x.team_id = p.team_id AND x.fragment_id = p.fragment_id
-LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = p.team_id AND fr.fragment_id = p.fragment_id
+JOIN {schema}.evidence_fragments f ON f.team_id = $1 AND f.fragment_id = p.fragment_id
+JOIN {schema}.fragment_contents c ON c.team_id = $1 AND c.fragment_id = p.fragment_id
+LEFT JOIN {schema}.fragment_erasures x ON x.team_id = $1 AND x.fragment_id = p.fragment_id
+LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = $1 AND fr.fragment_id = p.fragment_id
 WINDOW w AS (ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id)
 ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
 	// traceSupportKeysSQL reads what counting source groups needs: one row per distinct (group, hash,
@@ -124,13 +124,13 @@ ORDER BY p.created_at, p.observation_id, p.verification_id, p.support_id`
 	traceSupportKeysSQL = `-- name: TraceSupportKeys
 SELECT DISTINCT s.source_group, s.content_sha256, fr.retirement_id IS NULL
 FROM {schema}.support_links s
-LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id
+LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = $1 AND fr.fragment_id = s.fragment_id
 WHERE s.team_id = $1 AND s.relationship_id = $2`
 
 	// traceOwnObservation is the observation that created the relationship (o), when no support of the
 	// relationship came from it; the supports' observations are read from the support index.
 	traceOwnObservation = `{schema}.relationships r
-   JOIN {schema}.observations o ON o.team_id = r.team_id AND o.observation_id = r.observation_id`
+   JOIN {schema}.observations o ON o.team_id = $1 AND o.observation_id = r.observation_id`
 	// traceObservationsSQL pages the relationship's observations in (created_at, observation_id)
 	// order: those of its supports, read in the support index's order (a support link is recorded
 	// with its observation, so they share created_at), and the one that created it.
@@ -162,7 +162,7 @@ FROM (
    ORDER BY s.created_at, s.observation_id, s.verification_id LIMIT $6)
   UNION ALL
   (SELECT o.created_at, o.observation_id, v.verification_id FROM ` + traceOwnObservation + `
-   JOIN {schema}.verification_events v ON v.team_id = o.team_id AND v.observation_id = o.observation_id
+   JOIN {schema}.verification_events v ON v.team_id = $1 AND v.observation_id = o.observation_id
    WHERE r.team_id = $1 AND r.relationship_id = $2 AND (o.created_at, o.observation_id, v.verification_id) > ($3, $4, $5)
      AND NOT EXISTS (SELECT 1 FROM {schema}.support_links s WHERE s.team_id = $1 AND s.relationship_id = $2
                      AND s.created_at = o.created_at AND s.observation_id = o.observation_id
@@ -175,10 +175,10 @@ SELECT transition_id, relationship_id, COALESCE(from_status, ''), to_status, COA
        from_valid_to, to_valid_to, COALESCE(from_version, 0), to_version, reason, actor_kind,
        COALESCE(actor_profile_id, ''), COALESCE(related_relationship_id, ''), ingest_id, idempotency_key, created_at,
        COALESCE((SELECT d.decision_id FROM {schema}.placement_decisions d
-                 WHERE d.team_id = t.team_id AND d.ingest_id = t.ingest_id LIMIT 1),
+                 WHERE d.team_id = $1 AND d.ingest_id = t.ingest_id LIMIT 1),
                 (SELECT d.decision_id FROM {schema}.identity_decisions d
-                 WHERE d.team_id = t.team_id AND d.ingest_id = t.ingest_id LIMIT 1), '')
-FROM {schema}.relationship_transitions t WHERE team_id = $1 AND relationship_id = $2 AND to_version > $3
+                 WHERE d.team_id = $1 AND d.ingest_id = t.ingest_id LIMIT 1), '')
+FROM {schema}.relationship_transitions t WHERE t.team_id = $1 AND t.relationship_id = $2 AND t.to_version > $3
 ORDER BY to_version LIMIT $4`
 	// traceResolutionsSQL reads the resolution history of the relationship's subject and object and
 	// the other events of the observation that created it as three ordered, limited branches, each
@@ -284,7 +284,7 @@ CROSS JOIN LATERAL (
                                             THEN pos.value->'members' ELSE '[]' END) m
     CROSS JOIN LATERAL (SELECT s.relationship_id, s.source_group, s.content_sha256,
                                NOT EXISTS (SELECT 1 FROM {schema}.fragment_retirements fr
-                                           WHERE fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id) AS effective
+                                           WHERE fr.team_id = $1 AND fr.fragment_id = s.fragment_id) AS effective
                         FROM {schema}.support_links s
                         WHERE s.team_id = $1 AND s.relationship_id = m.value->>'relationship_id'
                         ORDER BY s.created_at, s.observation_id, s.verification_id, s.support_id LIMIT $6) s
@@ -328,14 +328,17 @@ func keyArgs(k *store.TraceKey, ids int) []any {
 
 // reviewItemViewColumns are the columns of a review item x as scanReviewItemView reads them, with
 // the decision that resolved it (as JSON, one primary-key probe of placement_decisions) and its 20
-// latest vocabulary proposals (a JSON array, along placement_decisions_review).
+// latest vocabulary proposals (a JSON array, along placement_decisions_review). The decisions are
+// read for the team $1 (every statement that uses the columns has the team as $1): Citus routes a
+// statement to one shard only when each table reference is pinned to the team, and a subquery
+// correlated with x.team_id is not (decision 206).
 const reviewItemViewColumns = `x.review_id, x.ingest_id, x.placement_item_id, x.kind, x.status, x.profile_id, x.observation_id,
        COALESCE(x.relationship_id, ''), x.related_ids, x.choices, x.relationship_version, x.related_versions, x.created_at,
        x.resolved_at, (SELECT to_jsonb(d) - 'team_id' FROM {schema}.placement_decisions d
-                       WHERE d.team_id = x.team_id AND d.decision_id = x.decision_id),
+                       WHERE d.team_id = $1 AND d.decision_id = x.decision_id),
        (SELECT jsonb_agg(to_jsonb(p) - 'team_id' ORDER BY p.created_at, p.decision_id)
         FROM (SELECT * FROM {schema}.placement_decisions d
-              WHERE d.team_id = x.team_id AND d.review_id = x.review_id AND d.action = 'propose_vocabulary_change'
+              WHERE d.team_id = $1 AND d.review_id = x.review_id AND d.action = 'propose_vocabulary_change'
               ORDER BY d.created_at DESC, d.decision_id DESC LIMIT 20) p)`
 
 // scanReviewItemView scans a review item read with reviewItemViewColumns.

@@ -132,16 +132,16 @@ const lockedRelationships = relationshipColumns + `, COALESCE(obn.name, v.value_
 FROM {schema}.relationships r
 LEFT JOIN LATERAL (
     SELECT n.name FROM {schema}.entity_names n
-    WHERE n.team_id = r.team_id AND n.entity_id = r.object_entity_id AND n.name_kind = 'canonical'
+    WHERE n.team_id = $1 AND n.entity_id = r.object_entity_id AND n.name_kind = 'canonical'
     LIMIT 1) obn ON true
-LEFT JOIN {schema}.literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id`
+LEFT JOIN {schema}.literal_values v ON v.team_id = $1 AND v.value_id = r.object_value_id`
 
 // relationshipSupports is the column list and joins of a read of the supports of relationships
 // (r), with their verification's confirmed valid_from and their fragment's retirement.
 const relationshipSupports = supportColumns + `
 FROM {schema}.relationships r
-JOIN {schema}.support_links s ON s.team_id = r.team_id AND s.relationship_id = r.relationship_id
-JOIN {schema}.verification_events v ON v.team_id = s.team_id AND v.verification_id = s.verification_id
+JOIN {schema}.support_links s ON s.team_id = $1 AND s.relationship_id = r.relationship_id
+JOIN {schema}.verification_events v ON v.team_id = $1 AND v.verification_id = s.verification_id
 ` + retiredJoin
 
 // liveFilter keeps the relationships that can still change a case or a decision: the statuses of
@@ -155,7 +155,7 @@ const keyItemsSQL = `-- name: KeyOpenItems
 SELECT i.review_id, i.ingest_id, i.placement_item_id, i.kind, i.profile_id, i.relationship_id, i.related_ids,
        i.relationship_version, COALESCE(i.related_versions, '{}'), i.observation_id, i.choices, i.created_at
 FROM {schema}.relationships r
-JOIN {schema}.review_items i ON i.team_id = r.team_id AND i.relationship_id = r.relationship_id
+JOIN {schema}.review_items i ON i.team_id = $1 AND i.relationship_id = r.relationship_id
 WHERE ` + keyFilter + ` AND r.status = 'needs_review' AND i.status = 'open' AND i.kind = 'relationship_conflict'
 ORDER BY i.relationship_id, i.created_at, i.review_id`
 
@@ -253,7 +253,7 @@ const supportColumns = `s.relationship_id, s.fragment_id, COALESCE(fr.retirement
        s.authority, s.author_profile_id, v.confirmed_valid_from, s.observation_id, s.verification_id, s.span_start, s.span_end`
 
 // retiredJoin joins a support link (s) to the retirement of its fragment (fr), if any.
-const retiredJoin = `LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = s.team_id AND fr.fragment_id = s.fragment_id`
+const retiredJoin = `LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = $1 AND fr.fragment_id = s.fragment_id`
 
 const keySupportsSQL = `-- name: KeySupports
 SELECT ` + relationshipSupports + `
@@ -298,13 +298,13 @@ ORDER BY c.conflict_id`
 
 const keyCasePositionsSQL = `-- name: KeyCasePositions
 SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
-FROM {schema}.conflict_cases c JOIN {schema}.conflict_positions p ON p.team_id = c.team_id AND p.conflict_id = c.conflict_id
+FROM {schema}.conflict_cases c JOIN {schema}.conflict_positions p ON p.team_id = $1 AND p.conflict_id = c.conflict_id
 WHERE ` + caseFilter + `
 ORDER BY p.conflict_id, p.position_id`
 
 const keyCaseMembersSQL = `-- name: KeyCaseMembers
 SELECT m.conflict_id, m.position_id, m.relationship_id, m.relationship_version, m.owner_profile_id
-FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
+FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.team_id = $1 AND m.conflict_id = c.conflict_id
 WHERE ` + caseFilter + ` AND m.removed_version IS NULL
 ORDER BY m.conflict_id, m.relationship_id`
 
@@ -312,7 +312,7 @@ ORDER BY m.conflict_id, m.relationship_id`
 // and do not lie on the keys ($3, $4, $5): an identity_correction case's members.
 const memberFilter = `r.team_id = $1 AND r.relationship_id IN (
     SELECT m.relationship_id FROM {schema}.conflict_cases c
-    JOIN {schema}.conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
+    JOIN {schema}.conflict_position_members m ON m.team_id = $1 AND m.conflict_id = c.conflict_id
     WHERE ` + caseFilter + ` AND m.removed_version IS NULL)
   AND (r.subject_entity_id, r.predicate_key, r.scope) NOT IN (SELECT * FROM unnest($3::text[], $4::text[], $5::text[]))`
 
@@ -628,13 +628,14 @@ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING`
 	valueInsertSQL = `-- name: ValueInsert
 INSERT INTO {schema}.literal_values (team_id, value_id, value_type, value_text, created_at)
 VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING`
+	// A fragment and its content are two INSERT … VALUES: an INSERT … SELECT from a CTE is executed
+	// by Citus as a COPY into the shard, which row-level security refuses.
 	fragmentInsertSQL = `-- name: FragmentInsert
-WITH f AS (
-    INSERT INTO {schema}.evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
-        authority, source_group, source_key, source_revision, content_sha256, content_length, created_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, octet_length($12), $13)
-    RETURNING team_id, fragment_id)
-INSERT INTO {schema}.fragment_contents (team_id, fragment_id, content) SELECT team_id, fragment_id, $12 FROM f`
+INSERT INTO {schema}.evidence_fragments (team_id, fragment_id, ingest_id, evidence_index, author_profile_id, source_type,
+    authority, source_group, source_key, source_revision, content_sha256, content_length, created_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, octet_length($12::text), $13)`
+	fragmentContentInsertSQL = `-- name: FragmentContentInsert
+INSERT INTO {schema}.fragment_contents (team_id, fragment_id, content) VALUES ($1, $2, $3)`
 	observationInsertSQL = `-- name: ObservationInsert
 INSERT INTO {schema}.observations (team_id, observation_id, ingest_id, profile_id, proposal_id, subject_ref, subject_name,
     predicate_phrase, predicate_key, predicate_version, object_ref, object_name, object_value, polarity, modality,
@@ -831,6 +832,7 @@ func (w writeBatch) queueEvidence(ws *store.WriteSet) {
 	for _, f := range ws.Fragments {
 		b.Queue(fragmentInsertSQL, f.Team, f.ID, f.IngestID, f.EvidenceIndex, f.Author, f.SourceType, f.Authority,
 			f.SourceGroup, f.SourceKey, f.Revision, f.ContentHash, f.Content, f.CreatedAt)
+		b.Queue(fragmentContentInsertSQL, f.Team, f.ID, f.Content)
 	}
 	w.step("fragments", len(ws.Fragments))
 	for _, r := range ws.Retirements {
@@ -951,11 +953,19 @@ func (w writeBatch) queueRecords(ws *store.WriteSet) {
 	w.step("idempotency", 1)
 }
 
+// checkDeferredSQL runs right before every COMMIT of a write transaction: on a Citus cluster it fires
+// the deferred constraint triggers on the team's worker, so that a violation is this statement's
+// error, with its SQLSTATE, rather than the coordinator's "could not commit transaction"; on plain
+// PostgreSQL it does nothing, and the checks run at COMMIT (densemem_check_deferred, migration 27,
+// decision 207).
+const checkDeferredSQL = "SELECT {schema}.densemem_check_deferred($1)"
+
 // sendWrites sends the write batch b, with COMMIT behind it when the transaction folds COMMIT in,
 // and settles a COMMIT's outcome (commitOutcome). The transaction is over once COMMIT succeeded.
 func (t *tx) sendWrites(ctx context.Context, b *pgx.Batch, armed bool) error {
 	commit := t.foldCommit
 	if commit {
+		b.Queue(checkDeferredSQL, t.team)
 		b.Queue("COMMIT")
 	}
 	err := t.s.sendOn(ctx, t.conn, b)

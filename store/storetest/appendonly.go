@@ -105,7 +105,7 @@ func (w *world) rewrites(h ledgerHistory, later time.Time) []rewrite {
 // testLedgerRowsNeverRewritten writes every ledger row of one relationship's history again, one
 // kind at a time, with other content under the same identity.
 func testLedgerRowsNeverRewritten(e *env) {
-	w := e.world("tm_a")
+	w := e.world(e.team("tm_a"))
 	h := w.ledgerHistory()
 	for _, c := range w.rewrites(h, at(time.Hour)) {
 		var ws store.WriteSet
@@ -172,7 +172,7 @@ func (w *world) checkFirstWritten(h ledgerHistory) {
 // testSharedRowsLeftAsTheyAre writes an existing entity name and an existing literal value again.
 func testSharedRowsLeftAsTheyAre(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_a")
+	w := e.world(e.team("tm_a"))
 	value := store.ValueRow{Team: w.team, ID: "val_blue", Type: "string", Text: "blue", CreatedAt: t0}
 	var ws store.WriteSet
 	ws.Values = []store.ValueRow{value}

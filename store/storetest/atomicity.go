@@ -131,7 +131,7 @@ func (w *world) check(a allRows, written bool, what string) {
 // a relationship without its transition, refused at commit), expects want and nothing written, then
 // applies the same rows without the fault and expects every one of them.
 func testFailedWriteSet(e *env, fault string, want error) {
-	w := e.world("tm_f")
+	w := e.world(e.team("tm_f"))
 	prior := w.rel(relSpec{scope: "prior"})
 	stale := w.rel(relSpec{owner: w.b, scope: "stale"})
 	stale = w.change(stale, relationship.StatusActive, relationship.TierFact, nil, at(time.Minute))
@@ -169,7 +169,7 @@ func testFailedWriteSet(e *env, fault string, want error) {
 // testFailedFunction: when the function given to Tx fails, Tx returns its error, does not run it
 // again, and the transaction's locks are released.
 func testFailedFunction(e *env) {
-	w := e.world("tm_f")
+	w := e.world(e.team("tm_f"))
 	errBoom := errors.New("storetest: the function failed")
 	calls := 0
 	err := e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error {

@@ -2,8 +2,12 @@ package storetest
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
@@ -22,6 +26,7 @@ var claimContracts = []contract{
 	{"ReviewIsFencedByTheClaim", testReviewFenced},
 	{"EscalationOncePerRunDate", testEscalation},
 	{"NightlyReserveOncePerTeamAndDate", testNightlyReserve},
+	{"NightlyRunLedger", testNightlyRunLedger},
 	{"TeamsWithDueCases", testTeamsWithDueCases},
 	{"ReviewerBoundary", testReviewerBoundary},
 }
@@ -77,7 +82,7 @@ func (w *world) caseState(c store.CaseRow, version int, status conflict.Status, 
 // testClaimsOnlyDue claims a team's cases among due, later, dismissed and not yet due ones.
 func testClaimsOnlyDue(e *env) {
 	t := e.t
-	w := e.world("tm_c")
+	w := e.world(e.team("tm_c"))
 	var ws store.WriteSet
 	due := w.caseRows(&ws, w.key(w.ada, "due"), nil, t0, t0)
 	dueLater := w.caseRows(&ws, w.key(w.ada, "due-later"), nil, t0, at(30*time.Minute))
@@ -111,7 +116,7 @@ func testClaimsOnlyDue(e *env) {
 // in version order, each once, leaving out versions the team does not have.
 func testClaimPinnedPolicy(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_c")
+	w := e.world(e.team("tm_c"))
 	v2 := store.Policy{Team: w.team, ReviewTTL: 3 * 24 * time.Hour, AutoWriteThreshold: 0.5,
 		AuthoritativeProfiles: []identity.ProfileID{w.a}, TimeZone: "Europe/Paris", CreatedBy: "host", CreatedAt: at(time.Minute)}
 	_, err := e.s.PolicyAppend(ctx, store.PolicyAppendParams{Policy: v2, ExpectVersion: 1})
@@ -150,7 +155,7 @@ func testClaimPinnedPolicy(e *env) {
 	for _, c := range []struct {
 		team     identity.TeamID
 		versions []int
-	}{{w.team, nil}, {"tm_missing", []int{1, 2}}} {
+	}{{w.team, nil}, {e.team("tm_missing"), []int{1, 2}}} {
 		if pols, err := e.rv.PolicyVersions(ctx, c.team, c.versions); err != nil || len(pols) != 0 {
 			t.Errorf("PolicyVersions(%s, %v) = %+v, %v; want none", c.team, c.versions, pols, err)
 		}
@@ -160,7 +165,7 @@ func testClaimPinnedPolicy(e *env) {
 // testLeaseHolds claims one case again and again as its lease runs out and its attempts are spent.
 func testLeaseHolds(e *env) {
 	t := e.t
-	w := e.world("tm_c")
+	w := e.world(e.team("tm_c"))
 	var ws store.WriteSet
 	cs := w.caseRows(&ws, w.key(w.ada, ""), nil, t0, t0)
 	w.apply(ws)
@@ -195,7 +200,7 @@ func testLeaseHolds(e *env) {
 // the right ones, then claims it again and resolves it, superseding the losing member.
 func testReviewFenced(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_c")
+	w := e.world(e.team("tm_c"))
 	sc := w.disagreement("", t0, t0)
 	now, tomorrow := at(time.Hour), at(24*time.Hour)
 	if got := w.claim(store.CaseClaimDueParams{Now: now, RunDate: runDate, Batch: 10, Lease: 5 * time.Minute, Token: "tok_1",
@@ -273,7 +278,7 @@ func testReviewFenced(e *env) {
 // testEscalation spends a case's attempts of the run date and escalates it.
 func testEscalation(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_c")
+	w := e.world(e.team("tm_c"))
 	sc := w.disagreement("", t0, t0)
 	now, next := at(time.Hour), at(24*time.Hour)
 	if got := w.claim(store.CaseClaimDueParams{Now: now, RunDate: runDate, Batch: 10, Lease: 10 * time.Minute, Token: "tok_1",
@@ -317,8 +322,8 @@ func testEscalation(e *env) {
 
 // testNightlyReserve reserves run dates of two teams.
 func testNightlyReserve(e *env) {
-	w := e.world("tm_x")
-	e.bareTeam("tm_y")
+	w := e.world(e.team("tm_x"))
+	e.bareTeam(e.team("tm_y"))
 	for _, c := range []struct {
 		team   identity.TeamID
 		date   time.Time
@@ -329,7 +334,7 @@ func testNightlyReserve(e *env) {
 		{w.team, runDate, "w2", false},
 		{w.team, runDate, "w1", false},
 		{w.team, runDate.AddDate(0, 0, 1), "w2", true},
-		{"tm_y", runDate, "w1", true},
+		{e.team("tm_y"), runDate, "w1", true},
 	} {
 		got, err := e.rv.NightlyReserve(e.ctx, store.NightlyReserveParams{Team: c.team, RunDate: c.date, Worker: c.worker,
 			Now: at(time.Minute)})
@@ -340,16 +345,84 @@ func testNightlyReserve(e *env) {
 	}
 }
 
+// testNightlyRunLedger records two passes over one run date (the reserving worker's and a
+// helper's) and a pass over an earlier date, and reads the ledger back a page at a time, newest run
+// date first: the passes' counts add up, the failures keep the first MaxNightlyFailures in order, the
+// finish time is the latest pass's; a reserved date no pass recorded shows its passes started and
+// none finished; a date never reserved cannot be finished; another team's ledger stays apart.
+func testNightlyRunLedger(e *env) {
+	t, ctx := e.t, e.ctx
+	w := e.world("tm_l")
+	e.bareTeam("tm_m")
+	days := []time.Time{runDate.AddDate(0, 0, -2), runDate.AddDate(0, 0, -1), runDate}
+	reserve := func(team identity.TeamID, day time.Time, worker string) {
+		_, err := e.rv.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: day, Worker: worker, Now: at(time.Minute)})
+		e.must(err, "NightlyReserve")
+	}
+	failures := func(from, n int) []store.NightlyFailure {
+		var out []store.NightlyFailure
+		for i := from; i < from+n; i++ {
+			out = append(out, store.NightlyFailure{ConflictID: conflict.ID(fmt.Sprintf("cf_%02d", i)), Attempt: 1, Error: "boom"})
+		}
+		return out
+	}
+	reserve(w.team, days[0], "w1")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[0], Now: at(2 * time.Minute),
+		Counts: store.NightlyCounts{Claimed: 1, KeptOpen: 1}}), "NightlyFinish")
+	reserve(w.team, days[1], "w1") // crashes: never finishes
+	reserve(w.team, days[2], "w1")
+	reserve(w.team, days[2], "w2")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[2], Now: at(5 * time.Minute),
+		Counts:   store.NightlyCounts{Claimed: 17, Resolved: 1, Dismissed: 2, Overdue: 3, Failed: 10, Unknown: 1},
+		Failures: append(failures(0, 10), store.NightlyFailure{ConflictID: "cf_u", Attempt: 2, Error: "answer lost"})}), "NightlyFinish")
+	e.must(e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: days[2], Now: at(4 * time.Minute),
+		Counts:   store.NightlyCounts{Claimed: 12, Resolved: 1, KeptOpen: 1, Exhausted: 1, Failed: 10},
+		Failures: append(failures(10, 10), store.NightlyFailure{Error: "the pass stopped"})}), "NightlyFinish")
+	err := e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: runDate.AddDate(0, 0, 1), Now: at(time.Hour)})
+	e.checkErr(err, store.ErrNotFound, "NightlyFinish of a run date never reserved")
+	reserve("tm_m", days[2], "w9")
+
+	var got []store.NightlyRun
+	var before *time.Time
+	for range 3 {
+		page, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: w.team, Before: before, Limit: 2})
+		e.must(err, "NightlyRunList")
+		got = append(got, page.Items...)
+		if !page.More {
+			break
+		}
+		before = &page.Items[len(page.Items)-1].RunDate
+	}
+	want := []store.NightlyRun{
+		{Team: w.team, RunDate: days[2], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 2, PassesFinished: 2,
+			FinishedAt: ptr(at(5 * time.Minute)), Counts: store.NightlyCounts{Claimed: 29, Resolved: 2, Dismissed: 2, Overdue: 3,
+				KeptOpen: 1, Exhausted: 1, Failed: 20, Unknown: 1},
+			Failures: append(append(failures(0, 10), store.NightlyFailure{ConflictID: "cf_u", Attempt: 2, Error: "answer lost"}),
+				failures(10, 9)...)},
+		{Team: w.team, RunDate: days[1], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 1, Failures: []store.NightlyFailure{}},
+		{Team: w.team, RunDate: days[0], Worker: "w1", ReservedAt: at(time.Minute), PassesStarted: 1, PassesFinished: 1,
+			FinishedAt: ptr(at(2 * time.Minute)), Counts: store.NightlyCounts{Claimed: 1, KeptOpen: 1}, Failures: []store.NightlyFailure{}},
+	}
+	if d := cmp.Diff(want, got, cmpopts.EquateApproxTime(time.Microsecond), cmpopts.EquateEmpty()); d != "" {
+		t.Errorf("the run ledger paged two at a time (-want +got):\n%s", d)
+	}
+	other, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: "tm_m", Limit: 10})
+	e.must(err, "NightlyRunList")
+	if len(other.Items) != 1 || other.Items[0].Worker != "w9" || other.Items[0].PassesStarted != 1 {
+		t.Errorf("tm_m's ledger = %+v, want its one reservation by w9 alone", other.Items)
+	}
+}
+
 // testTeamsWithDueCases lists the teams with a live case due, among teams with cases due now, later,
 // dismissed, and none.
 func testTeamsWithDueCases(e *env) {
-	now := e.world("tm_now")
+	now := e.world(e.team("tm_now"))
 	now.disagreement("", t0, t0)
-	later := e.world("tm_later")
+	later := e.world(e.team("tm_later"))
 	later.disagreement("", t0, at(24*time.Hour))
-	gone := e.world("tm_gone")
+	gone := e.world(e.team("tm_gone"))
 	gone.dismiss(gone.disagreement("", t0, t0).cs, at(time.Minute))
-	e.world("tm_none")
+	e.world(e.team("tm_none"))
 	for _, c := range []struct {
 		at   time.Time
 		want []identity.TeamID
@@ -360,6 +433,7 @@ func testTeamsWithDueCases(e *env) {
 	} {
 		got, err := e.rv.TeamsWithDueCases(e.ctx, c.at)
 		e.must(err, "TeamsWithDueCases")
+		got = e.ownTeams(got)
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			e.t.Errorf("TeamsWithDueCases(%s) = %v, want %v", c.at, got, c.want)
@@ -375,7 +449,7 @@ func testReviewerBoundary(e *env) {
 		e.t.Skip("storetest: Harness.Reviewer is nil: the reviewer's calls share the profile store, so there is no boundary to check")
 	}
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_b")
+	w := e.world(e.team("tm_b"))
 	sc := w.disagreement("", t0, t0)
 	now := at(time.Hour)
 	caseTo := func(status conflict.Status, actor string, profile identity.ProfileID) store.WriteSet {

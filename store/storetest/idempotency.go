@@ -47,7 +47,7 @@ func (w *world) readRecord(profile identity.ProfileID, key string) (get, prepare
 // reads it back under its own key only.
 func testIdempotencyReadBack(e *env) {
 	t := e.t
-	w := e.world("tm_i")
+	w := e.world(e.team("tm_i"))
 	row := store.IdempotencyRow{Team: w.team, Profile: w.a, Key: "key-1", Operation: "remember", RequestHash: "sha256:abc",
 		IngestID: "ing_1", Result: json.RawMessage(`{"placement":{"items":[{"id":"item_1","status":"active"}]},"n":1.5}`),
 		CreatedAt: t0}
@@ -87,7 +87,7 @@ func testIdempotencyReadBack(e *env) {
 // testIdempotencyNeverReplaced writes a second record under a used key.
 func testIdempotencyNeverReplaced(e *env) {
 	t := e.t
-	w := e.world("tm_i")
+	w := e.world(e.team("tm_i"))
 	first := store.IdempotencyRow{Team: w.team, Profile: w.a, Key: "key-1", Operation: "remember", RequestHash: "h1",
 		IngestID: "ing_1", Result: json.RawMessage(`{"first":true}`), CreatedAt: t0}
 	w.apply(store.WriteSet{Idempotency: &first})
@@ -109,7 +109,7 @@ func testIdempotencyNeverReplaced(e *env) {
 // writes the rows and the record.
 func testFencedWrite(e *env) {
 	t := e.t
-	w := e.world("tm_f")
+	w := e.world(e.team("tm_f"))
 	names := []store.NameLookup{lookup(kindPerson, "Grace")}
 	fenced := func(key string) (store.WriteSet, store.WriteFence, identity.EntityID) {
 		prep, err := e.s.RememberPrepare(e.ctx, store.RememberPrepareParams{Team: w.team, Profile: w.a, IdempotencyKey: key,

@@ -44,7 +44,7 @@ func (w *world) identityScene() identityScene {
 }
 
 func testKeysLockCaseMembers(e *env) {
-	w := e.world("tm_identity")
+	w := e.world(e.team("tm_identity"))
 	sc := w.identityScene()
 	idKey := conflict.IdentityKey(w.team, w.ada)
 	read := func(p store.KeysLockParams) (out store.KeysLocked) {
@@ -90,7 +90,7 @@ func testKeysLockCaseMembers(e *env) {
 }
 
 func testIntakeLockDistinctions(e *env) {
-	w := e.world("tm_identity")
+	w := e.world(e.team("tm_identity"))
 	sc := w.identityScene()
 	read := func(entity identity.EntityID) (out store.IntakeLocked) {
 		e.must(e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) (err error) {

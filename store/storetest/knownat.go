@@ -28,7 +28,7 @@ type knownAtStory struct {
 }
 
 func (e *env) knownAtStory() knownAtStory {
-	w := e.world("tm_k")
+	w := e.world(e.team("tm_k"))
 	st := knownAtStory{w: w, t1: at(time.Hour), t2: at(2 * time.Hour), t3: at(3 * time.Hour)}
 	st.r = w.rel(relSpec{when: st.t1, content: "Ada works on Falcon."})
 	w.support(st.r, "Ada still works on Falcon.", st.t1.Add(30*time.Minute))

@@ -18,7 +18,7 @@ var liveContracts = []contract{
 }
 
 func testKeysLockLiveOnly(e *env) {
-	w := e.world("tm_live")
+	w := e.world(e.team("tm_live"))
 	live := w.rel(relSpec{owner: w.a, content: "Ada works on Falcon."})
 	closed := w.rel(relSpec{owner: w.b, object: w.osprey, content: "Ada works on Osprey."})
 	closed = w.change(closed, relationship.StatusSuperseded, closed.Tier, nil, at(time.Minute))

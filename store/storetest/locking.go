@@ -99,7 +99,7 @@ func (e *env) noErrors(errs []error, what string) {
 // testIntakeLockSerialisesName: writers of one new entity name, each of which creates the entity
 // unless IntakeLock shows it, create it once; every other writer sees it among its candidates.
 func testIntakeLockSerialisesName(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	name := lookup(kindProject, "Kestrel")
 	g := newGate(n)
@@ -161,7 +161,7 @@ func testIntakeLockSerialisesName(e *env) {
 // testIntakeLockSerialisesKey: callers of one idempotency key, each of which records its result
 // unless IntakeLock shows a record, record it once; every other caller sees that record.
 func testIntakeLockSerialisesKey(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	g := newGate(n)
 	saw := make([]string, n)
@@ -221,7 +221,7 @@ func (w *world) lockKey(ctx context.Context, tx store.Tx, g *gate, i int, key co
 // key unless KeysLock shows one, add it once; every other writer sees it. Only the key's lock can
 // order them: there is no row to lock before the first one commits.
 func testKeysLockSerialisesNew(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	key := w.key(w.ada, "fresh")
 	g := newGate(n)
@@ -266,7 +266,7 @@ func testKeysLockSerialisesNew(e *env) {
 // testKeysLockSerialisesChanges: writers of one conflict key, each of which changes a relationship of
 // the key at the version KeysLock returned, all succeed one after the other.
 func testKeysLockSerialisesChanges(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	r := w.rel(relSpec{scope: "hot"})
 	key := w.key(w.ada, "hot")
@@ -319,7 +319,7 @@ func testKeysLockSerialisesChanges(e *env) {
 
 // testClaimsExclusive: workers claiming one team's due cases at once claim each case exactly once.
 func testClaimsExclusive(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const cases = 2*Concurrency + 1
 	var ws store.WriteSet
 	for i := range cases {
@@ -366,7 +366,7 @@ func testClaimsExclusive(e *env) {
 // testPolicyAppendOneWinner: callers appending over the same policy version: one appends, the
 // others fail with ErrStaleVersion.
 func testPolicyAppendOneWinner(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	got := make([]store.Policy, n)
 	errs := e.race(n, nil, func(ctx context.Context, i int) (err error) {
@@ -398,7 +398,7 @@ func testPolicyAppendOneWinner(e *env) {
 
 // testNightlyReserveOneWinner: workers reserving one team's run date at once: one reserves it.
 func testNightlyReserveOneWinner(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	const n = Concurrency
 	reserved := make([]bool, n)
 	errs := e.race(n, nil, func(ctx context.Context, i int) (err error) {
@@ -410,5 +410,26 @@ func testNightlyReserveOneWinner(e *env) {
 	first := slices.Index(reserved, true)
 	if first < 0 || slices.Index(reserved[first+1:], true) >= 0 {
 		e.t.Errorf("reservations of one run date: %v, want exactly one true", reserved)
+	}
+	// Every worker's pass is counted started, and each one's outcome recorded at once adds up; the
+	// failures stop at the ledger's bound.
+	errs = e.race(n, nil, func(ctx context.Context, i int) error {
+		var fs []store.NightlyFailure
+		for j := range 4 {
+			fs = append(fs, store.NightlyFailure{ConflictID: conflict.ID(fmt.Sprintf("cf_%d_%d", i, j)), Attempt: 1, Error: "x"})
+		}
+		return e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: runDate, Now: at(time.Duration(i) * time.Minute),
+			Counts: store.NightlyCounts{Claimed: 5, Resolved: 1, Failed: 4}, Failures: fs})
+	})
+	e.noErrors(errs, "concurrent finishes")
+	page, err := e.s.NightlyRunList(e.ctx, store.NightlyRunListParams{Team: w.team, Limit: 1})
+	e.must(err, "NightlyRunList")
+	if len(page.Items) != 1 {
+		e.t.Fatalf("the ledger holds %d runs, want 1", len(page.Items))
+	}
+	r := page.Items[0]
+	if r.PassesStarted != n || r.PassesFinished != n || r.Counts.Claimed != 5*n || r.Counts.Resolved != n || r.Counts.Failed != 4*n ||
+		len(r.Failures) != min(4*n, store.MaxNightlyFailures) || r.FinishedAt == nil || !r.FinishedAt.Equal(at(time.Duration(n-1)*time.Minute)) {
+		e.t.Errorf("the ledger after %d concurrent passes = %+v (%d failures), want every pass counted", n, r, len(r.Failures))
 	}
 }

@@ -38,7 +38,7 @@ var jsonEqual = cmp.Comparer(func(a, b json.RawMessage) bool {
 // its own events, times as stored (to the microsecond). Another ingest's fragments stay out; another
 // team and an unknown ID get ErrNotFound.
 func testObservationReadsBack(e *env) {
-	w := e.world("tm_x")
+	w := e.world(e.team("tm_x"))
 	w.rel(relSpec{content: "Another ingest's fragment."}) // a fragment of another ingest, left out
 	ing := w.id("ing")
 	when := at(time.Hour + 123456*time.Microsecond)
@@ -103,7 +103,7 @@ func testObservationReadsBack(e *env) {
 
 	_, err := e.s.ObservationGet(e.ctx, w.team, "obs_missing")
 	e.checkErr(err, store.ErrNotFound, "ObservationGet of an unknown observation")
-	y := e.world("tm_y")
+	y := e.world(e.team("tm_y"))
 	_, err = e.s.ObservationGet(e.ctx, y.team, obs.ID)
 	e.checkErr(err, store.ErrNotFound, "ObservationGet of another team's observation")
 }

@@ -29,7 +29,7 @@ var listContracts = []contract{
 // testTracePages traces a relationship with three transitions and three supports two rows at a time.
 func testTracePages(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_t")
+	w := e.world(e.team("tm_t"))
 	r := w.rel(relSpec{content: "Ada works on Falcon."})
 	w.support(r, "Ada was seen at Falcon's stand-up.", at(time.Minute))
 	w.support(r, "Falcon's roster lists Ada.", at(2*time.Minute))
@@ -89,12 +89,13 @@ func transitionVersions(ts []store.TransitionRow) []int {
 
 // testListPages pages each List read of one team.
 func testListPages(e *env) {
-	w := e.world("tm_p")
+	w := e.world(e.team("tm_p"))
 	w.profile("pf_c")
 	w.checkProfilePages()
 	w.checkPredicatePages()
 	cases := w.listRows()
 	w.checkCasePages(cases)
+	w.checkCaseDeadlinePages(cases)
 	w.checkReviewItemPages()
 }
 
@@ -196,8 +197,39 @@ func (w *world) checkCasePages(cases []store.CaseRow) {
 	}
 	_, err = s.CaseGet(ctx, w.team, "cf_missing")
 	w.e.checkErr(err, store.ErrNotFound, "CaseGet of a missing case")
-	_, err = s.CaseGet(ctx, "tm_other", cases[0].ID)
+	_, err = s.CaseGet(ctx, w.e.team("tm_other"), cases[0].ID)
 	w.e.checkErr(err, store.ErrNotFound, "CaseGet of the case from another team")
+}
+
+// checkCaseDeadlinePages pages the cases of listRows latest deadline first, two at a time: the
+// dismissed one falls between the open ones, whatever the order of the statuses asked for.
+func (w *world) checkCaseDeadlinePages(cases []store.CaseRow) {
+	t, ctx, s := w.t, w.e.ctx, w.e.s
+	t.Helper()
+	statuses := []conflict.Status{conflict.StatusOpen, conflict.StatusDismissed}
+	var got []conflict.ID
+	var more []bool
+	var after *store.CaseListKey
+	for range 3 {
+		cp, err := s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: statuses, DeadlineDesc: true, After: after, Limit: 2})
+		w.e.must(err, "CaseList latest deadline first")
+		got, more = append(got, listedIDs(cp.Items)...), append(more, cp.More)
+		if !cp.More || len(cp.Items) == 0 {
+			break
+		}
+		last := cp.Items[len(cp.Items)-1].Case
+		after = &store.CaseListKey{Status: last.Status, ReviewDueAt: last.ReviewDueAt, ID: last.ID}
+	}
+	want := []conflict.ID{cases[2].ID, cases[1].ID, cases[0].ID}
+	if !slices.Equal(got, want) || !slices.Equal(more, []bool{true, false}) {
+		t.Errorf("cases latest deadline first, two a page = %v (more %v), want %v (more [true false])", got, more, want)
+	}
+	cp, err := s.CaseList(ctx, store.CaseListParams{Team: w.team, Statuses: []conflict.Status{conflict.StatusOpen}, DeadlineDesc: true,
+		Limit: 10})
+	w.e.must(err, "CaseList latest deadline first")
+	if got := listedIDs(cp.Items); !slices.Equal(got, []conflict.ID{cases[2].ID, cases[0].ID}) || cp.More {
+		t.Errorf("open cases latest deadline first = %v (more %v), want [%s %s]", got, cp.More, cases[2].ID, cases[0].ID)
+	}
 }
 
 // checkReviewItemPages pages the open review items of listRows two at a time, by profile, then lists

@@ -25,7 +25,7 @@ var reassignContracts = []contract{
 // and only A's live relationship; with limit 1 and two live relationships of A, the list is cut and
 // says so.
 func testIdentityRead(e *env) {
-	w := e.world("tm_x")
+	w := e.world(e.team("tm_x"))
 	r1, r2 := w.rel(relSpec{}), w.rel(relSpec{object: w.osprey})
 	r3 := w.rel(relSpec{content: "Ada works on Falcon, again."})
 	rb := w.rel(relSpec{owner: w.b})
@@ -76,7 +76,7 @@ func testIdentityRead(e *env) {
 	}), "Tx.IdentityRead")
 	checkIdentityRead(e, "Tx.IdentityRead", inTx, w.ada, []string{obs[r1.ID], obs[r3.ID]}, []relationship.ID{r1.ID, r3.ID}, false)
 
-	y := e.world("tm_y") // built alike: its Ada has the same ID, none of x's rows
+	y := e.world(e.team("tm_y")) // built alike: its Ada has the same ID, none of x's rows
 	other, err := e.s.IdentityRead(e.ctx, store.IdentityReadParams{Team: y.team, Profile: y.a, Entity: w.ada, Selected: params.Selected, Limit: 10})
 	w.must(err, "IdentityRead in another team")
 	if len(other.Movable)+len(other.Selected)+len(other.Relationships) != 0 {

@@ -22,8 +22,8 @@ var recallPrincipalContracts = []contract{
 // asks for a profile the team does not have and for one of another team.
 func testRecallSearchLoadsPrincipal(e *env) {
 	t := e.t
-	w := e.world("tm_rp")
-	other := e.world("tm_rq")
+	w := e.world(e.team("tm_rp"))
+	other := e.world(e.team("tm_rq"))
 	other.profile("pf_only_q")
 	w.rel(relSpec{content: "Ada works on Falcon."})
 	want, err := e.s.PrincipalLoad(e.ctx, store.PrincipalLoadParams{Team: w.team, Profile: w.b})
@@ -56,7 +56,7 @@ func testRecallSearchLoadsPrincipal(e *env) {
 // recalls with a principal before and after the policy makes a authoritative.
 func testRecallSearchAuthorityFromPolicy(e *env) {
 	t := e.t
-	w := e.world("tm_ra")
+	w := e.world(e.team("tm_ra"))
 	var ws store.WriteSet
 	r := w.relRows(&ws, relSpec{content: "Ada works on Falcon, per the charter."})
 	ws.Fragments[0].Authority, ws.Supports[0].Authority = evidence.AuthorityAuthoritative, evidence.AuthorityAuthoritative

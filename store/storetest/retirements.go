@@ -27,7 +27,7 @@ var retirementContracts = []contract{
 // ones with their retirement, and the relationships they support with their keys, bounded by
 // MaxRevisionRelationships (one more is read).
 func testIntakeLockReadsSources(e *env) {
-	w := e.world("tm_r")
+	w := e.world(e.team("tm_r"))
 	const key = "doc:guide"
 	// a's relationship from r1 (first: a owns the source), b's from its copy of r1, a's from r0.
 	frag := func(r relationship.Relationship, rev string, when time.Time) evidence.FragmentID {
@@ -107,7 +107,7 @@ func (w *world) retiredStory() (r relationship.Relationship, f1, f2 evidence.Fra
 // testRetirementOnce: a fragment retires at most once (a second retirement of it fails with
 // ErrIntegrity and writes nothing), and a retirement row is never rewritten under its ID.
 func testRetirementOnce(e *env) {
-	w := e.world("tm_r")
+	w := e.world(e.team("tm_r"))
 	_, f1, f2, ret := w.retiredStory()
 	again := w.retirementRow(f1, at(2*time.Hour))
 	var ws store.WriteSet
@@ -127,7 +127,7 @@ func testRetirementOnce(e *env) {
 // testRetiredSupportsMarked: KeysLock, RecallDetails (now, and as known before and after the
 // retirement) and TraceLoad see f1's support as retired and f2's as effective.
 func testRetiredSupportsMarked(e *env) {
-	w := e.world("tm_r")
+	w := e.world(e.team("tm_r"))
 	r, f1, f2, ret := w.retiredStory()
 	var kl store.KeysLocked
 	w.must(e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) (err error) {
@@ -182,8 +182,8 @@ func testRetiredSupportsMarked(e *env) {
 // their content, IntakeLock again without it; a retired fragment, a missing one and another team's
 // are not adoptable.
 func testAdoptableFragments(e *env) {
-	w := e.world("tm_adopt")
-	other := e.world("tm_adopt_other")
+	w := e.world(e.team("tm_adopt"))
+	other := e.world(e.team("tm_adopt_other"))
 	_, f1, f2, _ := w.retiredStory() // f1 retired, f2 not
 	var ows store.WriteSet
 	other.relRows(&ows, relSpec{content: "Another team's evidence."})

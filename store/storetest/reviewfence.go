@@ -18,6 +18,7 @@ import (
 var reviewFenceContracts = []contract{
 	{"KeysReadReadsWhatKeysLockLocks", testKeysReadMatchesKeysLock},
 	{"ReviewApplyFencedChecksEveryFact", testReviewFenceChecks},
+	{"ReviewApplyFencedBatchWritesAllOrNone", testReviewFenceBatch},
 }
 
 // liveRead reads sc's key and case with LiveOnly, locked (KeysLock) or not (KeysRead).
@@ -38,7 +39,7 @@ func (w *world) liveRead(s store.Store, sc scene, locked bool) store.KeysLocked 
 }
 
 func testKeysReadMatchesKeysLock(e *env) {
-	w := e.world("tm_kr")
+	w := e.world(e.team("tm_kr"))
 	sc := w.disagreement("", t0, t0)
 	closed := w.rel(relSpec{owner: w.b, content: "Ada worked on Falcon."})
 	w.change(closed, relationship.StatusSuperseded, closed.Tier, nil, at(time.Minute))
@@ -55,7 +56,7 @@ func testKeysReadMatchesKeysLock(e *env) {
 }
 
 func testReviewFenceChecks(e *env) {
-	w := e.world("tm_rf")
+	w := e.world(e.team("tm_rf"))
 	sc := w.disagreement("", t0, t0)
 	if got := w.claim(store.CaseClaimDueParams{Now: at(time.Hour), RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
 		Token: "tok_1", MaxAttempts: 5}); len(got) != 1 {
@@ -102,4 +103,37 @@ func testReviewFenceChecks(e *env) {
 		}
 		return tx.ReviewApplyFenced(ctx, fence, keep)
 	}), store.ErrInternal, "a fenced review after another call of its transaction")
+}
+
+// testReviewFenceBatch: several fenced reviews in one transaction write together, and one stale
+// fence refuses them all, writing nothing; two fences of one key are refused.
+func testReviewFenceBatch(e *env) {
+	w := e.world("tm_rb")
+	scenes := []scene{w.disagreement("", t0, t0), w.disagreement("work", t0, t0)}
+	if got := w.claim(store.CaseClaimDueParams{Now: at(time.Hour), RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
+		Token: "tok_1", MaxAttempts: 5}); len(got) != 2 {
+		e.t.Fatalf("claim = %v, want both cases", claimedIDs(got))
+	}
+	next := at(24 * time.Hour)
+	fences, sets := make([]store.ReviewFence, len(scenes)), make([]store.WriteSet, len(scenes))
+	for i, sc := range scenes {
+		fences[i] = store.NewReviewFence(sc.key, sc.cs.ID, w.liveRead(e.rv, sc, false))
+		sets[i] = store.WriteSet{CaseReviews: []store.CaseReviewUpdate{{Team: w.team, ID: sc.cs.ID, Token: "tok_1",
+			ExpectVersion: sc.cs.Version, Version: sc.cs.Version, Status: sc.cs.Status, NextReviewAt: next, UpdatedAt: at(time.Hour)}}}
+	}
+	apply := func(fs []store.ReviewFence, ws []store.WriteSet) error {
+		return e.rv.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error { return tx.ReviewApplyFencedBatch(ctx, fs, ws) })
+	}
+	stale := fences[1]
+	stale.Versions = append([]int(nil), stale.Versions...)
+	stale.Versions[0]++
+	e.checkErr(apply([]store.ReviewFence{fences[0], stale}, sets), store.ErrStaleVersion, "a batch with one stale fence")
+	for _, sc := range scenes {
+		w.caseState(sc.cs, sc.cs.Version, sc.cs.Status, t0, "tok_1", "after a refused batch")
+	}
+	e.checkErr(apply([]store.ReviewFence{fences[0], fences[0]}, sets), store.ErrInternal, "a batch with one key twice")
+	e.must(apply(fences, sets), "the batch as read")
+	for _, sc := range scenes {
+		w.caseState(sc.cs, sc.cs.Version, sc.cs.Status, next, "", "after the batch")
+	}
 }

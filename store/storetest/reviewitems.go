@@ -94,7 +94,7 @@ func (w *world) checkItem(got store.ReviewItem, want store.ReviewItemRow, status
 // an item issued without versions reads back 0 and nil; a missing item and another team's item are
 // ErrNotFound.
 func testReviewItemReadsBack(e *env) {
-	w := e.world("tm_x")
+	w := e.world(e.team("tm_x"))
 	r, prior := w.rel(relSpec{scope: "a"}), w.rel(relSpec{scope: "b"})
 	it := w.itemRow("ing_items", r.ID, 1, []string{string(prior.ID)}, []int{1})
 	bare := w.itemRow("ing_items", r.ID, 0, nil, nil)
@@ -123,7 +123,7 @@ func testReviewItemReadsBack(e *env) {
 	})
 	e.checkErr(err, store.ErrNotFound, "ReviewItemLock of a missing item")
 
-	y := e.world("tm_y")
+	y := e.world(e.team("tm_y"))
 	_, err = y.item(it)
 	e.checkErr(err, store.ErrNotFound, "ReviewItemGet of another team's item")
 	err = e.s.Tx(e.ctx, func(ctx context.Context, tx store.Tx) error {
@@ -137,7 +137,7 @@ func testReviewItemReadsBack(e *env) {
 // second close of it fails with ErrStaleVersion and leaves nothing of its transaction — not the close
 // of another open item, not the idempotency record — and the item keeps its first close.
 func testReviewItemCloseFenced(e *env) {
-	w := e.world("tm_x")
+	w := e.world(e.team("tm_x"))
 	r := w.rel(relSpec{})
 	it, other := w.itemRow("ing_i", r.ID, 1, nil, nil), w.itemRow("ing_i", r.ID, 1, nil, nil)
 	w.apply(store.WriteSet{ReviewItems: []store.ReviewItemRow{it, other}})
@@ -182,7 +182,7 @@ func testReviewItemCloseFenced(e *env) {
 // decision, and leaves its closed items, other relationships' items and another team's items alone;
 // a relationship without items is no error.
 func testReviewItemClosesFor(e *env) {
-	x, y := e.world("tm_x"), e.world("tm_y")
+	x, y := e.world(e.team("tm_x")), e.world(e.team("tm_y"))
 	type items struct{ a1, a2, done, b, none store.ReviewItemRow }
 	build := func(w *world) (items, store.DecisionRow) {
 		r, r2 := w.rel(relSpec{scope: "a"}), w.rel(relSpec{scope: "b"})
@@ -236,7 +236,7 @@ func testReviewItemClosesFor(e *env) {
 // unless ReviewItemLock shows it closed, resolve it once; none fails on the close's fence, and every
 // other decider sees the winner's decision.
 func testReviewItemLockSerialisesDecisions(e *env) {
-	w := e.world("tm_l")
+	w := e.world(e.team("tm_l"))
 	r := w.rel(relSpec{})
 	it := w.itemRow("ing_l", r.ID, 1, nil, nil)
 	w.apply(store.WriteSet{ReviewItems: []store.ReviewItemRow{it}})

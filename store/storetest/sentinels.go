@@ -26,8 +26,8 @@ var sentinelContracts = []contract{
 // testNotFound reads and changes rows that do not exist.
 func testNotFound(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_n")
-	const ghost = identity.TeamID("tm_ghost")
+	w := e.world(e.team("tm_n"))
+	ghost := e.team("tm_ghost")
 
 	e.checkErr(e.s.ProfileCreate(ctx, store.ProfileCreateParams{Team: ghost, Profile: "pf_a", Name: "a", CreatedAt: t0}),
 		store.ErrNotFound, "ProfileCreate in a missing team")
@@ -101,7 +101,7 @@ func (w *world) relAt(r relationship.ID, version int, status relationship.Status
 // testStaleRelationshipVersion: an update expecting a version the relationship has left fails with
 // ErrStaleVersion, and nothing of its write set remains.
 func testStaleRelationshipVersion(e *env) {
-	w := e.world("tm_s")
+	w := e.world(e.team("tm_s"))
 	r1 := w.rel(relSpec{})
 	r2 := w.change(r1, relationship.StatusActive, relationship.TierFact, nil, at(time.Minute)) // now at version 2
 	var ws store.WriteSet
@@ -124,7 +124,7 @@ func testStaleRelationshipVersion(e *env) {
 // testStaleCaseVersion: a case update expecting a version the case has left fails with
 // ErrStaleVersion, and nothing of its write set remains.
 func testStaleCaseVersion(e *env) {
-	w := e.world("tm_s")
+	w := e.world(e.team("tm_s"))
 	sc := w.disagreement("", t0, t0)
 	var ws store.WriteSet
 	mark := w.marker(&ws, "Marker")
@@ -143,7 +143,7 @@ func testStaleCaseVersion(e *env) {
 // testStalePolicyVersion: PolicyAppend appends only over the version it expects.
 func testStalePolicyVersion(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_s")
+	w := e.world(e.team("tm_s"))
 	pol := store.Policy{Team: w.team, ReviewTTL: 3 * 24 * time.Hour, AutoWriteThreshold: 0.5, TimeZone: "Asia/Tokyo",
 		CreatedBy: "host", CreatedAt: at(time.Minute)}
 	got, err := e.s.PolicyAppend(ctx, store.PolicyAppendParams{Policy: pol, ExpectVersion: 1})
@@ -174,7 +174,7 @@ func testStalePolicyVersion(e *env) {
 // accepts.
 func testPredicateCheck(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_p")
+	w := e.world(e.team("tm_p"))
 	refused := errors.New("storetest: refused")
 	v2 := w.pred
 	v2.Description = "works on, v2"
@@ -222,7 +222,7 @@ func testPredicateCheck(e *env) {
 // that records the change, nor a case's without its event; such a write set fails with ErrIntegrity
 // (at the latest at commit) and leaves nothing.
 func testTransitionlessChange(e *env) {
-	w := e.world("tm_i")
+	w := e.world(e.team("tm_i"))
 	r := w.rel(relSpec{})
 	sc := w.disagreement("eu", t0, t0)
 	for _, c := range []struct {

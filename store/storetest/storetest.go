@@ -26,9 +26,13 @@ package storetest
 
 import (
 	"context"
+	"strconv"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/store"
 )
 
@@ -55,6 +59,11 @@ type Harness struct {
 	// may write nothing but the reviewer's rows. When nil, the reviewer's calls go through s itself and
 	// the boundary subtest is skipped.
 	Reviewer func(t *testing.T, s store.Store) store.Store
+	// SharedDatabase says that New's stores share one database for the whole run (a distributed
+	// cluster, which cannot clone a database per subtest): every subtest then names its teams with a
+	// suffix of its own, and a read over every team (TeamsWithDueCases) is judged on the subtest's
+	// teams only.
+	SharedDatabase bool
 }
 
 // env is one subtest's stores and context.
@@ -65,6 +74,32 @@ type env struct {
 	s, rv store.Store
 	// separate reports that the harness gave the reviewer a store of its own.
 	separate bool
+	// suffix ends every team ID of the subtest (team), "" unless the harness shares its database.
+	suffix string
+}
+
+// runID tells this process's teams from those of earlier runs on a shared database; teamSeq tells
+// the subtests' apart.
+var (
+	runID   = strconv.FormatInt(time.Now().UnixNano()%1e9, 36)
+	teamSeq atomic.Int64
+)
+
+// team is the subtest's ID for the team the contract calls name.
+func (e *env) team(name identity.TeamID) identity.TeamID { return name + identity.TeamID(e.suffix) }
+
+// ownTeams keeps the subtest's teams of teams (all of them unless the database is shared).
+func (e *env) ownTeams(teams []identity.TeamID) []identity.TeamID {
+	if e.suffix == "" {
+		return teams
+	}
+	var out []identity.TeamID
+	for _, t := range teams {
+		if strings.HasSuffix(string(t), e.suffix) {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // contract is one named subtest.
@@ -125,6 +160,9 @@ func newEnv(t *testing.T, h Harness) *env {
 	ctx, cancel := context.WithTimeout(t.Context(), subtestTimeout)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, s: h.New(t)}
+	if h.SharedDatabase {
+		e.suffix = "_" + runID + "_" + strconv.FormatInt(teamSeq.Add(1), 36)
+	}
 	e.rv = e.s
 	if h.Reviewer != nil {
 		e.rv, e.separate = h.Reviewer(t, e.s), true

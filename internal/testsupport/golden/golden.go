@@ -103,14 +103,7 @@ type Story func(ctx context.Context, w io.Writer, dsn string) error
 func CheckStory(t *testing.T, name string, story Story) {
 	t.Helper()
 	dsn := testdb.NewHostURL(t)
-	var first, second bytes.Buffer
-	if err := story(context.Background(), &first, dsn); err != nil {
-		t.Fatalf("first run: %v", err)
-	}
-	if err := story(context.Background(), &second, dsn); err != nil {
-		t.Fatalf("second run: %v", err)
-	}
-	Check(t, name, first.Bytes(), second.Bytes())
+	tellTwice(t, name, story, dsn)
 }
 
 // CheckStoryEmbedded is CheckStory on a private PostgreSQL (package embedded) in a fresh data
@@ -118,6 +111,22 @@ func CheckStory(t *testing.T, name string, story Story) {
 func CheckStoryEmbedded(t *testing.T, name string, story Story) {
 	t.Helper()
 	dsn := exampledb.EmbeddedPrefix + t.TempDir()
+	tellTwice(t, name, story, dsn)
+}
+
+// CheckStoryOnCitus is CheckStory on the Citus cluster testdb.EnvCitusURL names (skipped without
+// one), on its one distributed database, migrated and distributed by testdb.Citus: each run
+// creates teams of its own, so the story prints the same on a database other runs wrote to.
+func CheckStoryOnCitus(t *testing.T, name string, story Story) {
+	t.Helper()
+	pool := testdb.Citus(t)
+	dsn := pool.Config().ConnString()
+	tellTwice(t, name, story, dsn)
+}
+
+// tellTwice runs story twice on dsn and checks both outputs with Check.
+func tellTwice(t *testing.T, name string, story Story, dsn string) {
+	t.Helper()
 	var first, second bytes.Buffer
 	if err := story(context.Background(), &first, dsn); err != nil {
 		t.Fatalf("first run: %v", err)
