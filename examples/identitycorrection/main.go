@@ -67,7 +67,8 @@ func run(ctx context.Context, w io.Writer, dsn string) error {
 	defer done()
 	now := t0
 	clock := func() time.Time { return now }
-	client, err := densemem.New(st, &densemem.Config{Clock: clock}) // Verifier: the default SpanVerifier
+	client, err := densemem.New(st, &densemem.Config{Clock: clock, // Verifier: the default SpanVerifier
+		Nightly: densemem.NightlyConfig{Store: exampledb.Reviewer(st)}}) // the reviewer role's store, where there is one
 	if err != nil {
 		return err
 	}

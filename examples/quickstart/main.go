@@ -26,6 +26,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/testsupport/exampledb"
 	"github.com/densemem/densemem/store/postgres"
@@ -288,10 +290,14 @@ func (s *story) forget() error {
 	return s.printTrace(s.release, false)
 }
 
-// edges counts the team's rows of the semantic_edges view: its current, active relationships.
+// edges counts the team's rows of the semantic_edges view: its current, active relationships. The
+// query runs in a transaction the store binds to the team (ReadTx), as its own calls are, so it
+// sees the team's rows under row-level security when the store connects as the runtime role.
 func (s *story) edges() (int, error) {
 	var n int
-	err := s.st.Pool().QueryRow(s.ctx, "SELECT count(*) FROM densemem.semantic_edges WHERE team_id = $1", s.team).Scan(&n)
+	err := s.st.ReadTx(s.ctx, s.team, func(tx pgx.Tx) error {
+		return tx.QueryRow(s.ctx, "SELECT count(*) FROM densemem.semantic_edges WHERE team_id = $1", s.team).Scan(&n)
+	})
 	return n, err
 }
 

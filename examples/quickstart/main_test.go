@@ -32,3 +32,8 @@ func TestQuickstartNoDatabase(t *testing.T) {
 func TestQuickstartGoldenOnCitus(t *testing.T) {
 	golden.CheckStoryOnCitus(t, "quickstart", run)
 }
+
+// The story as the runtime role with the binding key, under row-level security.
+func TestGoldenAsRuntime(t *testing.T) {
+	golden.CheckStoryAsRuntime(t, "quickstart", run)
+}

@@ -25,3 +25,8 @@ func TestTeamConflictNoDatabase(t *testing.T) {
 func TestTeamConflictGoldenOnCitus(t *testing.T) {
 	golden.CheckStoryOnCitus(t, "teamconflict", run)
 }
+
+// The story as the runtime role with the binding key, under row-level security.
+func TestGoldenAsRuntime(t *testing.T) {
+	golden.CheckStoryAsRuntime(t, "teamconflict", run)
+}

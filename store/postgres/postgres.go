@@ -355,7 +355,21 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 
 // beginFunc runs fn in a plain pgx transaction of team; provisioning uses it, the write path uses Tx.
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
-	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}
+	return s.txFunc(ctx, team, pgx.ReadWrite, fn)
+}
+
+// ReadTx runs fn in a read-only transaction bound to team, and to the actor ctx names
+// (store.WithActor), as every call of the store is bound: a host's own queries of the schema's
+// views and tables (densemem.semantic_edges, say) as the runtime role see that team's rows under
+// row-level security, and nothing without a binding (migration 25).
+func (s *Store) ReadTx(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
+	return s.txFunc(ctx, team, pgx.ReadOnly, fn)
+}
+
+// txFunc runs fn in a pgx transaction of team in access mode, opened by the settings every
+// transaction of the store opens with.
+func (s *Store) txFunc(ctx context.Context, team identity.TeamID, mode pgx.TxAccessMode, fn func(pgx.Tx) error) error {
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: mode}
 	return translate(pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
 		args, err := s.bind(s.settingsArgs(ctx, team), tx.Conn().PgConn().PID())
 		if err != nil {

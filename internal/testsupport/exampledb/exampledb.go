@@ -13,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -37,6 +38,12 @@ const connectTimeout = 10 * time.Second
 // EmbeddedPrefix starts a DSN that names no server but the data directory of a private one:
 // "embedded:DIR" makes Connect run the example on the private PostgreSQL in DIR.
 const EmbeddedPrefix = "embedded:"
+
+// RuntimePrefix starts a DSN whose user migrates the database, after which the example runs as the
+// runtime role (migrations.DefaultRuntimeRole, no password: a trust-authenticated test server) with
+// the database's binding key, under row-level security as a host's service does: "runtime:URL".
+// The golden tests use it; the examples' users give a plain URL.
+const RuntimePrefix = "runtime:"
 
 // URL returns the database URL of an example: $DENSEMEM_DATABASE_URL, or "" when it is unset (Connect
 // then uses the local server at DefaultURL when one answers, else a private one).
@@ -77,7 +84,11 @@ func Connect(ctx context.Context, program, dsn string) (st *postgres.Store, done
 	}
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	st, err = Open(ctx, dsn)
+	dsn, asRuntime := strings.CutPrefix(dsn, RuntimePrefix)
+	if asRuntime {
+		return openRoles(ctx, program, dsn)
+	}
+	st, _, err = open(ctx, dsn, false)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: cannot connect to PostgreSQL at %s: %v\n"+
 			"Set %s to the URL of a PostgreSQL 15+ database this program may create tables in, e.g.\n"+
@@ -150,28 +161,92 @@ func redactURL(dsn string) string {
 // Open connects to dsn, creating its database first when the server says it does not exist,
 // applies the migrations and returns the Store (Close releases its pool).
 func Open(ctx context.Context, dsn string) (*postgres.Store, error) {
+	st, _, err := open(ctx, dsn, false)
+	return st, err
+}
+
+// open is Open, its Store connecting as the runtime role with the binding key (returned) when
+// asRuntime.
+func open(ctx context.Context, dsn string, asRuntime bool) (*postgres.Store, []byte, error) {
 	cfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool, err := connect(ctx, cfg)
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "3D000" {
 		if err := create(ctx, cfg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		pool, err = connect(ctx, cfg)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := migrations.Up(ctx, pool, nil); err != nil {
 		pool.Close()
-		return nil, err
+		return nil, nil, err
+	}
+	var opts *postgres.Options
+	var key []byte
+	if asRuntime {
+		key, err = migrations.BindingKey(ctx, pool, nil)
+		if err == nil {
+			dsn, err = asRole(dsn, migrations.DefaultRuntimeRole)
+		}
+		if err != nil {
+			pool.Close()
+			return nil, nil, err
+		}
+		opts = &postgres.Options{BindingKey: key}
 	}
 	// The store owns a pool of its own (Open's), so the program's Close releases it.
 	pool.Close()
-	return postgres.Open(ctx, cfg.ConnString(), nil)
+	st, err := postgres.Open(ctx, dsn, opts)
+	return st, key, err
+}
+
+// reviewers maps a runtime role's store Connect returned to the reviewer role's store opened with
+// it (RuntimePrefix).
+var reviewers sync.Map
+
+// Reviewer returns the store an example's nightly review runs on (densemem.NightlyConfig.Store):
+// the reviewer role's, opened with st when Connect was given a RuntimePrefix DSN, else st itself.
+func Reviewer(st *postgres.Store) *postgres.Store {
+	if r, ok := reviewers.Load(st); ok {
+		return r.(*postgres.Store)
+	}
+	return st
+}
+
+// openRoles is Connect for a RuntimePrefix DSN: the runtime role's store, and the reviewer role's
+// (Reviewer); done closes both.
+func openRoles(ctx context.Context, program, dsn string) (*postgres.Store, func(), error) {
+	st, key, err := open(ctx, dsn, true)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", program, err)
+	}
+	reviewerDSN, err := asRole(dsn, migrations.DefaultReviewerRole)
+	var rv *postgres.Store
+	if err == nil {
+		rv, err = postgres.Open(ctx, reviewerDSN, &postgres.Options{BindingKey: key})
+	}
+	if err != nil {
+		st.Close()
+		return nil, nil, fmt.Errorf("%s: %w", program, err)
+	}
+	reviewers.Store(st, rv)
+	return st, func() { reviewers.Delete(st); rv.Close(); st.Close() }, nil
+}
+
+// asRole returns the URL dsn with role as its user and no password.
+func asRole(dsn, role string) (string, error) {
+	u, err := url.Parse(dsn)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		return "", fmt.Errorf("exampledb: %s needs a postgres:// URL", RuntimePrefix)
+	}
+	u.User = url.User(role)
+	return u.String(), nil
 }
 
 func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {

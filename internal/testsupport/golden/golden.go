@@ -114,14 +114,22 @@ func CheckStoryEmbedded(t *testing.T, name string, story Story) {
 	tellTwice(t, name, story, dsn)
 }
 
-// CheckStoryOnCitus is CheckStory on the Citus cluster testdb.EnvCitusURL names (skipped without
-// one), on its one distributed database, migrated and distributed by testdb.Citus: each run
-// creates teams of its own, so the story prints the same on a database other runs wrote to.
+// CheckStoryOnCitus is CheckStoryAsRuntime on the Citus cluster testdb.EnvCitusURL names (skipped
+// without one), on its one distributed database, migrated and distributed by testdb.Citus: each
+// run creates teams of its own, so the story prints the same on a database other runs wrote to.
 func CheckStoryOnCitus(t *testing.T, name string, story Story) {
 	t.Helper()
 	pool := testdb.Citus(t)
 	dsn := pool.Config().ConnString()
-	tellTwice(t, name, story, dsn)
+	tellTwice(t, name, story, exampledb.RuntimePrefix+dsn)
+}
+
+// CheckStoryAsRuntime is CheckStory with the story's store connected as the runtime role, with the
+// database's binding key, under row-level security (exampledb.RuntimePrefix), as a host's service
+// runs; the database is migrated as the test server's superuser.
+func CheckStoryAsRuntime(t *testing.T, name string, story Story) {
+	t.Helper()
+	tellTwice(t, name, story, exampledb.RuntimePrefix+testdb.NewHostURL(t))
 }
 
 // tellTwice runs story twice on dsn and checks both outputs with Check.
