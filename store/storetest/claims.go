@@ -352,8 +352,9 @@ func testNightlyReserve(e *env) {
 // none finished; a date never reserved cannot be finished; another team's ledger stays apart.
 func testNightlyRunLedger(e *env) {
 	t, ctx := e.t, e.ctx
-	w := e.world("tm_l")
-	e.bareTeam("tm_m")
+	w := e.world(e.team("tm_l"))
+	other := e.team("tm_m")
+	e.bareTeam(other)
 	days := []time.Time{runDate.AddDate(0, 0, -2), runDate.AddDate(0, 0, -1), runDate}
 	reserve := func(team identity.TeamID, day time.Time, worker string) {
 		_, err := e.rv.NightlyReserve(ctx, store.NightlyReserveParams{Team: team, RunDate: day, Worker: worker, Now: at(time.Minute)})
@@ -380,7 +381,7 @@ func testNightlyRunLedger(e *env) {
 		Failures: append(failures(10, 10), store.NightlyFailure{Error: "the pass stopped"})}), "NightlyFinish")
 	err := e.rv.NightlyFinish(ctx, store.NightlyFinishParams{Team: w.team, RunDate: runDate.AddDate(0, 0, 1), Now: at(time.Hour)})
 	e.checkErr(err, store.ErrNotFound, "NightlyFinish of a run date never reserved")
-	reserve("tm_m", days[2], "w9")
+	reserve(other, days[2], "w9")
 
 	var got []store.NightlyRun
 	var before *time.Time
@@ -406,10 +407,10 @@ func testNightlyRunLedger(e *env) {
 	if d := cmp.Diff(want, got, cmpopts.EquateApproxTime(time.Microsecond), cmpopts.EquateEmpty()); d != "" {
 		t.Errorf("the run ledger paged two at a time (-want +got):\n%s", d)
 	}
-	other, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: "tm_m", Limit: 10})
+	otherRuns, err := e.s.NightlyRunList(ctx, store.NightlyRunListParams{Team: other, Limit: 10})
 	e.must(err, "NightlyRunList")
-	if len(other.Items) != 1 || other.Items[0].Worker != "w9" || other.Items[0].PassesStarted != 1 {
-		t.Errorf("tm_m's ledger = %+v, want its one reservation by w9 alone", other.Items)
+	if len(otherRuns.Items) != 1 || otherRuns.Items[0].Worker != "w9" || otherRuns.Items[0].PassesStarted != 1 {
+		t.Errorf("the other team's ledger = %+v, want its one reservation by w9 alone", otherRuns.Items)
 	}
 }
 

@@ -108,7 +108,7 @@ func testReviewFenceChecks(e *env) {
 // testReviewFenceBatch: several fenced reviews in one transaction write together, and one stale
 // fence refuses them all, writing nothing; two fences of one key are refused.
 func testReviewFenceBatch(e *env) {
-	w := e.world("tm_rb")
+	w := e.world(e.team("tm_rb"))
 	scenes := []scene{w.disagreement("", t0, t0), w.disagreement("work", t0, t0)}
 	if got := w.claim(store.CaseClaimDueParams{Now: at(time.Hour), RunDate: runDate, Batch: 10, Lease: 5 * time.Minute,
 		Token: "tok_1", MaxAttempts: 5}); len(got) != 2 {
