@@ -49,12 +49,26 @@ func serverSession(t *testing.T, s *mcp.Server, cs *mcp.ClientSession) *mcp.Serv
 }
 
 // A session idle for the configured time is closed by the server (the SDK's timer, on the wall
-// clock: the test waits for the close, it asserts no duration), and its next request fails.
+// clock: the test waits for the close, it asserts no duration), and its next request fails. The
+// handshake itself must finish within the timeout: on a loaded machine it may not, so a handshake
+// whose session already expired is tried again (with a timeout of 50 ms one CI run lost it).
 func TestHTTPSessionsExpireWhenIdle(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
-	srv, server := httpServer(t, f, &mcpserver.HTTPOptions{SessionTimeout: 50 * time.Millisecond})
-	cs := httpSession(t, srv.URL, "alice-secret")
+	srv, server := httpServer(t, f, &mcpserver.HTTPOptions{SessionTimeout: 200 * time.Millisecond})
+	var cs *mcp.ClientSession
+	for attempt := 1; cs == nil; attempt++ {
+		tr := &mcp.StreamableClientTransport{Endpoint: srv.URL,
+			HTTPClient: &http.Client{Transport: bearer{"alice-secret", http.DefaultTransport}}}
+		c, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(t.Context(), tr, nil)
+		switch {
+		case err == nil:
+			cs = c
+			t.Cleanup(func() { _ = cs.Close() })
+		case attempt == 10:
+			t.Fatalf("no handshake finished within the session timeout in %d attempts: %v", attempt, err)
+		}
+	}
 	if err := serverSession(t, server, cs).Wait(); err != nil {
 		t.Logf("session ended: %v", err)
 	}
