@@ -180,7 +180,9 @@ type Tx interface {
 	// made before it (Remember's optimistic plan): in one round trip it starts the transaction, takes
 	// the locks IntakeLock takes for f, checks under them that what the plan read still holds (f's
 	// fence: the idempotency record absent, the profile as read, no name of f.Names held by an entity
-	// name the plan did not read), then writes ws as WriteSetApply does, COMMIT included. When the
+	// name the plan did not read), then, when f.Keys is set, takes the conflict-key locks and locks
+	// the rows KeysLock would lock and checks f.Keys under them, then writes ws as WriteSetApply
+	// does, COMMIT included. When the
 	// fence fails it returns ErrStaleVersion and nothing of the transaction remains: plan again under
 	// the locks (IntakeLock, KeysLock, WriteSetApply).
 	WriteSetApplyFenced(ctx context.Context, f WriteFence, ws WriteSet) error
@@ -306,6 +308,9 @@ type RememberPrepareParams struct {
 	KnownEntities  []identity.EntityID
 	// AdoptFragments are the fragments the request adopts (evidence[i].adopt_fragment_id).
 	AdoptFragments []evidence.FragmentID
+	// Speculate, when set, asks for the live state of every conflict key the request's statements
+	// can fall on (RememberPrepared.Speculated), read in the same round trip.
+	Speculate *KeySpeculation
 }
 
 // RememberPrepared is what RememberPrepare read.
@@ -319,6 +324,9 @@ type RememberPrepared struct {
 	// Adoptable are the fragments among AdoptFragments that the team holds and that may be adopted,
 	// with their content, in fragment ID order; a missing one is left out.
 	Adoptable []FragmentRow
+	// Speculated is what RememberPrepareParams.Speculate read, read without locks: a plan made from
+	// it is written behind a KeysFence.
+	Speculated KeysSpeculated
 }
 
 // IdempotencyRecord is a stored call result.
@@ -417,6 +425,10 @@ type WriteFence struct {
 	// names are append-only, so nothing else about them can change.
 	Names      []NameLookup
 	Candidates []identity.Entity
+	// Keys, when set, is the fence of the conflict keys the plan read (KeysSpeculated.Narrow): their
+	// locks are taken after the intake locks (past MaxLocks, the team's key lock), then the rows
+	// KeysLock with Keys.Params would lock, and the fence fails unless they are as read.
+	Keys *KeysFence
 }
 
 // IntakeLocked is what IntakeLock read after its locks.

@@ -65,6 +65,8 @@ type Planner struct {
 
 	res        map[string]resolution
 	candidates []identity.Entity
+	// created are the entities this call creates.
+	created map[identity.EntityID]bool
 
 	ingestID string
 	// l writes the call's rows and holds every owner's relationships of each key the call touches,
@@ -87,10 +89,12 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 	pl.candidates = append(append([]identity.Entity{}, candidates...), known...)
 	pl.res = pl.in.resolve(candidates, known)
 	real := map[identity.EntityID]identity.EntityID{}
+	pl.created = map[identity.EntityID]bool{}
 	for _, ref := range pl.in.order {
 		r := pl.res[ref]
 		if r.Decision == identity.DecisionCreated {
 			real[r.entity.ID] = identity.EntityID(pl.newID("ent"))
+			pl.created[real[r.entity.ID]] = true
 		}
 	}
 	for ref, r := range pl.res {
@@ -100,6 +104,10 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 		}
 	}
 }
+
+// Creates reports whether the call creates entity id (after Resolve): no relationship of the
+// team's can name it yet.
+func (pl *Planner) Creates(id identity.EntityID) bool { return pl.created[id] }
 
 // Adoptable takes in the fragments the request adopts as the transaction read them under its
 // locks (store.IntakeLocked.Adoptable): the stored metadata its support links copy.

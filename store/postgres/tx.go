@@ -763,6 +763,9 @@ func (t *tx) WriteSetApplyFenced(ctx context.Context, f store.WriteFence, ws sto
 		}
 	}
 	b.Queue(fenceSQL, f.Team, f.Profile, f.IdempotencyKey, string(f.ProfileStatus), scopes, kinds, skeletons, ids, names)
+	if f.Keys != nil {
+		queueKeysFence(b, f.Keys)
+	}
 	return t.applyOn(ctx, b, &ws)
 }
 
