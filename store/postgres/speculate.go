@@ -159,7 +159,7 @@ ORDER BY m.conflict_id, m.relationship_id`
 // lookupArgs are the statement-numbered lookups of speculatedKeys' mentions: (statement, kind,
 // skeleton) per name, and (statement, entity) per known entity.
 type lookupArgs struct {
-	nameStmts, knownStmts  []int32
+	nameStmts, knownStmts    []int32
 	kinds, skeletons, knowns []string
 }
 
