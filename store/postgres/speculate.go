@@ -15,8 +15,9 @@ import (
 // (i): its subject's lookups ($2–$4: statement, kind, skeleton; known entities $5, $6), its phrase,
 // scope and whether it has an object ($7–$10), its object's lookups ($11–$13; known $14, $15;
 // value IDs $16, $17). subj and obj are the entities a lookup can resolve to (as entitiesByNameSQL
-// matches them: skeleton, then kind), pred the predicates whose key or alias is the phrase (aliases
-// are stored normalised, predicates.go), in their latest version; a statement's keys are its subject
+// matches them: skeleton, then kind), pred the predicates whose key or alias is the phrase (an alias
+// normalised as relationship.NormalizePhrase does for ASCII text: Go's match decides, and a key it
+// finds that was not read sends the call to the locked path), in their latest version; a statement's keys are its subject
 // candidates crossed with its predicates, read whole (wide) unless the predicate compares by
 // object (relationship.Predicate.ComparesByObject) and the statement has an object; objs lists, for
 // each key not read whole, the object candidates of its statements. ids are the relationships to
@@ -39,7 +40,9 @@ pred AS MATERIALIZED (
     FROM unnest($7::int[], $8::text[], $9::text[], $10::bool[]) AS q(i, phrase, scope, has_object)
     JOIN (SELECT DISTINCT ON (p.predicate_key) p.predicate_key, p.relationship_kind, p.current_cardinality, p.aliases
           FROM {schema}.predicate_definitions p WHERE p.team_id = $1
-          ORDER BY p.predicate_key, p.version DESC) d ON d.predicate_key = q.phrase OR q.phrase = ANY(d.aliases)),
+          ORDER BY p.predicate_key, p.version DESC) d
+      ON d.predicate_key = q.phrase OR q.phrase = ANY(d.aliases) OR q.phrase IN (SELECT replace(regexp_replace(regexp_replace(
+          lower(a), '^\s+|\s+$', '', 'g'), '\s+', '_', 'g'), '-', '_') FROM unnest(d.aliases) AS a)),
 obj AS MATERIALIZED (
     SELECT o.i, e.entity_id, NULL::text AS value_id
     FROM unnest($11::int[], $12::text[], $13::text[]) AS o(i, kind, skel)
