@@ -76,7 +76,7 @@ ids AS MATERIALIZED (
     CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
         WHERE o.team_id = $1 AND o.subject_entity_id = x.subject AND o.predicate_key = x.predicate AND o.scope = x.scope
           AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-          AND o.object_entity_id = x.entity_id) o
+          AND o.object_entity_id = x.entity_id OFFSET 0) o
     WHERE x.entity_id IS NOT NULL
   UNION
     SELECT o.relationship_id FROM objs x
@@ -84,7 +84,7 @@ ids AS MATERIALIZED (
     CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
         WHERE o.team_id = $1 AND o.subject_entity_id = x.subject AND o.predicate_key = x.predicate AND o.scope = x.scope
           AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-          AND o.object_entity_id IS NULL AND o.object_value_id = x.value_id) o
+          AND o.object_entity_id IS NULL AND o.object_value_id = x.value_id OFFSET 0) o
     WHERE x.value_id IS NOT NULL
   UNION
     SELECT t.relationship_id FROM keys k
