@@ -24,9 +24,8 @@ import (
 // read: every live one of a wide key; of another key, the live ones about one of its objects, the
 // held ones and the live ones about a held one's object — each a probe of
 // relationships_conflict_key_live_object by key, status and object as in byObjectIDs — and the
-// named ones ($18) by ID, whatever their status. Unreferenced CTEs are not run, so each statement
-// pays only for what it reads. Every join to a table is LATERAL (a nested loop of index probes
-// under any generic plan).
+// named ones ($18) by ID, whatever their status; live_cases the keys' live cases. Every join to a
+// table is LATERAL (a nested loop of index probes under any generic plan).
 const speculatedKeys = `WITH subj AS MATERIALIZED (
     SELECT s.i, e.entity_id
     FROM unnest($2::int[], $3::text[], $4::text[]) AS s(i, kind, skel)
@@ -107,7 +106,11 @@ live_cases AS MATERIALIZED (
 `
 
 // speculatedKeysSQL lists the keys, each with its objects (entities, values) when not read whole,
-// and its subject's canonical name.
+// and its subject's canonical name; then one row without a key that records, for the statements
+// after it in the transaction, the IDs of the relationships (ids) and live cases (live_cases) to
+// read (the settings densemem.speculated_relationships and densemem.speculated_cases, local to the
+// read's transaction): the keys are computed once, and each later statement reads its rows by
+// primary key.
 const speculatedKeysSQL = `-- name: SpeculatedKeys
 ` + speculatedKeys + `SELECT k.subject, k.predicate, k.scope, k.wide,
        ARRAY(SELECT x.entity_id FROM objs x WHERE x.subject = k.subject AND x.predicate = k.predicate AND x.scope = k.scope
@@ -118,43 +121,52 @@ const speculatedKeysSQL = `-- name: SpeculatedKeys
 FROM keys k
 LEFT JOIN LATERAL (SELECT n.name FROM {schema}.entity_names n
     WHERE n.team_id = $1 AND n.entity_id = k.subject AND n.name_kind = 'canonical' LIMIT 1) sn ON true
-ORDER BY k.subject, k.predicate, k.scope`
+UNION ALL
+SELECT NULL, NULL, NULL, NULL, NULL, NULL,
+       set_config('densemem.speculated_relationships', ARRAY(SELECT relationship_id FROM ids)::text, true) ||
+       set_config('densemem.speculated_cases', ARRAY(SELECT conflict_id FROM live_cases)::text, true)`
+
+// speculatedIDs and speculatedCaseIDs are the IDs speculatedKeysSQL recorded.
+const (
+	speculatedIDs     = `current_setting('densemem.speculated_relationships')::text[]`
+	speculatedCaseIDs = `current_setting('densemem.speculated_cases')::text[]`
+)
 
 const speculatedRelationshipsSQL = `-- name: SpeculatedRelationships
-` + speculatedKeys + `SELECT ` + lockedRelationships + `
-WHERE r.team_id = $1 AND r.relationship_id = ANY(ARRAY(SELECT relationship_id FROM ids))
+SELECT ` + lockedRelationships + `
+WHERE r.team_id = $1 AND r.relationship_id = ANY(` + speculatedIDs + `)
 ORDER BY r.relationship_id`
 
 const speculatedSupportsSQL = `-- name: SpeculatedSupports
-` + speculatedKeys + `SELECT ` + relationshipSupports + `
-WHERE r.team_id = $1 AND r.relationship_id = ANY(ARRAY(SELECT relationship_id FROM ids))` + liveFilter + `
+SELECT ` + relationshipSupports + `
+WHERE r.team_id = $1 AND r.relationship_id = ANY(` + speculatedIDs + `)` + liveFilter + `
 ORDER BY s.relationship_id, s.support_id`
 
 const speculatedItemsSQL = `-- name: SpeculatedItems
-` + speculatedKeys + `SELECT i.review_id, i.ingest_id, i.placement_item_id, i.kind, i.profile_id, i.relationship_id, i.related_ids,
+SELECT i.review_id, i.ingest_id, i.placement_item_id, i.kind, i.profile_id, i.relationship_id, i.related_ids,
        i.relationship_version, COALESCE(i.related_versions, '{}'), i.observation_id, i.choices, i.created_at
 FROM {schema}.relationships r
 JOIN {schema}.review_items i ON i.team_id = r.team_id AND i.relationship_id = r.relationship_id
-WHERE r.team_id = $1 AND r.relationship_id = ANY(ARRAY(SELECT relationship_id FROM ids)) AND r.status = 'needs_review'
+WHERE r.team_id = $1 AND r.relationship_id = ANY(` + speculatedIDs + `) AND r.status = 'needs_review'
   AND i.status = 'open' AND i.kind = 'relationship_conflict'
 ORDER BY i.relationship_id, i.created_at, i.review_id`
 
 // speculatedCaseFilter selects the keys' live cases by primary key.
-const speculatedCaseFilter = `c.team_id = $1 AND c.conflict_id = ANY(ARRAY(SELECT conflict_id FROM live_cases))`
+const speculatedCaseFilter = `c.team_id = $1 AND c.conflict_id = ANY(` + speculatedCaseIDs + `)`
 
 const speculatedCasesSQL = `-- name: SpeculatedCases
-` + speculatedKeys + `SELECT ` + caseColumns + `
+SELECT ` + caseColumns + `
 FROM {schema}.conflict_cases c WHERE ` + speculatedCaseFilter + `
 ORDER BY c.conflict_id`
 
 const speculatedCasePositionsSQL = `-- name: SpeculatedCasePositions
-` + speculatedKeys + `SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
+SELECT p.conflict_id, p.position_id, COALESCE(p.object_entity_id, ''), COALESCE(p.object_value_id, ''), p.polarity
 FROM {schema}.conflict_cases c JOIN {schema}.conflict_positions p ON p.team_id = c.team_id AND p.conflict_id = c.conflict_id
 WHERE ` + speculatedCaseFilter + `
 ORDER BY p.conflict_id, p.position_id`
 
 const speculatedCaseMembersSQL = `-- name: SpeculatedCaseMembers
-` + speculatedKeys + `SELECT m.conflict_id, m.position_id, m.relationship_id, m.relationship_version, m.owner_profile_id
+SELECT m.conflict_id, m.position_id, m.relationship_id, m.relationship_version, m.owner_profile_id
 FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.team_id = c.team_id AND m.conflict_id = c.conflict_id
 WHERE ` + speculatedCaseFilter + ` AND m.removed_version IS NULL
 ORDER BY m.conflict_id, m.relationship_id`
@@ -208,11 +220,17 @@ func queueSpeculation(b *pgx.Batch, out *store.KeysSpeculated, team identity.Tea
 	b.Queue(speculatedKeysSQL, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			k := store.SpeculatedKey{Key: conflict.Key{Team: team}}
+			var subject, predicate, scope *string
+			var wide *bool
 			var entities, values []string
 			var name *string
-			if err := rows.Scan(&k.Key.Subject, &k.Key.PredicateKey, &k.Key.Scope, &k.Wide, &entities, &values, &name); err != nil {
+			if err := rows.Scan(&subject, &predicate, &scope, &wide, &entities, &values, &name); err != nil {
 				return err
 			}
+			if subject == nil {
+				continue // the row recording the IDs to read
+			}
+			k.Key.Subject, k.Key.PredicateKey, k.Key.Scope, k.Wide = identity.EntityID(*subject), *predicate, *scope, *wide
 			for _, e := range entities {
 				k.Objects = append(k.Objects, relationship.Object{EntityID: identity.EntityID(e)})
 			}
@@ -226,21 +244,21 @@ func queueSpeculation(b *pgx.Batch, out *store.KeysSpeculated, team identity.Tea
 		}
 		return rows.Err()
 	})
-	b.Queue(speculatedRelationshipsSQL, args...).Query(func(rows pgx.Rows) error {
+	b.Queue(speculatedRelationshipsSQL, team).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, st)
 	})
-	b.Queue(speculatedSupportsSQL, args...).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(speculatedSupportsSQL, team).Query(func(rows pgx.Rows) (err error) {
 		st.Supports, err = pgx.CollectRows(rows, scanKeySupport)
 		return err
 	})
-	b.Queue(speculatedItemsSQL, args...).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(speculatedItemsSQL, team).Query(func(rows pgx.Rows) (err error) {
 		st.Items, err = pgx.CollectRows(rows, scanKeyItem)
 		return err
 	})
 	c := &keyCaseReader{out: st, team: team, byID: map[conflict.ID]int{}, positions: map[conflict.PositionID]conflict.PositionKey{}}
-	b.Queue(speculatedCasesSQL, args...).Query(c.readCases)
-	b.Queue(speculatedCasePositionsSQL, args...).Query(c.readPositions)
-	b.Queue(speculatedCaseMembersSQL, args...).Query(c.readMembers)
+	b.Queue(speculatedCasesSQL, team).Query(c.readCases)
+	b.Queue(speculatedCasePositionsSQL, team).Query(c.readPositions)
+	b.Queue(speculatedCaseMembersSQL, team).Query(c.readMembers)
 }
 
 // keysFenceRelationshipsSQL locks what KeysLock with LiveOnly and the same keys, objects and named
