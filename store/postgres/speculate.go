@@ -1,6 +1,8 @@
 package postgres
 
 import (
+	"slices"
+
 	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem/conflict"
@@ -9,118 +11,92 @@ import (
 	"github.com/densemem/densemem/store"
 )
 
-// speculatedKeys is the common head of the statements of a key speculation
-// (store.KeySpeculation): the keys a request's statements can fall on, computed in SQL from its
-// lookups, as Go will compute them from what the same round trip reads. Each statement is numbered
-// (i): its subject's lookups ($2–$4: statement, kind, skeleton; known entities $5, $6), its phrase,
-// scope and whether it has an object ($7–$10), its object's lookups ($11–$13; known $14, $15;
-// value IDs $16, $17). subj and obj are the entities a lookup can resolve to (as entitiesByNameSQL
-// matches them: skeleton, then kind), pred the predicates whose key or alias is the phrase (an alias
-// normalised as relationship.NormalizePhrase does for ASCII text: Go's match decides, and a key it
-// finds that was not read sends the call to the locked path), in their latest version; a statement's keys are its subject
-// candidates crossed with its predicates, read whole (wide) unless the predicate compares by
-// object (relationship.Predicate.ComparesByObject) and the statement has an object; objs lists, for
-// each key not read whole, the object candidates of its statements. ids are the relationships to
-// read: every live one of a wide key; of another key, the live ones about one of its objects, the
-// held ones and the live ones about a held one's object — each a probe of
-// relationships_conflict_key_live_object by key, status and object as in byObjectIDs — and the
-// named ones ($18) by ID, whatever their status; live_cases the keys' live cases. Every join to a
-// table is LATERAL (a nested loop of index probes under any generic plan).
-const speculatedKeys = `WITH subj AS MATERIALIZED (
-    SELECT s.i, e.entity_id
-    FROM unnest($2::int[], $3::text[], $4::text[]) AS s(i, kind, skel)
-    CROSS JOIN LATERAL (SELECT n.entity_id FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = s.skel) n
+// speculatedKeysSQL computes, in SQL, the conflict keys a request's statements can fall on (store.
+// KeySpeculation), as Go will compute them from what the same round trip reads, and lists them: one
+// row per statement, subject candidate, predicate and object candidate. m holds the entities each
+// mention can resolve to (role 's' a statement's subject, 'o' its object; $2–$5: role, statement,
+// kind, skeleton per name, matched as entitiesByNameSQL matches them; $6–$8 known entities; $9, $10
+// value objects by ID). t crosses each statement's subject candidates with the predicates whose key
+// or alias is its phrase ($11–$14: statement, phrase, scope, whether it has an object; an alias is
+// also compared normalised as relationship.NormalizePhrase does for ASCII text — Go's match decides,
+// and a key it finds that was not read sends the call to the locked path), in their latest
+// version: a row is read whole (wide) unless the predicate compares by object (relationship.
+// Predicate.ComparesByObject) and the statement has an object, then for its object candidate (none
+// when the object is new). ids are the relationships to read: every live one of a key read whole;
+// otherwise the live ones about the row's object, the key's held ones and the live ones about a
+// held one's object — each a probe of relationships_conflict_key_live_object by key, status and
+// object as in byObjectIDs — and the named ones ($15) by ID, whatever their status; live_cases the
+// keys' live cases. Every join to a table is LATERAL (a nested loop of index probes under any
+// generic plan), and nothing is sorted or deduplicated: a key's rows are merged in Go, and an ID
+// listed twice is read once. After the rows, one row without a key records the IDs of ids and
+// live_cases, for the statements after it in the read's transaction (the settings
+// densemem.speculated_relationships and densemem.speculated_cases, local to it): the keys are
+// computed once, and each later statement reads its rows by primary key.
+const speculatedKeysSQL = `-- name: SpeculatedKeys
+WITH m AS MATERIALIZED (
+    SELECT l.role, l.i, e.entity_id, NULL::text AS value_id
+    FROM unnest($2::text[], $3::int[], $4::text[], $5::text[]) AS l(role, i, kind, skel)
+    CROSS JOIN LATERAL (SELECT n.entity_id FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = l.skel) n
     CROSS JOIN LATERAL (SELECT e.entity_id FROM {schema}.entities e
-                        WHERE e.team_id = $1 AND e.entity_id = n.entity_id AND e.entity_kind = s.kind) e
-  UNION
-    SELECT s.i, s.id FROM unnest($5::int[], $6::text[]) AS s(i, id)),
-pred AS MATERIALIZED (
-    SELECT q.i, q.scope, q.has_object, d.predicate_key, d.relationship_kind = 'event' OR d.current_cardinality <> 'one' AS by_object
-    FROM unnest($7::int[], $8::text[], $9::text[], $10::bool[]) AS q(i, phrase, scope, has_object)
-    JOIN (SELECT DISTINCT ON (p.predicate_key) p.predicate_key, p.relationship_kind, p.current_cardinality, p.aliases
-          FROM {schema}.predicate_definitions p WHERE p.team_id = $1
-          ORDER BY p.predicate_key, p.version DESC) d
-      ON d.predicate_key = q.phrase OR q.phrase = ANY(d.aliases) OR q.phrase IN (SELECT replace(regexp_replace(regexp_replace(
-          lower(a), '^\s+|\s+$', '', 'g'), '\s+', '_', 'g'), '-', '_') FROM unnest(d.aliases) AS a)),
-obj AS MATERIALIZED (
-    SELECT o.i, e.entity_id, NULL::text AS value_id
-    FROM unnest($11::int[], $12::text[], $13::text[]) AS o(i, kind, skel)
-    CROSS JOIN LATERAL (SELECT n.entity_id FROM {schema}.entity_names n WHERE n.team_id = $1 AND n.skeleton = o.skel) n
-    CROSS JOIN LATERAL (SELECT e.entity_id FROM {schema}.entities e
-                        WHERE e.team_id = $1 AND e.entity_id = n.entity_id AND e.entity_kind = o.kind) e
-  UNION
-    SELECT o.i, o.id, NULL FROM unnest($14::int[], $15::text[]) AS o(i, id)
-  UNION
-    SELECT o.i, NULL, o.v FROM unnest($16::int[], $17::text[]) AS o(i, v)),
-stmt AS MATERIALIZED (
-    SELECT s.i, s.entity_id AS subject, p.predicate_key AS predicate, p.scope, NOT (p.by_object AND p.has_object) AS wide
-    FROM subj s JOIN pred p ON p.i = s.i),
-keys AS MATERIALIZED (
-    SELECT t.subject, t.predicate, t.scope, bool_or(t.wide) AS wide FROM stmt t GROUP BY t.subject, t.predicate, t.scope),
-objs AS MATERIALIZED (
-    SELECT DISTINCT k.subject, k.predicate, k.scope, o.entity_id, o.value_id
-    FROM keys k
-    JOIN stmt t ON t.subject = k.subject AND t.predicate = k.predicate AND t.scope = k.scope
-    JOIN obj o ON o.i = t.i
-    WHERE NOT k.wide),
+                        WHERE e.team_id = $1 AND e.entity_id = n.entity_id AND e.entity_kind = l.kind) e
+  UNION ALL
+    SELECT k.role, k.i, k.id, NULL FROM unnest($6::text[], $7::int[], $8::text[]) AS k(role, i, id)
+  UNION ALL
+    SELECT 'o', v.i, NULL, v.id FROM unnest($9::int[], $10::text[]) AS v(i, id)),
+t AS MATERIALIZED (
+    SELECT s.entity_id AS subject, d.predicate_key AS predicate, q.scope,
+           NOT (q.has_object AND (d.relationship_kind = 'event' OR d.current_cardinality <> 'one')) AS wide,
+           o.entity_id AS object_entity, o.value_id AS object_value
+    FROM unnest($11::int[], $12::text[], $13::text[], $14::bool[]) AS q(i, phrase, scope, has_object)
+    JOIN m s ON s.role = 's' AND s.i = q.i
+    CROSS JOIN LATERAL (SELECT p.predicate_key, p.relationship_kind, p.current_cardinality
+        FROM {schema}.predicate_definitions p
+        WHERE p.team_id = $1
+          AND (p.predicate_key = q.phrase OR q.phrase = ANY(p.aliases) OR q.phrase IN (SELECT replace(regexp_replace(regexp_replace(
+               lower(a), '^\s+|\s+$', '', 'g'), '\s+', '_', 'g'), '-', '_') FROM unnest(p.aliases) AS a))
+          AND p.version = (SELECT max(v.version) FROM {schema}.predicate_definitions v
+                           WHERE v.team_id = $1 AND v.predicate_key = p.predicate_key)) d
+    LEFT JOIN m o ON o.role = 'o' AND o.i = q.i),
 ids AS MATERIALIZED (
-    SELECT w.relationship_id FROM keys k
-    CROSS JOIN LATERAL (SELECT w.relationship_id FROM {schema}.relationships w
-        WHERE w.team_id = $1 AND w.subject_entity_id = k.subject AND w.predicate_key = k.predicate AND w.scope = k.scope
-          AND w.status IN ('active', 'pending_evidence', 'needs_review')) w
-    WHERE k.wide
-  UNION
-    SELECT o.relationship_id FROM objs x
-    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-    CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
-        WHERE o.team_id = $1 AND o.subject_entity_id = x.subject AND o.predicate_key = x.predicate AND o.scope = x.scope
-          AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-          AND o.object_entity_id = x.entity_id OFFSET 0) o
-    WHERE x.entity_id IS NOT NULL
-  UNION
-    SELECT o.relationship_id FROM objs x
-    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-    CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
-        WHERE o.team_id = $1 AND o.subject_entity_id = x.subject AND o.predicate_key = x.predicate AND o.scope = x.scope
-          AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-          AND o.object_entity_id IS NULL AND o.object_value_id = x.value_id OFFSET 0) o
-    WHERE x.value_id IS NOT NULL
-  UNION
-    SELECT t.relationship_id FROM keys k
-    CROSS JOIN LATERAL (SELECT h.object_entity_id, h.object_value_id FROM {schema}.relationships h
-        WHERE h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate AND h.scope = k.scope
-          AND h.status = 'needs_review') h
-    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-    CROSS JOIN LATERAL (SELECT t.relationship_id FROM {schema}.relationships t
-        WHERE t.team_id = $1 AND t.subject_entity_id = k.subject AND t.predicate_key = k.predicate AND t.scope = k.scope
-          AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
-          AND t.object_entity_id IS NOT DISTINCT FROM h.object_entity_id AND t.object_value_id IS NOT DISTINCT FROM h.object_value_id) t
-    WHERE NOT k.wide
-  UNION
-    SELECT n.relationship_id FROM {schema}.relationships n WHERE n.team_id = $1 AND n.relationship_id = ANY($18::text[])),
+    SELECT x.relationship_id FROM t CROSS JOIN LATERAL (
+        SELECT w.relationship_id FROM {schema}.relationships w
+        WHERE t.wide AND w.team_id = $1 AND w.subject_entity_id = t.subject AND w.predicate_key = t.predicate
+          AND w.scope = t.scope AND w.status IN ('active', 'pending_evidence', 'needs_review')
+      UNION ALL
+        SELECT o.relationship_id FROM unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+        CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
+            WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
+              AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
+              AND o.object_entity_id = t.object_entity OFFSET 0) o
+        WHERE NOT t.wide AND t.object_entity IS NOT NULL
+      UNION ALL
+        SELECT o.relationship_id FROM unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+        CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
+            WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
+              AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
+              AND o.object_entity_id IS NULL AND o.object_value_id = t.object_value OFFSET 0) o
+        WHERE NOT t.wide AND t.object_value IS NOT NULL
+      UNION ALL
+        SELECT h2.relationship_id FROM {schema}.relationships h
+        CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+        CROSS JOIN LATERAL (SELECT h2.relationship_id FROM {schema}.relationships h2
+            WHERE h2.team_id = $1 AND h2.subject_entity_id = t.subject AND h2.predicate_key = t.predicate AND h2.scope = t.scope
+              AND h2.status = st.status AND h2.status IN ('active', 'pending_evidence', 'needs_review')
+              AND h2.object_entity_id IS NOT DISTINCT FROM h.object_entity_id
+              AND h2.object_value_id IS NOT DISTINCT FROM h.object_value_id) h2
+        WHERE NOT t.wide AND h.team_id = $1 AND h.subject_entity_id = t.subject AND h.predicate_key = t.predicate
+          AND h.scope = t.scope AND h.status = 'needs_review') x
+  UNION ALL
+    SELECT n.relationship_id FROM {schema}.relationships n WHERE n.team_id = $1 AND n.relationship_id = ANY($15::text[])),
 live_cases AS MATERIALIZED (
-    SELECT l.conflict_id FROM keys k
+    SELECT l.conflict_id FROM t
     CROSS JOIN LATERAL (SELECT l.conflict_id FROM {schema}.conflict_cases l
         WHERE l.team_id = $1 AND l.status IN ('open', 'overdue')
-          AND l.subject_entity_id = k.subject AND l.predicate_key = k.predicate AND l.scope = k.scope) l)
-`
-
-// speculatedKeysSQL lists the keys, each with its objects (entities, values) when not read whole,
-// and its subject's canonical name; then one row without a key that records, for the statements
-// after it in the transaction, the IDs of the relationships (ids) and live cases (live_cases) to
-// read (the settings densemem.speculated_relationships and densemem.speculated_cases, local to the
-// read's transaction): the keys are computed once, and each later statement reads its rows by
-// primary key.
-const speculatedKeysSQL = `-- name: SpeculatedKeys
-` + speculatedKeys + `SELECT k.subject, k.predicate, k.scope, k.wide,
-       ARRAY(SELECT x.entity_id FROM objs x WHERE x.subject = k.subject AND x.predicate = k.predicate AND x.scope = k.scope
-             AND x.entity_id IS NOT NULL ORDER BY 1),
-       ARRAY(SELECT x.value_id FROM objs x WHERE x.subject = k.subject AND x.predicate = k.predicate AND x.scope = k.scope
-             AND x.value_id IS NOT NULL ORDER BY 1),
-       sn.name
-FROM keys k
+          AND l.subject_entity_id = t.subject AND l.predicate_key = t.predicate AND l.scope = t.scope) l)
+SELECT t.subject, t.predicate, t.scope, t.wide, t.object_entity, t.object_value, sn.name
+FROM t
 LEFT JOIN LATERAL (SELECT n.name FROM {schema}.entity_names n
-    WHERE n.team_id = $1 AND n.entity_id = k.subject AND n.name_kind = 'canonical' LIMIT 1) sn ON true
+    WHERE n.team_id = $1 AND n.entity_id = t.subject AND n.name_kind = 'canonical' LIMIT 1) sn ON true
 UNION ALL
 SELECT NULL, NULL, NULL, NULL, NULL, NULL,
        set_config('densemem.speculated_relationships', ARRAY(SELECT relationship_id FROM ids)::text, true) ||
@@ -171,33 +147,26 @@ FROM {schema}.conflict_cases c JOIN {schema}.conflict_position_members m ON m.te
 WHERE ` + speculatedCaseFilter + ` AND m.removed_version IS NULL
 ORDER BY m.conflict_id, m.relationship_id`
 
-// lookupArgs are the statement-numbered lookups of speculatedKeys' mentions: (statement, kind,
-// skeleton) per name, and (statement, entity) per known entity.
-type lookupArgs struct {
-	nameStmts, knownStmts    []int32
-	kinds, skeletons, knowns []string
-}
-
-func (a *lookupArgs) add(i int32, m store.MentionLookup) {
-	if m.Known != "" {
-		a.knownStmts, a.knowns = append(a.knownStmts, i), append(a.knowns, string(m.Known))
-		return
-	}
-	for _, n := range m.Names {
-		a.nameStmts, a.kinds, a.skeletons = append(a.nameStmts, i), append(a.kinds, n.Kind), append(a.skeletons, n.Skeleton)
-	}
-}
-
-// speculationArgs are speculatedKeys' arguments for sp.
+// speculationArgs are speculatedKeysSQL's arguments for sp: the mentions' lookups by role and
+// statement, the value objects, the statements and the named relationships.
 func speculationArgs(team identity.TeamID, sp *store.KeySpeculation) []any {
-	var subj, obj lookupArgs
-	var stmts, valueStmts []int32
-	var phrases, scopes, values []string
+	var nameRoles, knownRoles, kinds, skeletons, knowns, values, phrases, scopes []string
+	var nameStmts, knownStmts, valueStmts, stmts []int32
 	var hasObject []bool
+	add := func(role string, i int32, m store.MentionLookup) {
+		if m.Known != "" {
+			knownRoles, knownStmts, knowns = append(knownRoles, role), append(knownStmts, i), append(knowns, string(m.Known))
+			return
+		}
+		for _, n := range m.Names {
+			nameRoles, nameStmts = append(nameRoles, role), append(nameStmts, i)
+			kinds, skeletons = append(kinds, n.Kind), append(skeletons, n.Skeleton)
+		}
+	}
 	for n, s := range sp.Statements {
 		i := int32(n)
-		subj.add(i, s.Subject)
-		obj.add(i, s.Object)
+		add("s", i, s.Subject)
+		add("o", i, s.Object)
 		if s.ObjectValue != "" {
 			valueStmts, values = append(valueStmts, i), append(values, s.ObjectValue)
 		}
@@ -207,9 +176,8 @@ func speculationArgs(team identity.TeamID, sp *store.KeySpeculation) []any {
 	for i, id := range sp.Named {
 		named[i] = string(id)
 	}
-	return []any{team, subj.nameStmts, subj.kinds, subj.skeletons, subj.knownStmts, subj.knowns,
-		stmts, phrases, scopes, hasObject, obj.nameStmts, obj.kinds, obj.skeletons, obj.knownStmts, obj.knowns,
-		valueStmts, values, named}
+	return []any{team, nameRoles, nameStmts, kinds, skeletons, knownRoles, knownStmts, knowns, valueStmts, values,
+		stmts, phrases, scopes, hasObject, named}
 }
 
 // queueSpeculation queues the statements of a key speculation into out.
@@ -217,30 +185,38 @@ func queueSpeculation(b *pgx.Batch, out *store.KeysSpeculated, team identity.Tea
 	args := speculationArgs(team, sp)
 	st := &out.State
 	st.ObjectNames, st.SubjectNames = map[relationship.ID]string{}, map[identity.EntityID]string{}
+	byKey := map[conflict.Key]int{}
 	b.Queue(speculatedKeysSQL, args...).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
-			k := store.SpeculatedKey{Key: conflict.Key{Team: team}}
-			var subject, predicate, scope *string
+			var subject, predicate, scope, entity, value, name *string
 			var wide *bool
-			var entities, values []string
-			var name *string
-			if err := rows.Scan(&subject, &predicate, &scope, &wide, &entities, &values, &name); err != nil {
+			if err := rows.Scan(&subject, &predicate, &scope, &wide, &entity, &value, &name); err != nil {
 				return err
 			}
 			if subject == nil {
 				continue // the row recording the IDs to read
 			}
-			k.Key.Subject, k.Key.PredicateKey, k.Key.Scope, k.Wide = identity.EntityID(*subject), *predicate, *scope, *wide
-			for _, e := range entities {
-				k.Objects = append(k.Objects, relationship.Object{EntityID: identity.EntityID(e)})
+			k := conflict.Key{Team: team, Subject: identity.EntityID(*subject), PredicateKey: *predicate, Scope: *scope}
+			i, ok := byKey[k]
+			if !ok {
+				i, byKey[k] = len(out.Keys), len(out.Keys)
+				out.Keys = append(out.Keys, store.SpeculatedKey{Key: k})
 			}
-			for _, v := range values {
-				k.Objects = append(k.Objects, relationship.Object{ValueID: v})
+			sk := &out.Keys[i]
+			sk.Wide = sk.Wide || *wide
+			var o relationship.Object
+			switch {
+			case entity != nil:
+				o.EntityID = identity.EntityID(*entity)
+			case value != nil:
+				o.ValueID = *value
+			}
+			if o != (relationship.Object{}) && !slices.Contains(sk.Objects, o) {
+				sk.Objects = append(sk.Objects, o)
 			}
 			if name != nil {
-				st.SubjectNames[k.Key.Subject] = *name
+				st.SubjectNames[k.Subject] = *name
 			}
-			out.Keys = append(out.Keys, k)
 		}
 		return rows.Err()
 	})
