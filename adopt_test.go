@@ -1,15 +1,20 @@
 package densemem_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
+	"github.com/densemem/densemem/store/postgres"
 )
 
 // Adoption (DESIGN §13, acceptance invariant 12): evidence[i].adopt_fragment_id cites an existing
@@ -417,5 +422,136 @@ func TestAdopt_RowsBoundedWhateverTheEarlierAdopters(t *testing.T) {
 	if !hasCrossReference(tr.CrossReferences, "adopts_evidence_from", "outgoing", last.RelationshipOutcomes[0].RelationshipID,
 		first.RelationshipOutcomes[0].RelationshipID) {
 		t.Errorf("trace of the 25th adopter's relationship: cross-references %+v lack adopts_evidence_from B's", tr.CrossReferences)
+	}
+}
+
+// adoptionStory runs adoptions of one fragment of B's ("nova works on project-000 … project-003") by
+// six profiles — all four statements; one statement from the fragment and one from the adopter's own
+// evidence; after B forgot one of its statements; the first adopter again, and the second again for
+// the statements B still holds — beside C's own statement
+// of one of the projects, and returns each call's outcomes with every relationship named by its
+// owner and proposal. whole reads the keys' live relationships whole, as before decision 155.
+func adoptionStory(t *testing.T, whole bool) []string {
+	e := newEnv(t)
+	if whole {
+		densemem.PlaceReadingLiveKeysWhole(e.client)
+	}
+	labels := map[densemem.RelationshipID]string{}
+	var out []string
+	record := func(who string, pl *densemem.Placement) {
+		for _, o := range pl.RelationshipOutcomes {
+			if _, ok := labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
+				labels[o.RelationshipID] = who + ":" + o.ProposalID
+			}
+		}
+		for _, o := range pl.RelationshipOutcomes {
+			var xrefs []string
+			for _, x := range o.CrossReferences {
+				xrefs = append(xrefs, x.Kind+"->"+labels[x.ToRelationshipID])
+			}
+			slices.Sort(xrefs)
+			out = append(out, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
+				labels[o.RelationshipID], strings.Join(xrefs, " ")))
+		}
+	}
+	src := worksOnRequest(nextKey(), "nova", projects(0, 4)...)
+	first := e.rememberReq(e.B, src)
+	record("B", first)
+	fragment := first.Fragments[0].FragmentID
+	record("C", e.rememberReq(e.C, worksOnFact("nova", "project-000").request(nextKey())))
+	adopters := make([]densemem.Principal, 6)
+	for i := range adopters {
+		adopters[i] = e.mustProfile(fmt.Sprintf("adopter-%d", i), "read", "write")
+	}
+	adopt := func(i int, req densemem.RememberRequest) {
+		req.IdempotencyKey = nextKey()
+		record(fmt.Sprintf("adopter-%d", i), e.rememberReq(adopters[i], req))
+	}
+	for i := range 3 {
+		adopt(i, adoptingAll(src, fragment))
+	}
+	// One statement from the fragment, one from the adopter's own evidence.
+	mixed := adoptingAll(src, fragment)
+	mixed.Proposal.Relationships = mixed.Proposal.Relationships[:2]
+	own := "nova works on project-001, says adopter-3."
+	mixed.Evidence = append(mixed.Evidence, densemem.EvidenceInput{Content: own, SourceType: "manual"})
+	mixed.Proposal.Relationships[1].Evidence = []densemem.Citation{{EvidenceIndex: 1, Start: 0, End: len(own)}}
+	adopt(3, mixed)
+	// B forgets its statement of project-002: an adopter of it links to another adopter's.
+	if _, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: first.RelationshipOutcomes[2].RelationshipID,
+		IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	adopt(4, adoptingAll(src, fragment))
+	adopt(0, adoptingAll(src, fragment))
+	// The second adopter again, of the statements B still holds: its own relationships are read.
+	again := adoptingAll(src, fragment)
+	again.Proposal.Relationships = again.Proposal.Relationships[:2]
+	adopt(1, again)
+	e.checkLedger()
+	return out
+}
+
+// TestAdopt_NarrowedReadDecidesAsWholeKey: an adopting Remember reads its keys for its objects and
+// leaves out the fragment's other adopters (decision 155), and decides exactly as when it reads
+// them whole — categories, statuses and every cross-reference's target.
+func TestAdopt_NarrowedReadDecidesAsWholeKey(t *testing.T) {
+	t.Parallel()
+	var narrowed, whole []string
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() { defer wg.Done(); narrowed = adoptionStory(t, false) }()
+	go func() { defer wg.Done(); whole = adoptionStory(t, true) }()
+	wg.Wait()
+	if d := cmp.Diff(whole, narrowed); d != "" {
+		t.Errorf("adoptions (-whole keys +narrowed):\n%s", d)
+	}
+	if len(whole) < 20 {
+		t.Errorf("the story placed %d outcomes, want every call's", len(whole))
+	}
+}
+
+// TestAdopt_DoesNotLockOtherAdopters: with another adopter's relationship held FOR UPDATE, an
+// adopter of the same fragment is placed (its read leaves that relationship out), and one whose
+// client reads keys whole gives up on the lock.
+func TestAdopt_DoesNotLockOtherAdopters(t *testing.T) {
+	t.Parallel()
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			src := worksOnRequest(nextKey(), "nova", projects(0, 2)...)
+			fragment := e.rememberReq(e.B, src).Fragments[0].FragmentID
+			req := adoptingAll(src, fragment)
+			req.IdempotencyKey = nextKey()
+			held := e.rememberReq(e.C, req).RelationshipOutcomes[0].RelationshipID
+			cfg := e.runtime.Config().Copy()
+			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
+			pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer pool.Close()
+			client, err := densemem.New(postgres.New(pool, nil), &densemem.Config{Clock: e.clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if whole {
+				densemem.PlaceReadingWholeKeys(client)
+			}
+			holder, err := e.pool.Begin(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = holder.Rollback(context.WithoutCancel(e.ctx)) }()
+			if _, err := holder.Exec(e.ctx, `SELECT 1 FROM relationships WHERE relationship_id = $1 FOR UPDATE`, held); err != nil {
+				t.Fatal(err)
+			}
+			req.IdempotencyKey = nextKey()
+			_, err = client.Remember(e.ctx, e.A, req)
+			if whole != (err != nil) {
+				t.Errorf("reading keys whole %v: Remember with another adopter's relationship locked returned %v", whole, err)
+			}
+		})
 	}
 }

@@ -29,6 +29,9 @@ type Client struct {
 	lockedOnly bool
 	// wholeKeys makes Remember read its keys' closed history too (tests only: export_test.go).
 	wholeKeys bool
+	// liveKeysWhole makes Remember read its keys' live relationships whole, never by object, under
+	// its locks (tests only: export_test.go).
+	liveKeysWhole bool
 	// reviewLockedOnly turns the nightly reviewer's fenced way off (tests only: export_test.go).
 	reviewLockedOnly bool
 	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).

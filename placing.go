@@ -100,17 +100,25 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	// placement reads the whole key, as its decision checks do.
 	named := correctedIDs(req)
 	// A key whose statements compare by object (cardinality many, events) is read, further, for the
-	// request's objects only — unless the request adopts, revises or answers a case, whose steps look
-	// at the key's other statements (an adoption's link, a retirement's recomputation, a case).
+	// request's objects only — unless the request adopts more than one fragment, revises or answers
+	// a case, whose steps look at the key's other statements (an adoption's link, a retirement's
+	// recomputation, a case). A call adopting one fragment leaves out its other adopters, and reads
+	// its keys whole after all when an adoption's first-choice target was not among what it read.
 	var byObject []store.KeyObject
-	if liveOnly && len(in.Adopt) == 0 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
+	if liveOnly && !c.liveKeysWhole && len(in.Adopt) <= 1 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
 		byObject = pl.ByObject()
 	}
 	if len(keys) > 0 || len(cases) > 0 {
-		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity),
-			LiveOnly: liveOnly, Named: named, ByObject: byObject}); err != nil {
+		kp := store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases, MaxLocks: c.cfg.Limits.MaxAdvisoryLocks,
+			Members: slices.ContainsFunc(keys, conflict.Key.Identity), LiveOnly: liveOnly, Named: named, ByObject: byObject}
+		if kl, err = tx.KeysLock(ctx, kp); err != nil {
 			return nil, kl, nil, err
+		}
+		if len(byObject) > 0 && !pl.AdoptionTargetsRead(byObject, kl) {
+			kp.ByObject = nil
+			if kl, err = tx.KeysLock(ctx, kp); err != nil {
+				return nil, kl, nil, err
+			}
 		}
 	}
 	return pl, kl, nil, nil

@@ -482,6 +482,19 @@ type KeysLockParams struct {
 type KeyObject struct {
 	Key    conflict.Key
 	Object relationship.Object
+	// Adopters, when set, leaves out of the read the relationships about Object that other owners
+	// than Adopters.Caller and Adopters.Author state with Adopters.Polarity and that Adopters.Fragment
+	// supports: the other adopters of the fragment the caller adopts (decision 155).
+	Adopters *KeyAdopters
+}
+
+// KeyAdopters names the adopters a KeyObject's read leaves out: the caller adopts Fragment, whose
+// author is Author, in every statement it makes about the object, all of them with Polarity.
+type KeyAdopters struct {
+	Caller   identity.ProfileID
+	Fragment evidence.FragmentID
+	Author   identity.ProfileID
+	Polarity relationship.Polarity
 }
 
 // ReviewFence is what a case review planned from KeysRead relied on: the key's live relationships at

@@ -238,9 +238,9 @@ func queueSpeculation(b *pgx.Batch, out *store.KeysSpeculated, team identity.Tea
 }
 
 // keysFenceRelationshipsSQL locks what KeysLock with LiveOnly and the same keys, objects and named
-// relationships (byObjectIDs' arguments, $1–$16) locks, in the same order (the live relationships by
-// ID), and fails with DM003 unless they are the relationships read at the versions read ($17, $18),
-// with as many supports and as many of them retired ($19, $20).
+// relationships (byObjectIDs' arguments, $1–$24) locks, in the same order (the live relationships by
+// ID), and fails with DM003 unless they are the relationships read at the versions read ($25, $26),
+// with as many supports and as many of them retired ($27, $28).
 const keysFenceRelationshipsSQL = `-- name: KeysFenceRelationships
 WITH rels AS MATERIALIZED (
     SELECT r.relationship_id, r.version FROM {schema}.relationships r
@@ -251,12 +251,12 @@ sups AS (
     SELECT fr.retirement_id FROM rels
     JOIN {schema}.support_links s ON s.team_id = $1 AND s.relationship_id = rels.relationship_id
     LEFT JOIN {schema}.fragment_retirements fr ON fr.team_id = $1 AND fr.fragment_id = s.fragment_id)
-SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM rels), cardinality($17::text[]), 'fence: live relationships of the keys'),
+SELECT {schema}.densemem_expect_rows((SELECT count(*) FROM rels), cardinality($25::text[]), 'fence: live relationships of the keys'),
        {schema}.densemem_expect_rows((SELECT count(*) FROM rels
-           WHERE (rels.relationship_id, rels.version) IN (SELECT * FROM unnest($17::text[], $18::int[]))),
-           cardinality($17::text[]), 'fence: versions of the live relationships'),
-       {schema}.densemem_expect_rows((SELECT count(*) FROM sups), $19::bigint, 'fence: supports'),
-       {schema}.densemem_expect_rows((SELECT count(retirement_id) FROM sups), $20::bigint, 'fence: retired supports')`
+           WHERE (rels.relationship_id, rels.version) IN (SELECT * FROM unnest($25::text[], $26::int[]))),
+           cardinality($25::text[]), 'fence: versions of the live relationships'),
+       {schema}.densemem_expect_rows((SELECT count(*) FROM sups), $27::bigint, 'fence: supports'),
+       {schema}.densemem_expect_rows((SELECT count(retirement_id) FROM sups), $28::bigint, 'fence: retired supports')`
 
 // keysFenceCasesSQL locks the keys' live cases ($2–$4: subject, predicate, scope) as KeysLock does,
 // after the relationships, and fails with DM003 unless they are the cases read at the versions read

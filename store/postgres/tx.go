@@ -189,7 +189,9 @@ ORDER BY r.relationship_id`
 // ByObject) takes: every live relationship of the keys read whole ($2, $3, $4: subject, predicate,
 // scope); of the narrowed keys ($5, $6, $7), the live ones about a listed object (entities: $8, $9,
 // $10, $11 as subject, predicate, scope, entity; values: $12 … $15 likewise), the held ones and the
-// live ones about a held one's object, and the live ones among $16 (named by ID). Each branch probes
+// live ones about a held one's object, and the live ones among $16 (named by ID); the adopters an
+// object names are left out ($17–$20 for the entities, $21–$24 for the values: fragment, caller,
+// author and polarity, notAdopter). Each branch probes
 // relationships_conflict_key_live_object (migration 24) by key, status and object — the statuses
 // joined as rows, so that the status column is an equality of the probe under any generic plan, and
 // listed, so that the partial index applies — and
@@ -201,15 +203,19 @@ const byObjectIDs = `ARRAY(
       AND (w.subject_entity_id, w.predicate_key, w.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))
       AND w.status IN ('active', 'pending_evidence', 'needs_review')
   UNION
-    SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[]) AS k(subject, predicate, scope, entity)
+    SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $17::text[], $18::text[], $19::text[],
+        $20::text[]) AS k(subject, predicate, scope, entity, fragment, caller, author, polarity)
     CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
     JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
      AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id = k.entity
+    WHERE ` + notAdopter + `
   UNION
-    SELECT o.relationship_id FROM unnest($12::text[], $13::text[], $14::text[], $15::text[]) AS k(subject, predicate, scope, value)
+    SELECT o.relationship_id FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $21::text[], $22::text[], $23::text[],
+        $24::text[]) AS k(subject, predicate, scope, value, fragment, caller, author, polarity)
     CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
     JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
      AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id IS NULL AND o.object_value_id = k.value
+    WHERE ` + notAdopter + `
   UNION
     SELECT t.relationship_id FROM unnest($5::text[], $6::text[], $7::text[]) AS k(subject, predicate, scope)
     JOIN {schema}.relationships h ON h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate
@@ -222,6 +228,13 @@ const byObjectIDs = `ARRAY(
     SELECT n.relationship_id FROM {schema}.relationships n
     WHERE n.team_id = $1 AND n.relationship_id = ANY($16::text[]) AND n.status IN ('active', 'pending_evidence', 'needs_review')
       AND (n.subject_entity_id, n.predicate_key, n.scope) IN (SELECT * FROM unnest($5::text[], $6::text[], $7::text[])))`
+
+// notAdopter keeps a relationship o about an object k of byObjectIDs unless k names adopters to
+// leave out (KeyObject.Adopters: k.fragment not empty) and o is one of them: another owner's than the
+// caller's and the fragment author's, of the polarity named, supported by the fragment.
+const notAdopter = `(k.fragment = '' OR o.owner_profile_id IN (k.caller, k.author) OR o.polarity <> k.polarity
+       OR NOT EXISTS (SELECT 1 FROM {schema}.support_links s
+                      WHERE s.team_id = $1 AND s.relationship_id = o.relationship_id AND s.fragment_id = k.fragment))`
 
 // keyObjectRelationshipsSQL and keyObjectSupportsSQL are KeysLock's reads narrowed by object.
 const keyObjectRelationshipsSQL = `-- name: KeyObjectRelationshipsLock
@@ -477,8 +490,31 @@ func byObjectArgs(p store.KeysLockParams) []any {
 	for i, id := range p.Named {
 		named[i] = string(id)
 	}
+	var ea, va adopterArrays
+	for _, o := range p.ByObject {
+		if o.Object.EntityID != "" {
+			ea.add(o.Adopters)
+		} else {
+			va.add(o.Adopters)
+		}
+	}
 	return []any{p.Team, w.subjects, w.preds, w.scopes, n.subjects, n.preds, n.scopes, e.subjects, e.preds, e.scopes, entityIDs,
-		v.subjects, v.preds, v.scopes, valueIDs, named}
+		v.subjects, v.preds, v.scopes, valueIDs, named, ea.fragments, ea.callers, ea.authors, ea.polarities,
+		va.fragments, va.callers, va.authors, va.polarities}
+}
+
+// adopterArrays are byObjectIDs' arrays of the adopters each object leaves out ("" for none).
+type adopterArrays struct {
+	fragments, callers, authors, polarities []string
+}
+
+func (a *adopterArrays) add(ad *store.KeyAdopters) {
+	var x store.KeyAdopters
+	if ad != nil {
+		x = *ad
+	}
+	a.fragments, a.callers = append(a.fragments, string(x.Fragment)), append(a.callers, string(x.Caller))
+	a.authors, a.polarities = append(a.authors, string(x.Author)), append(a.polarities, string(x.Polarity))
 }
 
 // keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,
