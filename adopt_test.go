@@ -532,7 +532,7 @@ func TestAdopt_DoesNotLockOtherAdopters(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pool.Close()
-			client, err := densemem.New(postgres.New(pool, nil), &densemem.Config{Clock: e.clock.Now})
+			client, err := densemem.New(postgres.New(pool, &postgres.Options{BindingKey: e.bindingKey}), &densemem.Config{Clock: e.clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -73,7 +73,7 @@ type ConflictCase struct {
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (a host principal's team does not
 // exist).
 func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflictsRequest) (*ListConflictsResponse, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +129,7 @@ func (c *Client) ListConflicts(ctx context.Context, p Principal, req ListConflic
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (no such case in the team).
 func (c *Client) Conflict(ctx context.Context, p Principal, conflictID string) (*ConflictCase, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

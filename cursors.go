@@ -168,7 +168,7 @@ func parseListCursor(list, s string, keys int, timed bool, l Limits) (listCursor
 // limit and cursor, authorises a read of the team, and returns the limit and the key to read after
 // ("" for the first page).
 func (c *Client) keyedPage(ctx context.Context, p Principal, list string, limit int, after string) (context.Context, int, string, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return ctx, 0, "", err
 	}

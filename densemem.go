@@ -69,13 +69,23 @@ func New(st store.Store, cfg *Config) (*Client, error) {
 var errZeroClient = fmt.Errorf("%w: this Client was not created by densemem.New; create one with densemem.New(store, config)",
 	ErrMisconfigured)
 
-// begin starts a call: it refuses a Client not made by New, and returns ctx carrying the configured
-// statement timeout, which the store applies to every statement of the call.
-func (c *Client) begin(ctx context.Context) (context.Context, error) {
+// begin starts a call of actor (actorOf, store.ActorHost or store.ReviewerActor): it refuses a
+// Client not made by New, and returns ctx carrying the configured statement timeout, which the store
+// applies to every statement of the call, and the actor, to which the store binds every transaction
+// of the call (the database refuses the writes that actor may not make, migration 26).
+func (c *Client) begin(ctx context.Context, actor string) (context.Context, error) {
 	if c == nil || c.store == nil {
 		return ctx, errZeroClient
 	}
-	return store.WithStatementTimeout(ctx, c.cfg.Limits.StatementTimeout), nil
+	return store.WithActor(store.WithStatementTimeout(ctx, c.cfg.Limits.StatementTimeout), actor), nil
+}
+
+// actorOf is the actor of p's calls: the host, or p's profile.
+func actorOf(p Principal) string {
+	if p.Host {
+		return store.ActorHost
+	}
+	return store.ProfileActor(p.ProfileID)
 }
 
 // now reads the configured clock: UTC at microsecond precision, as PostgreSQL stores it.

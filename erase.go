@@ -65,7 +65,7 @@ type ErasureTombstone struct {
 // fragment the team does not hold; nothing is erased), ErrIdempotencyConflict (the key served
 // another request).
 func (c *Client) Erase(ctx context.Context, p Principal, req EraseRequest) (*EraseResult, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

@@ -323,14 +323,13 @@ func TestEraseReplaysAndSerialises(t *testing.T) {
 
 // inTx runs stmt in a transaction of team on pool, first as role when it is not empty (SET LOCAL
 // ROLE), committing when it succeeds, and returns the error's SQLSTATE ("" for none).
-func inTx(ctx context.Context, pool *pgxpool.Pool, team densemem.TeamID, role, stmt string, args ...any) (string, error) {
+func inTx(ctx context.Context, pool *pgxpool.Pool, key []byte, team densemem.TeamID, role, stmt string, args ...any) (string, error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
 		return "", err
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)",
-		string(team)); err != nil {
+	if _, err := tx.Exec(ctx, teamSQL, bindArgs(tx, key, team)...); err != nil {
 		return "", err
 	}
 	if role != "" {
@@ -388,11 +387,11 @@ func TestEraseIsTheOnlyPathThatChangesContent(t *testing.T) {
 			[]string{"DME03"}},
 	}
 	for _, a := range runtime {
-		if code, err := inTx(e.ctx, e.runtime, e.team, "", a.stmt); !contains(a.codes, code) {
+		if code, err := inTx(e.ctx, e.runtime, e.bindingKey, e.team, "", a.stmt); !contains(a.codes, code) {
 			t.Errorf("runtime: %s: %v (SQLSTATE %q), want %v", a.name, err, code, a.codes)
 		}
 	}
-	if code, err := inTx(e.ctx, e.reviewer, e.team, "", erase(string(e.team), "host", "NULL")); code != "42501" {
+	if code, err := inTx(e.ctx, e.reviewer, e.bindingKey, e.team, "", erase(string(e.team), "host", "NULL")); code != "42501" {
 		t.Errorf("reviewer: erase: %v (SQLSTATE %q), want 42501", err, code)
 	}
 	owner := []attempt{
@@ -410,7 +409,7 @@ func TestEraseIsTheOnlyPathThatChangesContent(t *testing.T) {
 	}
 	for _, role := range []string{"densemem_owner", ""} {
 		for _, a := range owner {
-			if code, err := inTx(e.ctx, e.pool, e.team, role, a.stmt); !contains(a.codes, code) {
+			if code, err := inTx(e.ctx, e.pool, e.bindingKey, e.team, role, a.stmt); !contains(a.codes, code) {
 				t.Errorf("%s: %s: %v (SQLSTATE %q), want %v", roleName(role), a.name, err, code, a.codes)
 			}
 		}
@@ -419,11 +418,11 @@ func TestEraseIsTheOnlyPathThatChangesContent(t *testing.T) {
 		t.Errorf("a refused statement changed rows (-before +after):\n%s", d)
 	}
 	// A tombstone recorded in an earlier transaction does not open a later redaction.
-	if code, err := inTx(e.ctx, e.pool, e.team, "densemem_owner", forgeTomb("content_sha256")); code != "" {
+	if code, err := inTx(e.ctx, e.pool, e.bindingKey, e.team, "densemem_owner", forgeTomb("content_sha256")); code != "" {
 		t.Fatalf("owner records a true tombstone: %v (SQLSTATE %q)", err, code)
 	}
 	stmt := "UPDATE fragment_contents SET content = '' WHERE fragment_id = '" + string(kept) + "'"
-	if code, err := inTx(e.ctx, e.pool, e.team, "densemem_owner", stmt); code != "DM001" {
+	if code, err := inTx(e.ctx, e.pool, e.bindingKey, e.team, "densemem_owner", stmt); code != "DM001" {
 		t.Errorf("owner redacts in a later transaction: %v (SQLSTATE %q), want DM001", err, code)
 	}
 }

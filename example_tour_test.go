@@ -29,13 +29,21 @@ func tour(ctx context.Context, ownerDSN, runtimeDSN, reviewerDSN string) error {
 		return err
 	}
 
+	// The binding key ties each transaction to its team: only the owner may read it, and the
+	// runtime and reviewer roles reach no team without it (keep it with the DSNs' secrets).
+	key, err := migrations.BindingKey(ctx, owner, nil)
+	if err != nil {
+		return err
+	}
+	opts := &postgres.Options{BindingKey: key}
+
 	// The library runs as the runtime role; the nightly reviewer as the reviewer role.
-	st, err := postgres.Open(ctx, runtimeDSN, nil) // ErrNotMigrated while the schema is behind
+	st, err := postgres.Open(ctx, runtimeDSN, opts) // ErrNotMigrated while the schema is behind
 	if err != nil {
 		return err
 	}
 	defer st.Close() // Open's pool; a Store from postgres.New leaves its pool to the caller
-	rv, err := postgres.Open(ctx, reviewerDSN, nil)
+	rv, err := postgres.Open(ctx, reviewerDSN, opts)
 	if err != nil {
 		return err
 	}

@@ -45,7 +45,7 @@ type ForgetResult struct {
 // Errors: *ValidationError, ErrForbidden, ErrNotFound, ErrNotOwner (another profile's relationship),
 // ErrIdempotencyConflict.
 func (c *Client) Forget(ctx context.Context, p Principal, req ForgetRequest) (*ForgetResult, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

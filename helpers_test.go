@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
@@ -50,6 +51,8 @@ type env struct {
 	pool *pgxpool.Pool
 	// runtime and reviewer are the pools the client's stores use, as those roles.
 	runtime, reviewer *pgxpool.Pool
+	// bindingKey is the database's binding key, which the client's stores hold (migration 25).
+	bindingKey []byte
 	// reviewStore is the store of the client's nightly review (the reviewer role's).
 	reviewStore *postgres.Store
 	store       *postgres.Store
@@ -83,6 +86,12 @@ func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
 	// The same set-up densememtest gives a host's tests.
 	db := densememtest.Open(t, pool, cfg)
 	e.client, e.store, e.reviewStore, e.runtime, e.reviewer = db.Client, db.Store, db.ReviewStore, db.Runtime, db.Reviewer
+	e.bindingKey = db.BindingKey
+	return e.populate()
+}
+
+// populate creates e's team, its profiles and its vocabulary through e.client.
+func (e *env) populate() *env {
 	e.team = e.mustTeam("acme")
 	e.admin = e.mustProfile("admin", densemem.Scope("read"), densemem.Scope("vocabulary"))
 	e.A = e.mustProfile("A", "read", "write")
@@ -90,6 +99,16 @@ func newEnvOnPool(t testing.TB, pool *pgxpool.Pool, opts ...envOption) *env {
 	e.C = e.mustProfile("C", "read", "write")
 	e.registerVocabulary(e.admin)
 	return e
+}
+
+// teamSQL opens a raw transaction of a team as the store does: densemem.team, its binding
+// (bindArgs) and the schema as search_path.
+const teamSQL = "SELECT set_config('densemem.team', $1, true), set_config('densemem.binding', $2, true), " +
+	"set_config('search_path', 'densemem', true)"
+
+// bindArgs are teamSQL's arguments for team on tx's connection, bound with key.
+func bindArgs(tx pgx.Tx, key []byte, team densemem.TeamID) []any {
+	return []any{string(team), postgres.SessionBinding(key, team, "", tx.Conn().PgConn().PID())}
 }
 
 func (e *env) mustTeam(name string) densemem.TeamID {

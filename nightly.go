@@ -27,7 +27,7 @@ type NightlyReviewReport = review.Report
 // Errors: *ValidationError (a negative max_cases, a worker_id that is not valid text or longer than
 // Limits.MaxTextBytes), and the errors of the teams' reviews, joined (see review.Report).
 func (c *Client) RunNightlyReview(ctx context.Context, req NightlyReviewRequest) (*NightlyReviewReport, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, store.ReviewerActor)
 	if err != nil {
 		return nil, err
 	}

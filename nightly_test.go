@@ -675,7 +675,7 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer func() { _ = tx.Rollback(e.ctx) }()
-			if _, err := tx.Exec(e.ctx, `SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)`, e.team); err != nil {
+			if _, err := tx.Exec(e.ctx, teamSQL, bindArgs(tx, e.bindingKey, e.team)...); err != nil {
 				t.Fatal(err)
 			}
 			_, err = tx.Exec(e.ctx, p.sql, p.args...)
@@ -705,8 +705,9 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				}
 			})
 		}
-		// What the reviewer may do: supersede an active relationship together with its own transition,
-		// deferred checks included (rolled back afterwards).
+		// What the reviewer may do: resolve a case with its event and supersede a member of a position
+		// it did not prefer, together with its own transition, deferred checks included (rolled back
+		// afterwards). Without the resolution the supersession is refused (migration 26).
 		t.Run("allowed supersession", func(t *testing.T) {
 			tx, err := e.reviewer.Begin(e.ctx)
 			if err != nil {
@@ -717,7 +718,18 @@ func TestInvariant21_ReviewerCannotMutateEvidenceOrAuthorship(t *testing.T) {
 				sql  string
 				args []any
 			}{
-				{`SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)`, []any{string(e.team)}},
+				{teamSQL, bindArgs(tx, e.bindingKey, e.team)},
+				{`UPDATE conflict_cases c SET status = 'resolved', version = version + 1, resolved_at = $2, updated_at = $2,
+					preferred_position_id = (SELECT m.position_id FROM conflict_position_members m WHERE m.team_id = c.team_id
+						AND m.conflict_id = c.conflict_id AND m.relationship_id <> $1 LIMIT 1)
+					WHERE c.conflict_id = (SELECT conflict_id FROM conflict_position_members WHERE relationship_id = $1 LIMIT 1)`,
+					[]any{s.A1, e.clock.Now()}},
+				{`INSERT INTO conflict_events SELECT (jsonb_populate_record(NULL::conflict_events, to_jsonb(x) || jsonb_build_object(
+					'event_id', 'cev_nr_probe', 'case_version', c.version, 'prior_status', 'open', 'resulting_status', 'resolved',
+					'actor_kind', 'system_conflict_reviewer', 'actor_profile_id', NULL, 'reason_code', 'nr probe'))).*
+					FROM conflict_cases c JOIN conflict_events x ON x.team_id = c.team_id AND x.conflict_id = c.conflict_id
+					WHERE c.conflict_id = (SELECT conflict_id FROM conflict_position_members WHERE relationship_id = $1 LIMIT 1)
+					LIMIT 1`, []any{s.A1}},
 				{`UPDATE relationships SET status = 'superseded', valid_to = $2, version = version + 1, updated_at = $3
 					WHERE relationship_id = $1`, []any{s.A1, releaseCutoff, e.clock.Now()}},
 				{`INSERT INTO relationship_transitions (team_id, transition_id, relationship_id, from_status, to_status,

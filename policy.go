@@ -38,7 +38,7 @@ type TeamPolicy struct {
 // Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
 // host principal's team does not exist), ErrStaleVersion.
 func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy) (TeamPolicy, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return TeamPolicy{}, err
 	}
@@ -94,7 +94,7 @@ func (c *Client) SetTeamPolicy(ctx context.Context, p Principal, pol TeamPolicy)
 // principal), so a host can change one field with SetTeamPolicy without clearing the others; its
 // Version is the one SetTeamPolicy expects.
 func (c *Client) TeamPolicy(ctx context.Context, p Principal) (TeamPolicy, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return TeamPolicy{}, err
 	}

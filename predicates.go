@@ -34,7 +34,7 @@ type PredicateDefinition struct {
 // Errors: *ValidationError, ErrForbidden (vocabulary scope, or a host principal), ErrNotFound (the
 // host principal's team does not exist).
 func (c *Client) RegisterPredicate(ctx context.Context, p Principal, def PredicateDefinition) (PredicateDefinition, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return PredicateDefinition{}, err
 	}

@@ -197,7 +197,7 @@ type ResolvedConflictRef struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope).
 func (c *Client) Recall(ctx context.Context, p Principal, req RecallRequest) (*RecallResponse, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

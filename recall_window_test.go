@@ -23,7 +23,7 @@ func TestRecallWidensPastFilteredCandidates(t *testing.T) {
 	}
 	search := func(maxHits int) store.RecallSearch {
 		t.Helper()
-		found, err := e.store.RecallSearch(e.ctx, store.RecallSearchParams{Team: e.team, Query: "widen",
+		found, err := e.store.RecallSearch(store.WithActor(e.ctx, store.ActorHost), store.RecallSearchParams{Team: e.team, Query: "widen",
 			Names: []string{"widen"}, At: e.clock.Now(), PerBranch: 3, MaxHits: maxHits})
 		if err != nil {
 			t.Fatal(err)

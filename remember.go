@@ -19,7 +19,7 @@ import (
 // Errors: *ValidationError (nothing written), ErrForbidden, ErrIdempotencyConflict, ErrVerifier,
 // ErrConflict after bounded retries, ErrUnavailable.
 func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest) (*Placement, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

@@ -139,7 +139,7 @@ func askedItems(asked map[relationship.ID]ledger.Asked) []AskedItem {
 // issued), ErrIdempotencyConflict, ErrVerifier, ErrErased (the item's observation cites erased evidence, so
 // select_entity, confirm_new_entity and select_predicate cannot restate it). Nothing is written on any error.
 func (c *Client) Resolve(ctx context.Context, p Principal, req ResolveRequest) (*ResolveResult, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

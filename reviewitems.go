@@ -62,7 +62,7 @@ type ListReviewItemsResponse struct {
 // naming another profile or all of them),
 // ErrNotFound (a host principal's team does not exist).
 func (c *Client) ListReviewItems(ctx context.Context, p Principal, req ListReviewItemsRequest) (*ListReviewItemsResponse, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

@@ -195,7 +195,7 @@ func (c *Client) Merge(ctx context.Context, p Principal, req MergeRequest) (*Rea
 
 // preview is PreviewSplit's and PreviewMerge's steps.
 func (c *Client) preview(ctx context.Context, p Principal, r reassign) (*ReassignPreview, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}
@@ -342,7 +342,7 @@ func previewOf(r reassign, read store.IdentityRead) *ReassignPreview {
 
 // confirm is Split's and Merge's steps.
 func (c *Client) confirm(ctx context.Context, p Principal, r reassign) (*ReassignResult, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

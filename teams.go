@@ -22,7 +22,7 @@ type CreateTeamRequest struct {
 
 // CreateTeam creates a team with its first policy version (the Config defaults) and returns its ID.
 func (c *Client) CreateTeam(ctx context.Context, req CreateTeamRequest) (TeamID, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, store.ActorHost)
 	if err != nil {
 		return "", err
 	}
@@ -48,7 +48,7 @@ type CreateProfileRequest struct {
 
 // CreateProfile creates an active profile in team. ErrNotFound when the team does not exist.
 func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfileRequest) (ProfileID, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, store.ActorHost)
 	if err != nil {
 		return "", err
 	}
@@ -73,7 +73,7 @@ func (c *Client) CreateProfile(ctx context.Context, team TeamID, req CreateProfi
 
 // DisableProfile disables a profile: it can no longer read or write. Its knowledge stays.
 func (c *Client) DisableProfile(ctx context.Context, team TeamID, profile ProfileID) error {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, store.ActorHost)
 	if err != nil {
 		return err
 	}

@@ -413,7 +413,7 @@ type TraceConflictEvent struct {
 //
 // Errors: *ValidationError, ErrForbidden (read scope), ErrNotFound (also for another team's ID).
 func (c *Client) Trace(ctx context.Context, p Principal, req TraceRequest) (*TraceResult, error) {
-	ctx, err := c.begin(ctx)
+	ctx, err := c.begin(ctx, actorOf(p))
 	if err != nil {
 		return nil, err
 	}

@@ -287,7 +287,7 @@ func TestTracePositionsNameTheirObjectsAndCountGroups(t *testing.T) {
 		bound     int
 		truncated bool
 	}{{5, false}, {4, true}} {
-		d, err := e.store.TraceLoad(e.ctx, store.TraceLoadParams{Team: e.team, RelationshipID: s.A1, Limit: 10, CaseSupports: tc.bound})
+		d, err := e.store.TraceLoad(store.WithActor(e.ctx, store.ActorHost), store.TraceLoadParams{Team: e.team, RelationshipID: s.A1, Limit: 10, CaseSupports: tc.bound})
 		if err != nil {
 			t.Fatal(err)
 		}

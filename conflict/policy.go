@@ -173,12 +173,8 @@ func newFloors(in PolicyInput) floors {
 	return f
 }
 
-// share is p's share of the case's groups. Every floor checks a group count of at least 2 first, so
-// total is never 0 where share is used.
-func (f floors) share(p Position) float64 { return float64(p.Groups) / float64(f.total) }
-
 // strong reports whether p meets the strong floor: at least 4 groups and more than 3/4 of them.
-func (f floors) strong(p Position) bool { return p.Groups >= 4 && f.share(p) > 0.75 }
+func (f floors) strong(p Position) bool { return StrongFloor.Met(p.Groups, f.total) }
 
 // qualify returns the positions that qualify, in order. timeBlocked reports whether a strong
 // position facing authority had no single evidence time to override with.
@@ -217,7 +213,7 @@ func (f floors) floor(p Position) (Reason, bool) {
 		return ReasonPostTTLAuthority, true
 	case !f.postTTL && f.strong(p):
 		return ReasonPreTTLFloor, true
-	case f.postTTL && p.Groups >= 2 && f.share(p) > 0.5:
+	case f.postTTL && MajorityFloor.Met(p.Groups, f.total):
 		return ReasonPostTTLMajority, true
 	}
 	return "", false
@@ -319,4 +315,46 @@ func overrides(in PolicyInput, p Position, i int) bool {
 		}
 	}
 	return true
+}
+
+// Floor is a counting floor of the policy: a position qualifies by it with at least Groups counted
+// source groups and a share of the case's counted groups strictly greater than Share.
+type Floor struct {
+	Groups int
+	Share  float64
+}
+
+// The floors of the resolution policy (DESIGN §8): the strong floor before the review deadline (and
+// for the timed override), the majority floor at or after it.
+var (
+	StrongFloor   = Floor{Groups: 4, Share: 0.75}
+	MajorityFloor = Floor{Groups: 2, Share: 0.5}
+)
+
+// FloorAt returns the counting floor that applies at now to a case due at reviewDueAt: the strong
+// floor before the deadline, the majority floor at or after it.
+func FloorAt(now, reviewDueAt time.Time) Floor {
+	if now.Before(reviewDueAt) {
+		return StrongFloor
+	}
+	return MajorityFloor
+}
+
+// Met reports whether a position with groups of the case's total counted groups meets the floor.
+func (f Floor) Met(groups, total int) bool {
+	return groups >= f.Groups && total > 0 && float64(groups)/float64(total) > f.Share
+}
+
+// Shortfall returns how many more independent source groups a position with groups of the case's
+// total would need, all of them its own, to meet the floor (0 when it meets it; -1 for a floor no
+// count meets, a share of 1 or more).
+func (f Floor) Shortfall(groups, total int) int {
+	if f.Share >= 1 {
+		return -1
+	}
+	k := 0
+	for !f.Met(groups+k, total+k) {
+		k++
+	}
+	return k
 }

@@ -28,6 +28,7 @@
 package densememtest
 
 import (
+	"context"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -49,6 +50,9 @@ type DB struct {
 	Admin *pgxpool.Pool
 	// Runtime and Reviewer are the pools behind Store and ReviewStore.
 	Runtime, Reviewer *pgxpool.Pool
+	// BindingKey is the database's binding key, which Store and ReviewStore hold
+	// (postgres.Options.BindingKey): a test's own store on Runtime or Reviewer needs it too.
+	BindingKey []byte
 }
 
 // New clones a fresh migrated database for tb and returns the library on it, with cfg (nil for the
@@ -67,7 +71,15 @@ func Open(tb testing.TB, admin *pgxpool.Pool, cfg *densemem.Config) *DB {
 	db := &DB{Admin: admin}
 	db.Runtime = testdb.AsRole(tb, admin, migrations.DefaultRuntimeRole)
 	db.Reviewer = testdb.AsRole(tb, admin, migrations.DefaultReviewerRole)
-	db.Store, db.ReviewStore = postgres.New(db.Runtime, nil), postgres.New(db.Reviewer, nil)
+	// The stores bind their transactions with the database's key, as a host's do (migration 25).
+	key, err := migrations.BindingKey(context.Background(), admin, nil)
+	if err != nil {
+		tb.Fatalf("densememtest: %v", err)
+	}
+	db.BindingKey = key
+	// RequireActor: every call of the Client names its actor, which the database judges writes by.
+	opts := &postgres.Options{BindingKey: key, RequireActor: true}
+	db.Store, db.ReviewStore = postgres.New(db.Runtime, opts), postgres.New(db.Reviewer, opts)
 	var c densemem.Config
 	if cfg != nil {
 		c = *cfg
@@ -75,7 +87,6 @@ func Open(tb testing.TB, admin *pgxpool.Pool, cfg *densemem.Config) *DB {
 	if c.Nightly.Store == nil {
 		c.Nightly.Store = db.ReviewStore
 	}
-	var err error
 	if db.Client, err = densemem.New(db.Store, &c); err != nil {
 		tb.Fatalf("densememtest: %v", err)
 	}

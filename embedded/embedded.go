@@ -109,6 +109,9 @@ type DB struct {
 	Store *postgres.Store
 	// ReviewStore is the reviewer role's store, for the nightly review (Config.Nightly.Store).
 	ReviewStore *postgres.Store
+	// BindingKey is the database's binding key (migration 25), which Store and ReviewStore hold: a
+	// store the host opens itself on RuntimeURL or ReviewerURL needs it (postgres.Options.BindingKey).
+	BindingKey []byte
 }
 
 // Open starts the server of dir (preparing it on the first run), creates and migrates the database
@@ -136,15 +139,20 @@ func openDB(ctx context.Context, srv *Server) (*DB, error) {
 		return nil, fmt.Errorf("embedded: connect as %s: %w", Superuser, err)
 	}
 	err = migrations.Up(ctx, owner, nil)
+	var key []byte
+	if err == nil {
+		key, err = migrations.BindingKey(ctx, owner, nil)
+	}
 	owner.Close()
 	if err != nil {
 		return nil, fmt.Errorf("embedded: migrate: %w", err)
 	}
-	db := &DB{Server: srv}
-	if db.Store, err = postgres.Open(ctx, db.RuntimeURL(), nil); err != nil {
+	db := &DB{Server: srv, BindingKey: key}
+	opts := &postgres.Options{BindingKey: key}
+	if db.Store, err = postgres.Open(ctx, db.RuntimeURL(), opts); err != nil {
 		return nil, fmt.Errorf("embedded: open as %s: %w", migrations.DefaultRuntimeRole, err)
 	}
-	if db.ReviewStore, err = postgres.Open(ctx, db.ReviewerURL(), nil); err != nil {
+	if db.ReviewStore, err = postgres.Open(ctx, db.ReviewerURL(), opts); err != nil {
 		db.Store.Close()
 		return nil, fmt.Errorf("embedded: open as %s: %w", migrations.DefaultReviewerRole, err)
 	}

@@ -84,10 +84,14 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) store.Store {
-			return postgres.New(testdb.AsRole(t, testdb.New(t), migrations.DefaultRuntimeRole), nil)
+			pool := testdb.New(t)
+			return postgres.New(testdb.AsRole(t, pool, migrations.DefaultRuntimeRole),
+				&postgres.Options{BindingKey: testdb.BindingKey(t, pool)})
 		},
 		Reviewer: func(t *testing.T, s store.Store) store.Store {
-			return postgres.New(testdb.AsRole(t, s.(*postgres.Store).Pool(), migrations.DefaultReviewerRole), nil)
+			pool := s.(*postgres.Store).Pool()
+			return postgres.New(testdb.AsRole(t, pool, migrations.DefaultReviewerRole),
+				&postgres.Options{BindingKey: testdb.BindingKey(t, pool)})
 		},
 	})
 	admin, err := testdb.AdminURL()

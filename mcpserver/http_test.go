@@ -137,3 +137,12 @@ func TestParseTokensRefusesBadFiles(t *testing.T) {
 		}
 	}
 }
+
+// A host token is refused: the MCP server serves agents, which act through a profile.
+func TestParseTokensRefusesHostTokens(t *testing.T) {
+	t.Parallel()
+	file := fmt.Sprintf(`[{"token_sha256": %q, "team_id": "t", "host": true}]`, mcpserver.HashToken("h"))
+	if _, err := mcpserver.ParseTokens([]byte(file)); err == nil || !strings.Contains(err.Error(), "host principal") {
+		t.Errorf("a host token: %v, want refused as a host principal", err)
+	}
+}

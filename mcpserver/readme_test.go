@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -113,7 +114,8 @@ func TestReadmeMCPConfigurations(t *testing.T) {
 			}
 			args := strings.Fields(fill(strings.Join(s.Args, " ")))
 			cmd := exec.Command(densememBinary(t), args...)
-			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsnOf(f.db.Runtime))
+			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsnOf(f.db.Runtime),
+				"DENSEMEM_BINDING_KEY="+hex.EncodeToString(f.db.BindingKey))
 			if cs, err = mcp.NewClient(&mcp.Implementation{Name: "readme"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil); err != nil {
 				t.Fatalf("the stdio configuration: %v", err)
 			}

@@ -3,10 +3,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/subtle"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -19,6 +15,7 @@ import (
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/identity"
+	"github.com/densemem/densemem/internal/bearer"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -118,104 +115,46 @@ func checkAgent(p densemem.Principal) error {
 }
 
 // Token is one entry of a token file: the hex SHA-256 of a bearer token (HashToken; the token itself
-// is never stored) and the principal it authenticates.
-type Token struct {
-	TokenSHA256 string             `json:"token_sha256"`
-	TeamID      densemem.TeamID    `json:"team_id"`
-	ProfileID   densemem.ProfileID `json:"profile_id"`
-}
+// is never stored) and the principal it authenticates. The MCP server refuses host tokens (Host set):
+// agents act through a profile.
+type Token = bearer.Token
 
 // TokenStore maps bearer tokens to principals, by their SHA-256 hashes, compared in constant time.
 // It is immutable and safe for concurrent use.
-type TokenStore struct {
-	tokens []storedToken
-}
-
-type storedToken struct {
-	hash      [sha256.Size]byte
-	principal densemem.Principal
-}
+type TokenStore = bearer.Store
 
 // HashToken returns the hex SHA-256 of a bearer token, as a token file stores it.
-func HashToken(token string) string {
-	sum := sha256.Sum256([]byte(token))
-	return hex.EncodeToString(sum[:])
-}
+func HashToken(token string) string { return bearer.Hash(token) }
 
 // LoadTokens reads a token file: a JSON array of Token ([{"token_sha256": "<hex>", "team_id": "...",
 // "profile_id": "..."}]).
 func LoadTokens(path string) (*TokenStore, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: token file: %w", err)
-	}
-	return ParseTokens(data)
+	s, err := bearer.Load(path)
+	return agentTokens(s, err)
 }
 
 // ParseTokens parses the contents of a token file (see LoadTokens). Unknown fields, malformed
-// hashes, entries without a team or profile, and duplicate hashes are errors.
+// hashes, entries without a team or profile, host tokens and duplicate hashes are errors.
 func ParseTokens(data []byte) (*TokenStore, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	var tokens []Token
-	if err := dec.Decode(&tokens); err != nil {
-		return nil, fmt.Errorf("mcpserver: token file: %w", err)
-	}
-	if dec.More() {
-		return nil, errors.New("mcpserver: token file: data after the JSON array")
-	}
-	return NewTokenStore(tokens)
+	return agentTokens(bearer.Parse(data))
 }
 
 // NewTokenStore returns a store of tokens (see ParseTokens for what is refused).
 func NewTokenStore(tokens []Token) (*TokenStore, error) {
-	s := &TokenStore{}
-	seen := map[[sha256.Size]byte]bool{}
-	for i, t := range tokens {
-		raw, err := hex.DecodeString(strings.ToLower(t.TokenSHA256))
-		if err != nil || len(raw) != sha256.Size {
-			return nil, fmt.Errorf("mcpserver: token %d: token_sha256 must be 64 hex digits (mcpserver.HashToken)", i)
-		}
-		p := densemem.Principal{TeamID: t.TeamID, ProfileID: t.ProfileID}
+	return agentTokens(bearer.New(tokens))
+}
+
+// agentTokens refuses a token store holding a principal an agent may not act as.
+func agentTokens(s *TokenStore, err error) (*TokenStore, error) {
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	for i, p := range s.Principals() {
 		if err := checkAgent(p); err != nil {
 			return nil, fmt.Errorf("mcpserver: token %d: %w", i, err)
 		}
-		var h [sha256.Size]byte
-		copy(h[:], raw)
-		if seen[h] {
-			return nil, fmt.Errorf("mcpserver: token %d: the same token is listed twice", i)
-		}
-		seen[h] = true
-		s.tokens = append(s.tokens, storedToken{hash: h, principal: p})
 	}
 	return s, nil
-}
-
-// Principals returns the principal of every token, in the order the tokens were given.
-func (s *TokenStore) Principals() []densemem.Principal {
-	out := make([]densemem.Principal, len(s.tokens))
-	for i, t := range s.tokens {
-		out[i] = t.principal
-	}
-	return out
-}
-
-// Lookup returns the principal of token, comparing its hash with every stored one in constant time.
-func (s *TokenStore) Lookup(token string) (densemem.Principal, bool) {
-	if s == nil || token == "" {
-		return densemem.Principal{}, false
-	}
-	sum := sha256.Sum256([]byte(token))
-	var found densemem.Principal
-	ok := 0
-	for _, t := range s.tokens {
-		match := subtle.ConstantTimeCompare(sum[:], t.hash[:])
-		if match == 1 {
-			found = t.principal
-		}
-		ok |= match
-	}
-	return found, ok == 1
 }
 
 // principalKey is the key of the principal in a bearer token's auth.TokenInfo.Extra.
@@ -275,7 +214,7 @@ func (o *HTTPOptions) withDefaults() HTTPOptions {
 // that opened it (another token's request on it gets 403). Sessions expire when idle and are capped,
 // and request bodies are bounded in time and size (opts, nil for the defaults).
 func HTTPHandler(client *densemem.Client, tokens *TokenStore, opts *HTTPOptions) (http.Handler, error) {
-	if tokens == nil || len(tokens.tokens) == 0 {
+	if tokens.Len() == 0 {
 		return nil, errors.New("mcpserver: HTTPHandler needs at least one token")
 	}
 	o := opts.withDefaults()
@@ -317,12 +256,7 @@ type httpHandler struct {
 
 // ServeHTTP implements http.Handler.
 func (h *httpHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	fields := strings.Fields(r.Header.Get("Authorization"))
-	hasToken := len(fields) == 2 && strings.EqualFold(fields[0], "Bearer")
-	token := ""
-	if hasToken {
-		token = fields[1]
-	}
+	token, hasToken := bearer.FromHeader(r.Header.Get("Authorization"))
 	if _, ok := h.tokens.Lookup(token); !ok {
 		challenge := `Bearer realm="dense-mem"`
 		if hasToken {

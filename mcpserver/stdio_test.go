@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"encoding/hex"
 	"fmt"
 	"net/url"
 	"os"
@@ -65,7 +66,7 @@ func TestStdioStartupFailuresReachTheClient(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(bin, append([]string{"mcp", "--stdio"}, tc.args...)...)
-			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+tc.dsn)
+			cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+tc.dsn, "DENSEMEM_BINDING_KEY="+hex.EncodeToString(f.db.BindingKey))
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
@@ -89,7 +90,8 @@ func TestStdioSubprocess(t *testing.T) {
 	f := newFixture(t)
 	bin := densememBinary(t)
 	cmd := exec.Command(bin, "mcp", "--stdio", "--team", string(f.A.TeamID), "--profile", string(f.A.ProfileID))
-	cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsnOf(f.db.Runtime))
+	cmd.Env = append(os.Environ(), "DENSEMEM_DATABASE_URL="+dsnOf(f.db.Runtime),
+		"DENSEMEM_BINDING_KEY="+hex.EncodeToString(f.db.BindingKey))
 	cmd.Stderr = os.Stderr
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent"}, nil).Connect(t.Context(), &mcp.CommandTransport{Command: cmd}, nil)
 	if err != nil {

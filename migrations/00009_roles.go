@@ -345,16 +345,25 @@ func (m *rolesRun) grantTable(table, runtimePrivs, reviewerPrivs string) error {
 		fmt.Sprintf("GRANT %s ON %s TO %s", reviewerPrivs, t, m.reviewer)); err != nil {
 		return err
 	}
-	// Row-level security: the transaction's team only, for everyone but the owner.
+	// Row-level security: the transaction's team only, for everyone but the owner; once migration 25
+	// made the bound team (densemem_bound_team), the bound team only.
+	team := "current_setting('densemem.team', true)"
+	var bound bool
+	if err := m.tx.QueryRowContext(m.ctx, "SELECT to_regprocedure('densemem_bound_team()') IS NOT NULL").Scan(&bound); err != nil {
+		return err
+	}
+	if bound {
+		team = "(SELECT " + m.schema + ".densemem_bound_team())"
+	}
 	for _, q := range []string{
 		"ALTER TABLE %[1]s ENABLE ROW LEVEL SECURITY",
 		"ALTER TABLE %[1]s FORCE ROW LEVEL SECURITY",
 		"DROP POLICY IF EXISTS team_isolation ON %[1]s",
 		"DROP POLICY IF EXISTS owner_all ON %[1]s",
-		"CREATE POLICY team_isolation ON %[1]s TO %[2]s, %[3]s USING (team_id = current_setting('densemem.team', true)) WITH CHECK (team_id = current_setting('densemem.team', true))",
+		"CREATE POLICY team_isolation ON %[1]s TO %[2]s, %[3]s USING (team_id = %[5]s) WITH CHECK (team_id = %[5]s)",
 		"CREATE POLICY owner_all ON %[1]s TO %[4]s USING (true) WITH CHECK (true)",
 	} {
-		if err := m.exec(q, t, m.runtime, m.reviewer, m.owner); err != nil {
+		if err := m.exec(q, t, m.runtime, m.reviewer, m.owner, team); err != nil {
 			return err
 		}
 	}

@@ -24,6 +24,8 @@ var undistributed = map[string]struct{ placement, reason string }{
 		"replicated to every node so those keys are checked locally; written only by CreateTeam"},
 	"goose_db_version": {"local", "the migration version table: lives on the coordinator, written only by " +
 		"migrations (which propagate their DDL), read by CheckSchema; no team's data"},
+	"binding_keys": {"local", "the keys of the team binding (migration 25), read only by densemem_bound_team(); " +
+		"on a cluster it stays on the coordinator, where the binding is checked (docs/scaling.md)"},
 }
 
 // distributionRules says which tables of a schema are reference or local tables; every other table

@@ -46,7 +46,8 @@ var goSources embed.FS
 func goMigrations(r Roles) []*goose.Migration {
 	return []*goose.Migration{nameKeys, rolesMigration(r), decisionsMigration(r), identityDecisionsMigration(r),
 		dropSearchRefreshMigration(r), fragmentRetirementsMigration(r), privacyErasureMigration(r), boundedRecallMigration(r),
-		reviewerReviewItemsMigration(r), recallPostingsMigration(r)}
+		reviewerReviewItemsMigration(r), recallPostingsMigration(r), databaseBoundaryMigration(r),
+		databaseJudgementsMigration(r)}
 }
 
 // DefaultSchema is the schema that holds every object unless Options.Schema names another.

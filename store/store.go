@@ -209,6 +209,29 @@ func StatementTimeout(ctx context.Context) time.Duration {
 	return d
 }
 
+type actorKey struct{}
+
+// ReviewerActor is the actor a nightly review's transactions are bound to (WithActor); the host's
+// is ActorHost, a profile's ProfileActor.
+const ReviewerActor = "reviewer"
+
+// ProfileActor is the actor of a call made by profile.
+func ProfileActor(profile identity.ProfileID) string { return "profile:" + string(profile) }
+
+// WithActor returns a context whose store calls bind their transactions to actor as well as to
+// their team (migration 25): the database then refuses the writes that actor may not make (another
+// author's evidence, another owner's lifecycle, profiles and policies unless the host, migration 26).
+// The Client sets it on every call; a call whose context names no actor is bound to its team only.
+func WithActor(ctx context.Context, actor string) context.Context {
+	return context.WithValue(ctx, actorKey{}, actor)
+}
+
+// Actor returns the actor set on ctx by WithActor, or "".
+func Actor(ctx context.Context) string {
+	a, _ := ctx.Value(actorKey{}).(string)
+	return a
+}
+
 // TeamCreateParams creates a team.
 type TeamCreateParams struct {
 	Team      identity.TeamID

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -340,6 +341,39 @@ func (c *cli) migrateVersion(ctx context.Context, args []string) error {
 	}{v, migrations.Latest()}, func() {
 		fmt.Fprintf(c.stdout, "%d (this build needs %d)\n", v, migrations.Latest())
 	})
+}
+
+// migrateBindingKey prints the newest binding key of the database (migration 25), the key the
+// runtime and reviewer stores need; with --rotate it first adds a new random one (the one before stays
+// valid until the next rotation, so hosts move over one by one); with --retire-old it then removes
+// every key but the newest.
+func (c *cli) migrateBindingKey(ctx context.Context, args []string) error {
+	s := c.sub("migrate binding-key", "")
+	rotate := s.fs.Bool("rotate", false, "add a new random key first (the previous one stays valid until the next rotation)")
+	retire := s.fs.Bool("retire-old", false, "then remove every key but the newest (hosts still on an older one fail)")
+	pool, done, err := c.migrationPool(ctx, s, args)
+	if err != nil {
+		return err
+	}
+	defer done()
+	var key []byte
+	if *rotate {
+		key, err = migrations.RotateBindingKey(ctx, pool, nil, nil)
+	} else {
+		key, err = migrations.BindingKey(ctx, pool, nil)
+	}
+	if err != nil {
+		return err
+	}
+	if *retire {
+		if err := migrations.RetireBindingKeys(ctx, pool, nil); err != nil {
+			return err
+		}
+	}
+	h := hex.EncodeToString(key)
+	return c.print(struct {
+		BindingKey string `json:"binding_key"`
+	}{h}, func() { fmt.Fprintln(c.stdout, h) })
 }
 
 // migrationPool parses args and connects to the database for the migrations; done closes it.

@@ -1,6 +1,7 @@
 // Command densemem is the operator's tool for a Dense-Mem database: migrate it, administer teams,
 // profiles, predicates and policies as the host, run and inspect the nightly Conflict review and the
-// review items, read a relationship's trace or a conflict case, and serve the MCP adapter.
+// review items, read a relationship's trace or a conflict case, serve the MCP adapter and the
+// operator console.
 //
 //	densemem migrate up|down|redo|status|validate|version
 //	densemem team create|list
@@ -14,6 +15,7 @@
 //	densemem case --team T CONFLICT_ID
 //	densemem trace --team T RELATIONSHIP_ID
 //	densemem mcp --stdio --team T --profile P | --http ADDR --tokens FILE
+//	densemem ui --tokens FILE [--http ADDR]   (the operator console, read-only)
 //	densemem version
 //
 // Every subcommand reads the database URL from --database-url, else DENSEMEM_DATABASE_URL; without
@@ -30,6 +32,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -52,6 +55,7 @@ import (
 const (
 	envDatabaseURL         = "DENSEMEM_DATABASE_URL"
 	envReviewerDatabaseURL = "DENSEMEM_REVIEWER_DATABASE_URL"
+	envBindingKey          = "DENSEMEM_BINDING_KEY"
 )
 
 // Exit statuses.
@@ -77,6 +81,8 @@ type cli struct {
 	now            func() time.Time
 	// asJSON is the subcommand's --json.
 	asJSON bool
+	// bindingKey is the subcommand's --binding-key (hex), else $DENSEMEM_BINDING_KEY.
+	bindingKey string
 	// data is the subcommand's --data.
 	data *string
 	// localServer reports whether a PostgreSQL answers on 127.0.0.1:5432 (nil: try to connect).
@@ -105,6 +111,7 @@ func init() {
 		{"migrate status", "list the migrations and whether each is applied (changes nothing)", (*cli).migrateStatus},
 		{"migrate validate", "exit 1 unless the database has exactly this build's migrations", (*cli).migrateValidate},
 		{"migrate version", "print the database's migration version and this build's", (*cli).migrateVersion},
+		{"migrate binding-key", "print the database's binding key in hex (--rotate: add a new one first; --retire-old: drop the older ones; as the owner)", (*cli).migrateBindingKey},
 		{"team create", "create a team (prints its ID)", (*cli).teamCreate},
 		{"team list", "list the teams", (*cli).teamList},
 		{"profile create", "create a profile in a team (prints its ID)", (*cli).profileCreate},
@@ -121,6 +128,7 @@ func init() {
 		{"case", "show a conflict case with its positions and events", (*cli).showCase},
 		{"trace", "show a relationship's lineage", (*cli).trace},
 		{"mcp", "serve the MCP adapter (stdio for one principal, or HTTP with bearer tokens)", (*cli).mcp},
+		{"ui", "serve the read-only operator console on --http for the principals of a token file", (*cli).ui},
 		{"version", "print this build's version and the migration it needs", (*cli).version},
 	}
 }
@@ -239,6 +247,8 @@ func (c *cli) flags(name, argsUsage string) (*flag.FlagSet, *string) {
 	fs.SetOutput(c.stderr)
 	url := fs.String("database-url", "", "PostgreSQL URL of the Dense-Mem database (default $"+envDatabaseURL+")")
 	fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	fs.StringVar(&c.bindingKey, "binding-key", "", "the database's binding key, in hex, which the runtime and reviewer roles "+
+		"need (default $"+envBindingKey+"; `densemem migrate binding-key` prints it)")
 	c.data = fs.String("data", "", "without a database URL: the data directory of a private PostgreSQL, started for the "+
 		"command (default $"+embedded.EnvDataDir+", else ~/.local/share/densemem, unless a server answers on 127.0.0.1:5432)")
 	fs.Usage = func() {
@@ -454,14 +464,18 @@ func (c *cli) client(ctx context.Context, url, reviewerURL string) (*densemem.Cl
 		}
 		return client, func() {}, nil // run stops the server
 	}
-	st, err := postgres.Open(ctx, url, nil)
+	opts, err := c.storeOptions()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := postgres.Open(ctx, url, opts)
 	if err != nil {
 		return nil, nil, err
 	}
 	closers := []func(){st.Close}
 	cfg := &densemem.Config{Clock: c.now, Logger: c.logger()}
 	if reviewerURL != "" && reviewerURL != url {
-		rst, err := postgres.Open(ctx, reviewerURL, nil)
+		rst, err := postgres.Open(ctx, reviewerURL, opts)
 		if err != nil {
 			st.Close()
 			return nil, nil, fmt.Errorf("reviewer database: %w", err)
@@ -480,6 +494,22 @@ func (c *cli) client(ctx context.Context, url, reviewerURL string) (*densemem.Cl
 		return nil, nil, err
 	}
 	return client, closeAll, nil
+}
+
+// storeOptions are the stores' options: the binding key of --binding-key, else the environment's.
+func (c *cli) storeOptions() (*postgres.Options, error) {
+	h := strings.TrimSpace(c.bindingKey)
+	if h == "" {
+		h = strings.TrimSpace(c.getenv(envBindingKey))
+	}
+	if h == "" {
+		return nil, nil
+	}
+	key, err := hex.DecodeString(h)
+	if err != nil || len(key) < 16 || len(key) > 64 {
+		return nil, fmt.Errorf("%w: --binding-key (or %s) must be 16 to 64 bytes in hex", errUsage, envBindingKey)
+	}
+	return &postgres.Options{BindingKey: key}, nil
 }
 
 // logger logs warnings and errors to stderr (through the redactor).

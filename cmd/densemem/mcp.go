@@ -47,30 +47,42 @@ func (c *cli) mcp(ctx context.Context, args []string) error {
 	case *stdio:
 		return c.serveStdio(ctx, *s.url, *team, *profile)
 	}
-	if err := required(map[string]string{"tokens": *tokensPath}); err != nil {
-		return err
-	}
-	tokens, err := mcpserver.LoadTokens(*tokensPath)
-	if err != nil {
-		return err
-	}
-	client, done, err := c.client(ctx, *s.url, "")
+	tokens, client, done, err := c.tokenClient(ctx, *s.url, *tokensPath, mcpserver.LoadTokens, mcpserver.CheckPrincipal)
 	if err != nil {
 		return err
 	}
 	defer done()
-	for i, t := range tokens.Principals() {
-		if err := mcpserver.CheckPrincipal(ctx, client, t); err != nil {
-			return fmt.Errorf("token file entry %d: %w", i, err)
-		}
-	}
 	h, err := mcpserver.HTTPHandler(client, tokens, &mcpserver.HTTPOptions{SessionTimeout: *sessionTimeout,
 		MaxSessions: *maxSessions, BodyTimeout: *bodyTimeout, Logger: c.logger()})
 	if err != nil {
 		return err
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: *headerTimeout, IdleTimeout: *idleTimeout, MaxHeaderBytes: maxHeaderBytes}
-	return c.serveHTTP(ctx, srv, *addr)
+	return c.serveHTTP(ctx, srv, *addr, "mcp")
+}
+
+// tokenClient loads the token file at path (required) with load, opens the database at url and
+// checks every token's principal there; done closes the client.
+func (c *cli) tokenClient(ctx context.Context, url, path string, load func(string) (*mcpserver.TokenStore, error),
+	check func(context.Context, *densemem.Client, densemem.Principal) error) (*mcpserver.TokenStore, *densemem.Client, func(), error) {
+	if err := required(map[string]string{"tokens": path}); err != nil {
+		return nil, nil, nil, err
+	}
+	tokens, err := load(path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	client, done, err := c.client(ctx, url, "")
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	for i, p := range tokens.Principals() {
+		if err := check(ctx, client, p); err != nil {
+			done()
+			return nil, nil, nil, fmt.Errorf("token file entry %d: %w", i, err)
+		}
+	}
+	return tokens, client, done, nil
 }
 
 // mcpHash is what mcp --hash-token --json prints.
@@ -122,13 +134,13 @@ func startupFix(err error) error {
 	return err
 }
 
-// serveHTTP serves srv on addr until ctx is done.
-func (c *cli) serveHTTP(ctx context.Context, srv *http.Server, addr string) error {
+// serveHTTP serves srv on addr until ctx is done; name is the subcommand, for its first line.
+func (c *cli) serveHTTP(ctx context.Context, srv *http.Server, addr, name string) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(c.stderr, "densemem mcp: serving on http://%s\n", ln.Addr())
+	fmt.Fprintf(c.stderr, "densemem %s: serving on http://%s\n", name, ln.Addr())
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)

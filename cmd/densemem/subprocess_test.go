@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/densemem/densemem/console"
 	"github.com/densemem/densemem/internal/testbin"
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/mcpserver"
@@ -124,6 +128,15 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 	if v.Version != migrations.Latest() || v.Latest != migrations.Latest() {
 		t.Errorf("migrate version --json: %+v", v)
 	}
+	var key, rotated struct {
+		BindingKey string `json:"binding_key"`
+	}
+	fresh.jsonOf(&key, "migrate", "binding-key")
+	fresh.jsonOf(&rotated, "migrate", "binding-key", "--rotate")
+	fresh.want(exitOK, []string{"migrate", "binding-key", "--retire-old"}, rotated.BindingKey)
+	if len(key.BindingKey) != 64 || len(rotated.BindingKey) != 64 || key.BindingKey == rotated.BindingKey {
+		t.Errorf("migrate binding-key: %q, then --rotate: %q; want two 32-byte keys in hex", key.BindingKey, rotated.BindingKey)
+	}
 
 	// Administration on the migrated database, as the owner (a superuser here).
 	h := newHarness(t)
@@ -199,9 +212,54 @@ func TestEverySubcommandAsASubprocess(t *testing.T) {
 	}
 	ran["mcp"] = true
 
+	p.want(exitOK, []string{"ui", "--hash-token", "t0k3n"}, console.HashToken("t0k3n"))
+	serveConsole(t, p.url, caseTeam, conflictID)
+
 	for _, cmd := range commands {
 		if !ran[cmd.name] {
 			t.Errorf("densemem %s was never run as a subprocess", cmd.name)
+		}
+	}
+}
+
+// serveConsole runs `densemem ui` for team's host token on a free port, reads the case's page with
+// the token and without it (401), then interrupts the server.
+func serveConsole(t *testing.T, dbURL, team, conflictID string) {
+	t.Helper()
+	tokens := filepath.Join(t.TempDir(), "tokens.json")
+	entry := fmt.Sprintf(`[{"token_sha256": %q, "team_id": %q, "host": true}]`, console.HashToken("ui-secret"), team)
+	if err := os.WriteFile(tokens, []byte(entry), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	ui := exec.CommandContext(t.Context(), binaryPath(t), "ui", "--http", "127.0.0.1:0", "--tokens", tokens)
+	ui.Env = append(os.Environ(), envDatabaseURL+"="+dbURL)
+	ui.Cancel = func() error { return ui.Process.Signal(os.Interrupt) }
+	stderr, err := ui.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = ui.Process.Signal(os.Interrupt); _ = ui.Wait() }()
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	addr, ok := strings.CutPrefix(strings.TrimSpace(line), "densemem ui: serving on ")
+	if err != nil || !ok {
+		t.Fatalf("densemem ui: first line %q, %v", line, err)
+	}
+	for token, want := range map[string]int{"ui-secret": http.StatusOK, "": http.StatusUnauthorized} {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, addr+"/cases/"+conflictID, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != want || (want == http.StatusOK && !strings.Contains(string(body), conflictID)) {
+			t.Errorf("densemem ui: GET /cases/%s with token %q: %d, want %d\n%s", conflictID, token, res.StatusCode, want, body)
 		}
 	}
 }

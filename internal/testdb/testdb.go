@@ -282,6 +282,10 @@ func AsRole(tb testing.TB, pool *pgxpool.Pool, role string) *pgxpool.Pool {
 	// The library names its tables with their schema; without a search_path a statement that does
 	// not fails here as it would on a host's pool.
 	cfg.ConnConfig.RuntimeParams["search_path"] = "public"
+	// The settings a host's pool pins (postgres.PinConnParams): role defaults cannot change them.
+	for k, v := range migrations.ConnParams() {
+		cfg.ConnConfig.RuntimeParams[k] = v
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
 	defer cancel()
 	p, err := pgxpool.NewWithConfig(ctx, cfg)
@@ -566,4 +570,29 @@ func Keep(ctx context.Context, name string, logf func(string, ...any)) (admin st
 		return "", false, fmt.Errorf("testdb: create %s from %s: %w", name, tpl, err)
 	}
 	return admin, true, nil
+}
+
+// BindingKey returns the binding key (migration 25) of pool's database, read as the test server's
+// maintenance user, which the runtime and reviewer roles' stores need (postgres.Options.BindingKey).
+func BindingKey(tb testing.TB, pool *pgxpool.Pool) []byte {
+	tb.Helper()
+	cfg := pool.Config().Copy()
+	if u, err := AdminURL(); err == nil {
+		if c, err := pgxpool.ParseConfig(u); err == nil {
+			cfg.ConnConfig.User, cfg.ConnConfig.Password = c.ConnConfig.User, c.ConnConfig.Password
+		}
+	}
+	cfg.MaxConns = 1
+	ctx, cancel := context.WithTimeout(context.Background(), setupTimeout)
+	defer cancel()
+	su, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		tb.Fatalf("testdb: pool as the maintenance user: %v", err)
+	}
+	defer su.Close()
+	key, err := migrations.BindingKey(ctx, su, nil)
+	if err != nil {
+		tb.Fatalf("testdb: %v", err)
+	}
+	return key
 }

@@ -3,6 +3,8 @@ package postgres_test
 import (
 	"testing"
 
+	"github.com/jackc/pgx/v5/pgxpool"
+
 	"github.com/densemem/densemem/internal/testdb"
 	"github.com/densemem/densemem/migrations"
 	"github.com/densemem/densemem/store"
@@ -17,10 +19,22 @@ func TestConformance(t *testing.T) {
 	t.Parallel()
 	storetest.Run(t, storetest.Harness{
 		New: func(t *testing.T) store.Store {
-			return postgres.New(testdb.AsRole(t, testdb.New(t), migrations.DefaultRuntimeRole), nil)
+			return roleStore(t, testdb.New(t), migrations.DefaultRuntimeRole)
 		},
 		Reviewer: func(t *testing.T, s store.Store) store.Store {
-			return postgres.New(testdb.AsRole(t, s.(*postgres.Store).Pool(), migrations.DefaultReviewerRole), nil)
+			return roleStore(t, s.(*postgres.Store).Pool(), migrations.DefaultReviewerRole)
 		},
 	})
 }
+
+// roleStore returns a store on admin's database as role, holding the database's binding key as a
+// host's store does (admin: a superuser's pool, or any pool on that database whose own role may
+// connect as role on the test server).
+func roleStore(t *testing.T, admin *pgxpool.Pool, role string) *postgres.Store {
+	t.Helper()
+	pool := testdb.AsRole(t, admin, role)
+	return postgres.New(pool, &postgres.Options{BindingKey: bindingKey(t, admin)})
+}
+
+// bindingKey reads the binding key of pool's database.
+func bindingKey(t *testing.T, pool *pgxpool.Pool) []byte { return testdb.BindingKey(t, pool) }

@@ -26,8 +26,9 @@ func sqlState(t *testing.T, ctx context.Context, pool *pgxpool.Pool, team identi
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback(ctx) }()
-	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true), set_config('search_path', 'densemem', true)",
-		string(team)); err != nil {
+	key := bindingKey(t, pool)
+	if _, err := tx.Exec(ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.binding', $2, true), "+
+		"set_config('search_path', 'densemem', true)", string(team), postgres.SessionBinding(key, team, "", tx.Conn().PgConn().PID())); err != nil {
 		t.Fatal(err)
 	}
 	_, err = tx.Exec(ctx, stmt)
@@ -59,7 +60,7 @@ type decisionFixture struct {
 func newDecisionFixture(t *testing.T) *decisionFixture {
 	t.Helper()
 	f := &decisionFixture{ctx: context.Background(), pool: testdb.New(t), team: "tm_dec"}
-	f.st = postgres.New(testdb.AsRole(t, f.pool, migrations.DefaultRuntimeRole), nil)
+	f.st = roleStore(t, f.pool, migrations.DefaultRuntimeRole)
 	now := time.Date(2026, 6, 1, 9, 0, 0, 0, time.UTC)
 	if err := f.st.TeamCreate(f.ctx, store.TeamCreateParams{Team: f.team, Name: "dec", CreatedAt: now,
 		Policy: store.Policy{ReviewTTL: 7 * 24 * time.Hour, AutoWriteThreshold: 0.7, TimeZone: "UTC", CreatedBy: "system", CreatedAt: now}}); err != nil {

@@ -47,6 +47,8 @@ type Store struct {
 	schema       string
 	quotedSchema string
 	texts        sync.Map // SQL text with schemaToken -> rewritten text
+	bindingKey   []byte   // the key of each transaction's team binding (Options.BindingKey)
+	requireActor bool     // Options.RequireActor
 }
 
 var _ store.Store = (*Store)(nil)
@@ -60,6 +62,16 @@ type Options struct {
 	StatementTimeout time.Duration
 	// Schema is the PostgreSQL schema the migrations created the tables in (default DefaultSchema).
 	Schema string
+	// BindingKey is the key that binds each transaction to its team (migration 25): one of the keys
+	// the database holds (migrations.BindingKey reads the newest, migrations.RotateBindingKey adds
+	// one). Without it the database admits no team to the runtime and reviewer roles (every call is
+	// ErrMisconfigured); the owner role and superusers need none.
+	BindingKey []byte
+	// RequireActor refuses (ErrInternal) a call whose context names no actor (store.WithActor), so
+	// that every transaction is bound to an actor as well as a team and the database judges its
+	// writes by that actor (migration 26). densemem.Client names one on every call; densememtest
+	// sets this to prove it. Off by default, for a host's own direct use of the store.
+	RequireActor bool
 }
 
 // New returns a Store on an existing pool. The caller keeps ownership of the pool: Close leaves it
@@ -75,15 +87,48 @@ func New(pool *pgxpool.Pool, opts *Options) *Store {
 	if opts != nil && opts.Schema != "" {
 		s.schema = opts.Schema
 	}
+	if opts != nil {
+		s.bindingKey = slices.Clone(opts.BindingKey)
+		s.requireActor = opts.RequireActor
+	}
 	s.quotedSchema = pgx.Identifier{s.schema}.Sanitize()
 	return s
 }
 
 // settingsSQL opens every transaction, right behind its BEGIN in the same round trip: the call's
-// statement timeout ($1), generic plans (see genericPlansSQL) and the team ($2) whose rows row-level
-// security admits for the runtime and reviewer roles.
+// statement timeout ($1), generic plans (see genericPlansSQL), the team ($2) whose rows row-level
+// security admits for the runtime and reviewer roles and its binding ($3, which sendOn fills in:
+// SessionBinding for the connection's backend), and the settings the library relies on, pinned so
+// that a role's or database's defaults (ALTER ROLE ... SET, which a role may run on itself) cannot
+// take it down: no lock or idle timeout but the statement's, row-level security on. (search_path is
+// left alone: every statement names its relations and functions by schema, and a per-transaction
+// search_path would make every cached plan stale at the next transaction.) Queue it with its first
+// two arguments only.
 const settingsSQL = "SELECT set_config('statement_timeout', $1, true), " +
-	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true)"
+	"set_config('plan_cache_mode', 'force_generic_plan', true), set_config('densemem.team', $2, true), " +
+	"set_config('densemem.actor', $3, true), set_config('densemem.binding', $4, true), set_config('lock_timeout', '0', true), " +
+	"set_config('idle_in_transaction_session_timeout', '0', true), set_config('row_security', 'on', true)"
+
+// settingsArgs are the arguments a settingsSQL is queued with (sendOn completes them with the
+// binding): the call's statement timeout, the team, and the actor ctx names (store.WithActor).
+func (s *Store) settingsArgs(ctx context.Context, team identity.TeamID) []any {
+	return []any{s.statementTimeout(ctx), team, store.Actor(ctx)}
+}
+
+// bind completes the arguments of a queued settingsSQL (timeout, team, actor) with the binding of
+// the team and actor for the backend pid; with Options.RequireActor a call that names no actor is
+// refused before anything is sent.
+func (s *Store) bind(args []any, pid uint32) ([]any, error) {
+	if len(args) != 3 {
+		return args, nil
+	}
+	team, _ := args[1].(identity.TeamID)
+	actor, _ := args[2].(string)
+	if actor == "" && s.requireActor {
+		return nil, fmt.Errorf("%w: a call of team %s names no actor (store.WithActor), which this store requires", store.ErrInternal, team)
+	}
+	return append(args, SessionBinding(s.bindingKey, team, actor, pid)), nil
+}
 
 // statementTimeout returns the statement timeout of a call, in milliseconds as the setting wants it.
 func (s *Store) statementTimeout(ctx context.Context) string {
@@ -99,11 +144,11 @@ func (s *Store) statementTimeout(ctx context.Context) string {
 func (s *Store) send(ctx context.Context, team identity.TeamID, b *pgx.Batch, write bool) error {
 	full := &pgx.Batch{}
 	if write {
-		full.Queue("BEGIN")
+		full.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE")
 	} else {
-		full.Queue("BEGIN READ ONLY")
+		full.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ ONLY")
 	}
-	full.Queue(settingsSQL, s.statementTimeout(ctx), team)
+	full.Queue(settingsSQL, s.settingsArgs(ctx, team)...)
 	full.QueuedQueries = append(full.QueuedQueries, b.QueuedQueries...)
 	full.Queue("COMMIT")
 	return translate(s.withReadConn(ctx, func(conn *pgxpool.Conn) error {
@@ -134,12 +179,43 @@ type batchSender interface {
 	SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults
 }
 
+// backendPID returns the process ID of the server backend behind conn (0 when unknown).
+func backendPID(conn batchSender) uint32 {
+	switch c := conn.(type) {
+	case *pgx.Conn:
+		return c.PgConn().PID()
+	case *pgxpool.Conn:
+		return c.Conn().PgConn().PID()
+	}
+	return 0
+}
+
 // sendOn sends b on conn with every statement's schema token rewritten, and reads all its results.
 func (s *Store) sendOn(ctx context.Context, conn batchSender, b *pgx.Batch) error {
 	for _, q := range b.QueuedQueries {
+		if q.SQL == settingsSQL {
+			args, err := s.bind(q.Arguments, backendPID(conn))
+			if err != nil {
+				return err
+			}
+			q.Arguments = args
+		}
 		q.SQL = s.sql(q.SQL)
 	}
 	return conn.SendBatch(ctx, b).Close()
+}
+
+// PinConnParams sets on cfg, as connection parameters, the session settings the library relies on
+// before each transaction's own: sent at connect, they override the role's and the database's
+// defaults (ALTER ROLE ... SET, which the runtime and reviewer roles may run on themselves). Open
+// calls it; a host that builds its pool for New should too.
+func PinConnParams(cfg *pgx.ConnConfig) {
+	if cfg.RuntimeParams == nil {
+		cfg.RuntimeParams = map[string]string{}
+	}
+	for k, v := range migrations.ConnParams() {
+		cfg.RuntimeParams[k] = v
+	}
 }
 
 // Open connects a new pool to dsn, checks that the schema is migrated to this library's version
@@ -159,6 +235,7 @@ func Open(ctx context.Context, dsn string, opts *Options) (*Store, error) {
 	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set {
 		cfg.ConnConfig.RuntimeParams["statement_timeout"] = strconv.FormatInt(DefaultStatementTimeout.Milliseconds(), 10)
 	}
+	PinConnParams(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, classify(err, store.ErrMisconfigured)
@@ -242,7 +319,7 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 	// With a failpoint armed COMMIT is sent alone, so an injected failure lands before it; the lost
 	// acknowledgement keeps it in the write batch, where production sends it.
 	t := &tx{s: s, conn: conn.Conn(), foldCommit: !failpoint.Armed(ctx) || failpoint.Check(ctx, failCommitAckLost) != nil,
-		timeout: s.statementTimeout(ctx)}
+		timeout: s.statementTimeout(ctx), actor: store.Actor(ctx)}
 	defer func() {
 		if err != nil && t.begun && !t.done {
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
@@ -276,8 +353,13 @@ func (s *Store) txOnce(ctx context.Context, fn func(ctx context.Context, tx stor
 
 // beginFunc runs fn in a plain pgx transaction of team; provisioning uses it, the write path uses Tx.
 func (s *Store) beginFunc(ctx context.Context, team identity.TeamID, fn func(pgx.Tx) error) error {
-	return translate(pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
-		if _, err := tx.Exec(ctx, settingsSQL, s.statementTimeout(ctx), team); err != nil {
+	opts := pgx.TxOptions{IsoLevel: pgx.ReadCommitted, AccessMode: pgx.ReadWrite}
+	return translate(pgx.BeginTxFunc(ctx, s.pool, opts, func(tx pgx.Tx) error {
+		args, err := s.bind(s.settingsArgs(ctx, team), tx.Conn().PgConn().PID())
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, s.sql(settingsSQL), args...); err != nil {
 			return err
 		}
 		return fn(tx)

@@ -389,7 +389,7 @@ func (s *Store) TraceLoad(ctx context.Context, p store.TraceLoadParams) (store.T
 	// 1. Open the transaction, then read the relationship and a page of each of its lists and cases.
 	b := &pgx.Batch{}
 	b.Queue("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
-	b.Queue(settingsSQL, s.statementTimeout(ctx), p.Team)
+	b.Queue(settingsSQL, s.settingsArgs(ctx, p.Team)...)
 	b.Queue(traceNoParallelSQL)
 	if err := r.queueRelationship(b); err != nil {
 		return out, err

@@ -27,6 +27,7 @@ type tx struct {
 	done       bool   // COMMIT has been sent and succeeded, or the work is over
 	foldCommit bool   // queue COMMIT behind the write batch
 	timeout    string // the statement timeout, in milliseconds
+	actor      string // the actor the transaction is bound to (store.WithActor)
 	team       identity.TeamID
 }
 
@@ -49,8 +50,8 @@ func (t *tx) batch(team identity.TeamID) (*pgx.Batch, error) {
 	case !t.begun && team == "":
 		return nil, fmt.Errorf("%w: a transaction must start with a call that names its team", store.ErrInternal)
 	case !t.begun:
-		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED")
-		b.Queue(settingsSQL, t.timeout, team)
+		b.Queue("BEGIN ISOLATION LEVEL READ COMMITTED, READ WRITE")
+		b.Queue(settingsSQL, t.timeout, team, t.actor)
 		t.begun, t.team = true, team
 	case team != "" && team != t.team:
 		return nil, fmt.Errorf("%w: transaction of team %s called for team %s", store.ErrInternal, t.team, team)

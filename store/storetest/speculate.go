@@ -265,8 +265,11 @@ func testKeysFenceChecks(e *env) {
 		}, true},
 		{"a change of the case", func() store.WriteSet {
 			cs := w.lockedCase(w.e.s, s.worksOn, s.sc.cs.ID)
+			next := *cs
+			next.Version++
 			return store.WriteSet{CaseUpdates: []store.CaseUpdate{{Team: w.team, ID: cs.ID, ExpectVersion: cs.Version,
-				Version: cs.Version + 1, Status: cs.Status, UpdatedAt: at(time.Hour)}}}
+				Version: next.Version, Status: cs.Status, UpdatedAt: at(time.Hour)}},
+				CaseEvents: []store.CaseEventRow{w.eventRow(next, cs.Status, store.ActorProfile, w.b, "reviewed", at(time.Hour))}}
 		}, true},
 		{"the held statement's item closed", func() store.WriteSet {
 			var ws store.WriteSet
