@@ -11,10 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/densemem/densemem"
-	"github.com/densemem/densemem/store/postgres"
 )
 
 // Adoption (DESIGN §13, acceptance invariant 12): evidence[i].adopt_fragment_id cites an existing
@@ -525,17 +523,7 @@ func TestAdopt_DoesNotLockOtherAdopters(t *testing.T) {
 			req := adoptingAll(src, fragment)
 			req.IdempotencyKey = nextKey()
 			held := e.rememberReq(e.C, req).RelationshipOutcomes[0].RelationshipID
-			cfg := e.runtime.Config().Copy()
-			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
-			pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
-			client, err := densemem.New(postgres.New(pool, &postgres.Options{BindingKey: e.bindingKey}), &densemem.Config{Clock: e.clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
+			client := e.lockTimeoutClient()
 			if whole {
 				densemem.PlaceReadingWholeKeys(client)
 			}

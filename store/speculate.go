@@ -188,12 +188,7 @@ func NewKeysFence(p KeysLockParams, kl KeysLocked) KeysFence {
 			f.Relationships, f.Versions = append(f.Relationships, r.ID), append(f.Versions, r.Version)
 		}
 	}
-	for _, s := range kl.Supports {
-		f.Supports++
-		if s.Retirement != "" {
-			f.Retired++
-		}
-	}
+	f.Supports, f.Retired = kl.supportCounts()
 	for _, c := range kl.Cases {
 		f.Cases, f.CaseVersions = append(f.Cases, c.ID), append(f.CaseVersions, c.Version)
 	}
@@ -201,4 +196,16 @@ func NewKeysFence(p KeysLockParams, kl KeysLocked) KeysFence {
 		f.Items = append(f.Items, it.ID)
 	}
 	return f
+}
+
+// supportCounts returns the number of kl's supports and of those whose fragment is retired: what a
+// fence compares, supports and retirements being only ever added.
+func (kl KeysLocked) supportCounts() (supports, retired int) {
+	for _, s := range kl.Supports {
+		supports++
+		if s.Retirement != "" {
+			retired++
+		}
+	}
+	return supports, retired
 }

@@ -546,12 +546,7 @@ func NewReviewFence(k conflict.Key, id conflict.ID, kl KeysLocked) ReviewFence {
 	for _, r := range kl.Relationships {
 		f.Relationships, f.Versions = append(f.Relationships, r.ID), append(f.Versions, r.Version)
 	}
-	for _, s := range kl.Supports {
-		f.Supports++
-		if s.Retirement != "" {
-			f.Retired++
-		}
-	}
+	f.Supports, f.Retired = kl.supportCounts()
 	for _, c := range kl.Cases {
 		f.Cases, f.CaseVersions, f.ClaimTokens = append(f.Cases, c.ID), append(f.CaseVersions, c.Version), append(f.ClaimTokens, c.ClaimToken)
 	}
