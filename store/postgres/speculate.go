@@ -58,41 +58,38 @@ t AS MATERIALIZED (
                            WHERE v.team_id = $1 AND v.predicate_key = p.predicate_key)) d
     LEFT JOIN m o ON o.role = 'o' AND o.i = q.i),
 ids AS MATERIALIZED (
-    SELECT x.relationship_id FROM t CROSS JOIN LATERAL (
-        SELECT w.relationship_id FROM {schema}.relationships w
-        WHERE t.wide AND w.team_id = $1 AND w.subject_entity_id = t.subject AND w.predicate_key = t.predicate
-          AND w.scope = t.scope AND w.status IN ('active', 'pending_evidence', 'needs_review')
-      UNION ALL
-        SELECT o.relationship_id FROM unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-        CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
-            WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
-              AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-              AND o.object_entity_id = t.object_entity OFFSET 0) o
-        WHERE NOT t.wide AND t.object_entity IS NOT NULL
-      UNION ALL
-        SELECT o.relationship_id FROM unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-        CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
-            WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
-              AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
-              AND o.object_entity_id IS NULL AND o.object_value_id = t.object_value OFFSET 0) o
-        WHERE NOT t.wide AND t.object_value IS NOT NULL
-      UNION ALL
-        SELECT h2.relationship_id FROM {schema}.relationships h
-        CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-        CROSS JOIN LATERAL (SELECT h2.relationship_id FROM {schema}.relationships h2
-            WHERE h2.team_id = $1 AND h2.subject_entity_id = t.subject AND h2.predicate_key = t.predicate AND h2.scope = t.scope
-              AND h2.status = st.status AND h2.status IN ('active', 'pending_evidence', 'needs_review')
-              AND h2.object_entity_id IS NOT DISTINCT FROM h.object_entity_id
-              AND h2.object_value_id IS NOT DISTINCT FROM h.object_value_id) h2
-        WHERE NOT t.wide AND h.team_id = $1 AND h.subject_entity_id = t.subject AND h.predicate_key = t.predicate
-          AND h.scope = t.scope AND h.status = 'needs_review') x
+    SELECT w.relationship_id FROM t
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (SELECT w.relationship_id FROM {schema}.relationships w
+        WHERE w.team_id = $1 AND w.subject_entity_id = t.subject AND w.predicate_key = t.predicate AND w.scope = t.scope
+          AND w.status = st.status AND w.status IN ('active', 'pending_evidence', 'needs_review') OFFSET 0) w
+    WHERE t.wide
+  UNION ALL
+    SELECT o.relationship_id FROM t
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
+        WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
+          AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
+          AND o.object_entity_id = t.object_entity OFFSET 0) o
+    WHERE NOT t.wide AND t.object_entity IS NOT NULL
+  UNION ALL
+    SELECT o.relationship_id FROM t
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (SELECT o.relationship_id FROM {schema}.relationships o
+        WHERE o.team_id = $1 AND o.subject_entity_id = t.subject AND o.predicate_key = t.predicate AND o.scope = t.scope
+          AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review')
+          AND o.object_entity_id IS NULL AND o.object_value_id = t.object_value OFFSET 0) o
+    WHERE NOT t.wide AND t.object_value IS NOT NULL
+  UNION ALL
+    SELECT h.relationship_id FROM (SELECT t.subject, t.predicate, t.scope FROM t WHERE NOT t.wide) AS k
+    CROSS JOIN LATERAL (` + heldObjects + `) h
   UNION ALL
     SELECT n.relationship_id FROM {schema}.relationships n WHERE n.team_id = $1 AND n.relationship_id = ANY($15::text[])),
 live_cases AS MATERIALIZED (
     SELECT l.conflict_id FROM t
     CROSS JOIN LATERAL (SELECT l.conflict_id FROM {schema}.conflict_cases l
         WHERE l.team_id = $1 AND l.status IN ('open', 'overdue')
-          AND l.subject_entity_id = t.subject AND l.predicate_key = t.predicate AND l.scope = t.scope) l)
+          AND l.subject_entity_id = t.subject AND l.predicate_key = t.predicate AND l.scope = t.scope OFFSET 0) l)
 SELECT t.subject, t.predicate, t.scope, t.wide, t.object_entity, t.object_value, sn.name
 FROM t
 LEFT JOIN LATERAL (SELECT n.name FROM {schema}.entity_names n

@@ -199,10 +199,11 @@ ORDER BY r.relationship_id`
 // a key's relationships about other objects are never read; the rows are then reached by primary
 // key (decision 123).
 const byObjectIDs = `ARRAY(
-    SELECT w.relationship_id FROM {schema}.relationships w
-    WHERE w.team_id = $1 AND w.subject_entity_id = ANY($2::text[]) AND w.predicate_key = ANY($3::text[]) AND w.scope = ANY($4::text[])
-      AND (w.subject_entity_id, w.predicate_key, w.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))
-      AND w.status IN ('active', 'pending_evidence', 'needs_review')
+    SELECT w.relationship_id FROM unnest($2::text[], $3::text[], $4::text[]) AS k(subject, predicate, scope)
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (SELECT w.relationship_id FROM {schema}.relationships w
+        WHERE w.team_id = $1 AND w.subject_entity_id = k.subject AND w.predicate_key = k.predicate AND w.scope = k.scope
+          AND w.status = st.status AND w.status IN ('active', 'pending_evidence', 'needs_review') OFFSET 0) w
   UNION
     SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $17::text[], $18::text[], $19::text[],
         $20::text[]) AS k(subject, predicate, scope, entity, fragment, caller, author, polarity)
@@ -219,16 +220,32 @@ const byObjectIDs = `ARRAY(
     WHERE ` + notAdopter + `
   UNION
     SELECT t.relationship_id FROM unnest($5::text[], $6::text[], $7::text[]) AS k(subject, predicate, scope)
-    JOIN {schema}.relationships h ON h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate
-     AND h.scope = k.scope AND h.status = 'needs_review'
-    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-    JOIN {schema}.relationships t ON t.team_id = $1 AND t.subject_entity_id = h.subject_entity_id
-     AND t.predicate_key = h.predicate_key AND t.scope = h.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
-     AND t.object_entity_id IS NOT DISTINCT FROM h.object_entity_id AND t.object_value_id IS NOT DISTINCT FROM h.object_value_id
+    CROSS JOIN LATERAL (` + heldObjects + `) t
   UNION
     SELECT n.relationship_id FROM {schema}.relationships n
     WHERE n.team_id = $1 AND n.relationship_id = ANY($16::text[]) AND n.status IN ('active', 'pending_evidence', 'needs_review')
       AND (n.subject_entity_id, n.predicate_key, n.scope) IN (SELECT * FROM unnest($5::text[], $6::text[], $7::text[])))`
+
+// heldObjects lists the live relationships of key k (subject, predicate, scope) about the object of
+// one of its held (needs_review) relationships: the held ones probed along
+// relationships_conflict_key_live_object by status, then, per held one, its object's live
+// relationships by status and object — an entity's or a value's, each an equality of the index —
+// so a key's relationships about other objects are never scanned.
+const heldObjects = `SELECT t.relationship_id
+    FROM (SELECT h.object_entity_id, h.object_value_id FROM {schema}.relationships h
+          WHERE h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate AND h.scope = k.scope
+            AND h.status = 'needs_review' AND h.status IN ('active', 'pending_evidence', 'needs_review') OFFSET 0) h
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (
+        SELECT t.relationship_id FROM {schema}.relationships t
+        WHERE h.object_entity_id IS NOT NULL AND t.team_id = $1 AND t.subject_entity_id = k.subject AND t.predicate_key = k.predicate
+          AND t.scope = k.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
+          AND t.object_entity_id = h.object_entity_id
+      UNION ALL
+        SELECT t.relationship_id FROM {schema}.relationships t
+        WHERE h.object_entity_id IS NULL AND t.team_id = $1 AND t.subject_entity_id = k.subject AND t.predicate_key = k.predicate
+          AND t.scope = k.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
+          AND t.object_entity_id IS NULL AND t.object_value_id = h.object_value_id) t`
 
 // notAdopter keeps a relationship o about an object k of byObjectIDs unless k names adopters to
 // leave out (KeyObject.Adopters: k.fragment not empty) and o is one of them: another owner's than the
