@@ -192,7 +192,8 @@ func TestRememberRoundTrips(t *testing.T) {
 // TestRememberOnExistingKeysRoundTrips checks that a Remember about existing entities takes no more
 // round trips than a fresh one (issue 21 item 1, decision 153): its keys' live state is read with the
 // prepare read and the write is fenced. Each shape runs once to warm its statements, then once
-// counted; each is decided as on the locked path (its outcome's category).
+// counted; each is decided as on the locked path (its outcome's category). A client speculates only
+// for names it saw held (decision 156).
 func TestRememberOnExistingKeysRoundTrips(t *testing.T) {
 	t.Parallel()
 	be := newBenchEnv(t, 1)
@@ -244,6 +245,21 @@ func TestRememberOnExistingKeysRoundTrips(t *testing.T) {
 			if trips := be.trips.Load(); i == 1 && trips > rememberRoundTrips {
 				t.Errorf("%s: %d round trips, want at most %d", tc.name, trips, rememberRoundTrips)
 			}
+		}
+	}
+	// Another client has not seen procyon's name: its first Remember about it places under the locks
+	// (it does not speculate for a name it has not seen held, decision 156), the next ones do not.
+	other, err := densemem.New(be.store, &densemem.Config{Clock: be.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{4, rememberRoundTrips} {
+		be.reset()
+		if _, err := other.Remember(be.ctx, be.A, worksOnFact("procyon", fmt.Sprintf("other-%d", i)).request(nextKey())); err != nil {
+			t.Fatal(err)
+		}
+		if trips := be.trips.Load(); trips != want {
+			t.Errorf("another client's Remember %d about procyon: %d round trips, want %d", i, trips, want)
 		}
 	}
 	be.checkLedger()

@@ -25,6 +25,10 @@ type Client struct {
 	lastMS int64
 	seq    uint64
 
+	// seen are the entity names this Client saw held: Remember speculates on existing keys only
+	// when a subject may be one of them.
+	seen seenNames
+
 	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
 	lockedOnly bool
 	// wholeKeys makes Remember read its keys' closed history too (tests only: export_test.go).

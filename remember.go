@@ -35,14 +35,19 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	in := placement.NewIntake(&req, p.ProfileID)
 
 	// 2-3. Authorise and check idempotency from one read.
+	// The read speculates on the live state of the keys the request can name when a subject may
+	// exist: named by ID, or by a name this Client saw held (decision 156).
 	var speculate *store.KeySpeculation
 	if !c.lockedOnly && !c.wholeKeys {
-		speculate = in.Speculation(p.TeamID)
+		if sp := in.Speculation(p.TeamID); sp != nil && c.seen.mayExist(p.TeamID, sp) {
+			speculate = sp
+		}
 	}
 	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in, speculate)
 	if err != nil {
 		return nil, err
 	}
+	c.seen.addEntities(p.TeamID, prep.Candidates)
 	if err := checkProfile(prep.Principal.Profile.Status, prep.Principal.Profile.Scopes, p, identity.ScopeWrite); err != nil {
 		return nil, err
 	}
@@ -81,6 +86,9 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		if out, err = c.placeLocked(ctx, p, params); err != nil {
 			return nil, err
 		}
+	}
+	if len(in.Names) > 0 {
+		c.seen.add(p.TeamID, in.Names...)
 	}
 	c.cfg.Logger.DebugContext(ctx, "densemem: remember", "team", p.TeamID, "profile", p.ProfileID,
 		"ingest_id", out.IngestID, "replayed", out.Replayed, "relationships", len(out.RelationshipOutcomes))

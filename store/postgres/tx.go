@@ -170,14 +170,6 @@ WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
-// keyLiveRelationshipsSQL is keyRelationshipsSQL for the live relationships only (KeysLockParams.
-// LiveOnly), along the partial index.
-const keyLiveRelationshipsSQL = `-- name: KeyLiveRelationshipsLock
-SELECT ` + lockedRelationships + `
-WHERE ` + keyFilter + liveFilter + `
-ORDER BY r.relationship_id
-FOR UPDATE OF r`
-
 // keyNamedClosedSQL reads the closed relationships among $5 that lie on the keys (KeysLockParams.
 // Named), by primary key, unlocked: a closed relationship never changes.
 const keyNamedClosedSQL = `-- name: KeyNamedClosedRelationships
@@ -404,21 +396,18 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 	k := newKeyArrays(p)
 	out.ObjectNames = map[relationship.ID]string{}
 	relsSQL, supsSQL, casesSQL := keyRelationshipsSQL, keySupportsSQL, keyCasesSQL
+	relsArgs := []any{p.Team, k.subjects, k.preds, k.scopes}
 	switch {
 	case p.LiveOnly && lock:
-		relsSQL, supsSQL = keyLiveRelationshipsSQL, keyLiveSupportsSQL
+		// Through byObjectIDs, with or without ByObject (then every key is read whole): its probes
+		// are bound by status to relationships_conflict_key_live_object under any generic plan.
+		relsSQL, supsSQL, relsArgs = keyObjectRelationshipsSQL, keyObjectSupportsSQL, byObjectArgs(p)
 	case p.LiveOnly:
 		relsSQL, supsSQL, casesSQL = keyLiveRelationshipsReadSQL, keyLiveSupportsSQL, keyCasesReadSQL
 	case !lock:
 		relsSQL, casesSQL = keyRelationshipsReadSQL, keyCasesReadSQL
 	}
-	relsArgs := []any{p.Team, k.subjects, k.preds, k.scopes}
 	supsArgs := relsArgs
-	if p.LiveOnly && lock && len(p.ByObject) > 0 {
-		relsSQL, supsSQL = keyObjectRelationshipsSQL, keyObjectSupportsSQL
-		relsArgs = byObjectArgs(p)
-		supsArgs = relsArgs
-	}
 	b.Queue(relsSQL, relsArgs...).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, out)
 	})
