@@ -490,22 +490,80 @@ func adoptionStory(t *testing.T, whole bool) []string {
 	return out
 }
 
+// adoptionPolarityStory: B's fragment says nova works on project-000 and no longer on project-001,
+// and B states the first and the negation of the second. One adopter states, from the fragment's
+// first sentence, that nova works on project-001 (no statement of B's to link to by object and
+// polarity: its keys are read whole); another adopts both of B's statements, beside the first
+// adopter's statement of the other polarity. It returns the calls' outcomes as adoptionStory does.
+func adoptionPolarityStory(t *testing.T, whole bool) []string {
+	e := newEnv(t)
+	if whole {
+		densemem.PlaceReadingLiveKeysWhole(e.client)
+	}
+	content := "nova works on project-000 and project-001. Since May nova does not work on project-001."
+	cut := strings.Index(content, "Since")
+	statement := func(id, project string, pol densemem.Polarity, start, end int) densemem.ProposedRelationship {
+		return densemem.ProposedRelationship{ProposalID: id, SubjectRef: "s", Predicate: "works_on", ObjectRef: project, Polarity: pol,
+			Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: start, End: end}}}
+	}
+	entities := []densemem.ProposedEntity{{Ref: "s", Name: "nova", EntityKind: "person"},
+		{Ref: "p0", Name: "project-000", EntityKind: "project"}, {Ref: "p1", Name: "project-001", EntityKind: "project"}}
+	src := densemem.RememberRequest{IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
+		Proposal: densemem.Proposal{Entities: entities, Relationships: []densemem.ProposedRelationship{
+			statement("b0", "p0", "+", 0, cut), statement("b1", "p1", "-", cut, len(content))}}}
+	labels := map[densemem.RelationshipID]string{}
+	var out []string
+	record := func(who string, pl *densemem.Placement) {
+		for _, o := range pl.RelationshipOutcomes {
+			if _, ok := labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
+				labels[o.RelationshipID] = who + ":" + o.ProposalID
+			}
+		}
+		for _, o := range pl.RelationshipOutcomes {
+			var xrefs []string
+			for _, x := range o.CrossReferences {
+				xrefs = append(xrefs, x.Kind+"->"+labels[x.ToRelationshipID])
+			}
+			slices.Sort(xrefs)
+			out = append(out, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
+				labels[o.RelationshipID], strings.Join(xrefs, " ")))
+		}
+	}
+	first := e.rememberReq(e.B, src)
+	record("B", first)
+	adopt := func(who string, p densemem.Principal, rels ...densemem.ProposedRelationship) {
+		req := densemem.RememberRequest{IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{AdoptFragmentID: first.Fragments[0].FragmentID}},
+			Proposal: densemem.Proposal{Entities: entities, Relationships: rels}}
+		record(who, e.rememberReq(p, req))
+	}
+	adopt("A", e.A, statement("a1", "p1", "+", 0, cut))
+	adopt("C", e.C, statement("c0", "p0", "+", 0, cut), statement("c1", "p1", "-", cut, len(content)))
+	e.checkLedger()
+	return out
+}
+
 // TestAdopt_NarrowedReadDecidesAsWholeKey: an adopting Remember reads its keys for its objects and
 // leaves out the fragment's other adopters (decision 155), and decides exactly as when it reads
 // them whole — categories, statuses and every cross-reference's target.
 func TestAdopt_NarrowedReadDecidesAsWholeKey(t *testing.T) {
 	t.Parallel()
-	var narrowed, whole []string
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() { defer wg.Done(); narrowed = adoptionStory(t, false) }()
-	go func() { defer wg.Done(); whole = adoptionStory(t, true) }()
-	wg.Wait()
-	if d := cmp.Diff(whole, narrowed); d != "" {
-		t.Errorf("adoptions (-whole keys +narrowed):\n%s", d)
-	}
-	if len(whole) < 20 {
-		t.Errorf("the story placed %d outcomes, want every call's", len(whole))
+	for _, story := range []struct {
+		name string
+		run  func(t *testing.T, whole bool) []string
+		min  int
+	}{{"adopters", adoptionStory, 20}, {"polarities", adoptionPolarityStory, 5}} {
+		var narrowed, whole []string
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); narrowed = story.run(t, false) }()
+		go func() { defer wg.Done(); whole = story.run(t, true) }()
+		wg.Wait()
+		if d := cmp.Diff(whole, narrowed); d != "" {
+			t.Errorf("%s: adoptions (-whole keys +narrowed):\n%s", story.name, d)
+		}
+		if len(whole) < story.min {
+			t.Errorf("%s: the story placed %d outcomes, want every call's", story.name, len(whole))
+		}
 	}
 }
 
