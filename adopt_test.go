@@ -423,6 +423,34 @@ func TestAdopt_RowsBoundedWhateverTheEarlierAdopters(t *testing.T) {
 	}
 }
 
+// outcomeLog describes a story's outcomes with every relationship named by the caller and proposal
+// that placed it first, so two runs of one story compare whatever their IDs.
+type outcomeLog struct {
+	labels map[densemem.RelationshipID]string
+	lines  []string
+}
+
+// record adds the outcomes of who's placement pl.
+func (l *outcomeLog) record(who string, pl *densemem.Placement) {
+	if l.labels == nil {
+		l.labels = map[densemem.RelationshipID]string{}
+	}
+	for _, o := range pl.RelationshipOutcomes {
+		if _, ok := l.labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
+			l.labels[o.RelationshipID] = who + ":" + o.ProposalID
+		}
+	}
+	for _, o := range pl.RelationshipOutcomes {
+		var xrefs []string
+		for _, x := range o.CrossReferences {
+			xrefs = append(xrefs, x.Kind+"->"+l.labels[x.ToRelationshipID])
+		}
+		slices.Sort(xrefs)
+		l.lines = append(l.lines, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
+			l.labels[o.RelationshipID], strings.Join(xrefs, " ")))
+	}
+}
+
 // adoptionStory runs adoptions of one fragment of B's ("nova works on project-000 … project-003") by
 // six profiles — all four statements; one statement from the fragment and one from the adopter's own
 // evidence; after B forgot one of its statements; the first adopter again, and the second again for
@@ -434,24 +462,8 @@ func adoptionStory(t *testing.T, whole bool) []string {
 	if whole {
 		densemem.PlaceReadingLiveKeysWhole(e.client)
 	}
-	labels := map[densemem.RelationshipID]string{}
-	var out []string
-	record := func(who string, pl *densemem.Placement) {
-		for _, o := range pl.RelationshipOutcomes {
-			if _, ok := labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
-				labels[o.RelationshipID] = who + ":" + o.ProposalID
-			}
-		}
-		for _, o := range pl.RelationshipOutcomes {
-			var xrefs []string
-			for _, x := range o.CrossReferences {
-				xrefs = append(xrefs, x.Kind+"->"+labels[x.ToRelationshipID])
-			}
-			slices.Sort(xrefs)
-			out = append(out, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
-				labels[o.RelationshipID], strings.Join(xrefs, " ")))
-		}
-	}
+	var log outcomeLog
+	record := log.record
 	src := worksOnRequest(nextKey(), "nova", projects(0, 4)...)
 	first := e.rememberReq(e.B, src)
 	record("B", first)
@@ -487,7 +499,7 @@ func adoptionStory(t *testing.T, whole bool) []string {
 	again.Proposal.Relationships = again.Proposal.Relationships[:2]
 	adopt(1, again)
 	e.checkLedger()
-	return out
+	return log.lines
 }
 
 // adoptionPolarityStory: B's fragment says nova works on project-000 and no longer on project-001,
@@ -511,24 +523,8 @@ func adoptionPolarityStory(t *testing.T, whole bool) []string {
 	src := densemem.RememberRequest{IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
 		Proposal: densemem.Proposal{Entities: entities, Relationships: []densemem.ProposedRelationship{
 			statement("b0", "p0", "+", 0, cut), statement("b1", "p1", "-", cut, len(content))}}}
-	labels := map[densemem.RelationshipID]string{}
-	var out []string
-	record := func(who string, pl *densemem.Placement) {
-		for _, o := range pl.RelationshipOutcomes {
-			if _, ok := labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
-				labels[o.RelationshipID] = who + ":" + o.ProposalID
-			}
-		}
-		for _, o := range pl.RelationshipOutcomes {
-			var xrefs []string
-			for _, x := range o.CrossReferences {
-				xrefs = append(xrefs, x.Kind+"->"+labels[x.ToRelationshipID])
-			}
-			slices.Sort(xrefs)
-			out = append(out, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
-				labels[o.RelationshipID], strings.Join(xrefs, " ")))
-		}
-	}
+	var log outcomeLog
+	record := log.record
 	first := e.rememberReq(e.B, src)
 	record("B", first)
 	adopt := func(who string, p densemem.Principal, rels ...densemem.ProposedRelationship) {
@@ -539,7 +535,7 @@ func adoptionPolarityStory(t *testing.T, whole bool) []string {
 	adopt("A", e.A, statement("a1", "p1", "+", 0, cut))
 	adopt("C", e.C, statement("c0", "p0", "+", 0, cut), statement("c1", "p1", "-", cut, len(content)))
 	e.checkLedger()
-	return out
+	return log.lines
 }
 
 // TestAdopt_NarrowedReadDecidesAsWholeKey: an adopting Remember reads its keys for its objects and
