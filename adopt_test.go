@@ -1,9 +1,12 @@
 package densemem_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -417,5 +420,180 @@ func TestAdopt_RowsBoundedWhateverTheEarlierAdopters(t *testing.T) {
 	if !hasCrossReference(tr.CrossReferences, "adopts_evidence_from", "outgoing", last.RelationshipOutcomes[0].RelationshipID,
 		first.RelationshipOutcomes[0].RelationshipID) {
 		t.Errorf("trace of the 25th adopter's relationship: cross-references %+v lack adopts_evidence_from B's", tr.CrossReferences)
+	}
+}
+
+// outcomeLog describes a story's outcomes with every relationship named by the caller and proposal
+// that placed it first, so two runs of one story compare whatever their IDs.
+type outcomeLog struct {
+	labels map[densemem.RelationshipID]string
+	lines  []string
+}
+
+// record adds the outcomes of who's placement pl.
+func (l *outcomeLog) record(who string, pl *densemem.Placement) {
+	if l.labels == nil {
+		l.labels = map[densemem.RelationshipID]string{}
+	}
+	for _, o := range pl.RelationshipOutcomes {
+		if _, ok := l.labels[o.RelationshipID]; !ok && o.RelationshipID != "" {
+			l.labels[o.RelationshipID] = who + ":" + o.ProposalID
+		}
+	}
+	for _, o := range pl.RelationshipOutcomes {
+		var xrefs []string
+		for _, x := range o.CrossReferences {
+			xrefs = append(xrefs, x.Kind+"->"+l.labels[x.ToRelationshipID])
+		}
+		slices.Sort(xrefs)
+		l.lines = append(l.lines, fmt.Sprintf("%s %s: %s %s as %s [%s]", who, o.ProposalID, o.Category, o.Status,
+			l.labels[o.RelationshipID], strings.Join(xrefs, " ")))
+	}
+}
+
+// adoptionStory runs adoptions of one fragment of B's ("nova works on project-000 … project-003") by
+// six profiles — all four statements; one statement from the fragment and one from the adopter's own
+// evidence; after B forgot one of its statements; the first adopter again, and the second again for
+// the statements B still holds — beside C's own statement
+// of one of the projects, and returns each call's outcomes with every relationship named by its
+// owner and proposal. whole reads the keys' live relationships whole, as before decision 155.
+func adoptionStory(t *testing.T, whole bool) []string {
+	e := newEnv(t)
+	if whole {
+		densemem.PlaceReadingLiveKeysWhole(e.client)
+	}
+	var log outcomeLog
+	record := log.record
+	src := worksOnRequest(nextKey(), "nova", projects(0, 4)...)
+	first := e.rememberReq(e.B, src)
+	record("B", first)
+	fragment := first.Fragments[0].FragmentID
+	record("C", e.rememberReq(e.C, worksOnFact("nova", "project-000").request(nextKey())))
+	adopters := make([]densemem.Principal, 6)
+	for i := range adopters {
+		adopters[i] = e.mustProfile(fmt.Sprintf("adopter-%d", i), "read", "write")
+	}
+	adopt := func(i int, req densemem.RememberRequest) {
+		req.IdempotencyKey = nextKey()
+		record(fmt.Sprintf("adopter-%d", i), e.rememberReq(adopters[i], req))
+	}
+	for i := range 3 {
+		adopt(i, adoptingAll(src, fragment))
+	}
+	// One statement from the fragment, one from the adopter's own evidence.
+	mixed := adoptingAll(src, fragment)
+	mixed.Proposal.Relationships = mixed.Proposal.Relationships[:2]
+	own := "nova works on project-001, says adopter-3."
+	mixed.Evidence = append(mixed.Evidence, densemem.EvidenceInput{Content: own, SourceType: "manual"})
+	mixed.Proposal.Relationships[1].Evidence = []densemem.Citation{{EvidenceIndex: 1, Start: 0, End: len(own)}}
+	adopt(3, mixed)
+	// B forgets its statement of project-002: an adopter of it links to another adopter's.
+	if _, err := e.client.Forget(e.ctx, e.B, densemem.ForgetRequest{RelationshipID: first.RelationshipOutcomes[2].RelationshipID,
+		IdempotencyKey: nextKey()}); err != nil {
+		t.Fatal(err)
+	}
+	adopt(4, adoptingAll(src, fragment))
+	adopt(0, adoptingAll(src, fragment))
+	// The second adopter again, of the statements B still holds: its own relationships are read.
+	again := adoptingAll(src, fragment)
+	again.Proposal.Relationships = again.Proposal.Relationships[:2]
+	adopt(1, again)
+	e.checkLedger()
+	return log.lines
+}
+
+// adoptionPolarityStory: B's fragment says nova works on project-000 and no longer on project-001,
+// and B states the first and the negation of the second. One adopter states, from the fragment's
+// first sentence, that nova works on project-001 (no statement of B's to link to by object and
+// polarity: its keys are read whole); another adopts both of B's statements, beside the first
+// adopter's statement of the other polarity. It returns the calls' outcomes as adoptionStory does.
+func adoptionPolarityStory(t *testing.T, whole bool) []string {
+	e := newEnv(t)
+	if whole {
+		densemem.PlaceReadingLiveKeysWhole(e.client)
+	}
+	content := "nova works on project-000 and project-001. Since May nova does not work on project-001."
+	cut := strings.Index(content, "Since")
+	statement := func(id, project string, pol densemem.Polarity, start, end int) densemem.ProposedRelationship {
+		return densemem.ProposedRelationship{ProposalID: id, SubjectRef: "s", Predicate: "works_on", ObjectRef: project, Polarity: pol,
+			Evidence: []densemem.Citation{{EvidenceIndex: 0, Start: start, End: end}}}
+	}
+	entities := []densemem.ProposedEntity{{Ref: "s", Name: "nova", EntityKind: "person"},
+		{Ref: "p0", Name: "project-000", EntityKind: "project"}, {Ref: "p1", Name: "project-001", EntityKind: "project"}}
+	src := densemem.RememberRequest{IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{Content: content, SourceType: "manual"}},
+		Proposal: densemem.Proposal{Entities: entities, Relationships: []densemem.ProposedRelationship{
+			statement("b0", "p0", "+", 0, cut), statement("b1", "p1", "-", cut, len(content))}}}
+	var log outcomeLog
+	record := log.record
+	first := e.rememberReq(e.B, src)
+	record("B", first)
+	adopt := func(who string, p densemem.Principal, rels ...densemem.ProposedRelationship) {
+		req := densemem.RememberRequest{IdempotencyKey: nextKey(), Evidence: []densemem.EvidenceInput{{AdoptFragmentID: first.Fragments[0].FragmentID}},
+			Proposal: densemem.Proposal{Entities: entities, Relationships: rels}}
+		record(who, e.rememberReq(p, req))
+	}
+	adopt("A", e.A, statement("a1", "p1", "+", 0, cut))
+	adopt("C", e.C, statement("c0", "p0", "+", 0, cut), statement("c1", "p1", "-", cut, len(content)))
+	e.checkLedger()
+	return log.lines
+}
+
+// TestAdopt_NarrowedReadDecidesAsWholeKey: an adopting Remember reads its keys for its objects and
+// leaves out the fragment's other adopters (decision 155), and decides exactly as when it reads
+// them whole — categories, statuses and every cross-reference's target.
+func TestAdopt_NarrowedReadDecidesAsWholeKey(t *testing.T) {
+	t.Parallel()
+	for _, story := range []struct {
+		name string
+		run  func(t *testing.T, whole bool) []string
+		min  int
+	}{{"adopters", adoptionStory, 20}, {"polarities", adoptionPolarityStory, 5}} {
+		var narrowed, whole []string
+		var wg sync.WaitGroup
+		wg.Add(2)
+		go func() { defer wg.Done(); narrowed = story.run(t, false) }()
+		go func() { defer wg.Done(); whole = story.run(t, true) }()
+		wg.Wait()
+		if d := cmp.Diff(whole, narrowed); d != "" {
+			t.Errorf("%s: adoptions (-whole keys +narrowed):\n%s", story.name, d)
+		}
+		if len(whole) < story.min {
+			t.Errorf("%s: the story placed %d outcomes, want every call's", story.name, len(whole))
+		}
+	}
+}
+
+// TestAdopt_DoesNotLockOtherAdopters: with another adopter's relationship held FOR UPDATE, an
+// adopter of the same fragment is placed (its read leaves that relationship out), and one whose
+// client reads keys whole gives up on the lock.
+func TestAdopt_DoesNotLockOtherAdopters(t *testing.T) {
+	t.Parallel()
+	for _, whole := range []bool{false, true} {
+		t.Run(fmt.Sprintf("whole=%v", whole), func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			src := worksOnRequest(nextKey(), "nova", projects(0, 2)...)
+			fragment := e.rememberReq(e.B, src).Fragments[0].FragmentID
+			req := adoptingAll(src, fragment)
+			req.IdempotencyKey = nextKey()
+			held := e.rememberReq(e.C, req).RelationshipOutcomes[0].RelationshipID
+			client := e.lockTimeoutClient()
+			if whole {
+				densemem.PlaceReadingWholeKeys(client)
+			}
+			holder, err := e.pool.Begin(e.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer func() { _ = holder.Rollback(context.WithoutCancel(e.ctx)) }()
+			if _, err := holder.Exec(e.ctx, `SELECT 1 FROM relationships WHERE relationship_id = $1 FOR UPDATE`, held); err != nil {
+				t.Fatal(err)
+			}
+			req.IdempotencyKey = nextKey()
+			_, err = client.Remember(e.ctx, e.A, req)
+			if whole != (err != nil) {
+				t.Errorf("reading keys whole %v: Remember with another adopter's relationship locked returned %v", whole, err)
+			}
+		})
 	}
 }

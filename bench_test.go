@@ -189,6 +189,82 @@ func TestRememberRoundTrips(t *testing.T) {
 	}
 }
 
+// TestRememberOnExistingKeysRoundTrips checks that a Remember about existing entities takes no more
+// round trips than a fresh one (issue 21 item 1, decision 153): its keys' live state is read with the
+// prepare read and the write is fenced. Each shape runs once to warm its statements, then once
+// counted; each is decided as on the locked path (its outcome's category). A client speculates only
+// for names it saw held (decision 156).
+func TestRememberOnExistingKeysRoundTrips(t *testing.T) {
+	t.Parallel()
+	be := newBenchEnv(t, 1)
+	procyon := be.rememberReq(be.A, worksOnFact("procyon", "atlas").request(nextKey())).Entities[0].EntityID
+	be.remember(be.A, deploy("production", "main"))
+	day := newTestClock().Now().AddDate(0, 0, -30)
+	be.remember(be.A, deploy("staging", "main").since(day))
+	be.rememberReq(be.A, denseMemEmail("ops@example.com"))
+
+	byID := func(f fact) densemem.RememberRequest {
+		req := f.request(nextKey())
+		req.Proposal.Entities[0] = densemem.ProposedEntity{Ref: "s", Name: f.subject, EntityKind: f.subjectKind, KnownEntityID: procyon}
+		return req
+	}
+	for _, tc := range []struct {
+		name string
+		who  []densemem.Principal // op i's caller
+		req  func(i int) densemem.RememberRequest
+		want densemem.Category
+	}{
+		{"a new object of a cardinality-many key", []densemem.Principal{be.A, be.A}, func(i int) densemem.RememberRequest {
+			return worksOnFact("procyon", fmt.Sprintf("new-%d", i)).request(nextKey())
+		}, densemem.CategoryAccepted},
+		{"the caller's own statement again", []densemem.Principal{be.A, be.A}, func(int) densemem.RememberRequest {
+			return worksOnFact("procyon", "atlas").request(nextKey())
+		}, densemem.CategorySupported},
+		{"another owner's statement", []densemem.Principal{be.B, be.C}, func(int) densemem.RememberRequest {
+			return worksOnFact("procyon", "atlas").request(nextKey())
+		}, densemem.CategoryAccepted},
+		{"a subject named by ID", []densemem.Principal{be.A, be.A}, func(i int) densemem.RememberRequest {
+			return byID(worksOnFact("procyon", fmt.Sprintf("known-%d", i)))
+		}, densemem.CategoryAccepted},
+		{"a dated new version of a cardinality-one key", []densemem.Principal{be.A, be.A}, func(i int) densemem.RememberRequest {
+			return deploy("staging", fmt.Sprintf("release-%d", i)).since(day.AddDate(0, 0, i+1)).request(nextKey())
+		}, densemem.CategorySupersededPrior},
+		{"an undated other value of a cardinality-one key", []densemem.Principal{be.A, be.A}, func(i int) densemem.RememberRequest {
+			return deploy("production", fmt.Sprintf("release-%d", i)).request(nextKey())
+		}, densemem.CategoryNeedsReview},
+		{"a value object", []densemem.Principal{be.A, be.A}, func(i int) densemem.RememberRequest {
+			return denseMemEmail(fmt.Sprintf("ops-%d@example.com", i))
+		}, densemem.CategoryNeedsReview},
+	} {
+		for i := range 2 {
+			be.reset()
+			pl := be.rememberReq(tc.who[i], tc.req(i))
+			if got := only(t, pl).Category; got != tc.want {
+				t.Errorf("%s: %s, want %s", tc.name, got, tc.want)
+			}
+			if trips := be.trips.Load(); i == 1 && trips > rememberRoundTrips {
+				t.Errorf("%s: %d round trips, want at most %d", tc.name, trips, rememberRoundTrips)
+			}
+		}
+	}
+	// Another client has not seen procyon's name: its first Remember about it places under the locks
+	// (it does not speculate for a name it has not seen held, decision 156), the next ones do not.
+	other, err := densemem.New(be.store, &densemem.Config{Clock: be.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []int64{4, rememberRoundTrips} {
+		be.reset()
+		if _, err := other.Remember(be.ctx, be.A, worksOnFact("procyon", fmt.Sprintf("other-%d", i)).request(nextKey())); err != nil {
+			t.Fatal(err)
+		}
+		if trips := be.trips.Load(); trips != want {
+			t.Errorf("another client's Remember %d about procyon: %d round trips, want %d", i, trips, want)
+		}
+	}
+	be.checkLedger()
+}
+
 // BenchmarkRemember remembers one evidence item citing one relationship between two new entities
 // per op, all in one team that already holds benchHistory relationships.
 func BenchmarkRemember(b *testing.B) {

@@ -5,10 +5,13 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/evidence"
@@ -186,5 +189,125 @@ func TestConcurrentDisableFailsRememberFence(t *testing.T) {
 		if n, want := logs.count(fallbackLog), map[bool]int{false: 1, true: 0}[locked]; n != want {
 			t.Errorf("locked path only %v: %d fallbacks, want %d", locked, n, want)
 		}
+	}
+}
+
+// relationshipStates lists every relationship of e's team as owner, subject, predicate, object,
+// status, tier and version, sorted: what two runs of one story must agree on, whatever their IDs.
+func relationshipStates(e *env) []string {
+	e.t.Helper()
+	rows, err := e.pool.Query(e.ctx, `
+		SELECT p.name || ' ' || sn.name || ' ' || r.predicate_key || ' ' || COALESCE(obn.name, v.value_text, '') || ' ' ||
+		       r.status || ' ' || r.tier || ' v' || r.version || ' supports ' ||
+		       (SELECT count(*) FROM support_links s WHERE s.team_id = r.team_id AND s.relationship_id = r.relationship_id)
+		FROM relationships r
+		JOIN profiles p ON p.team_id = r.team_id AND p.profile_id = r.owner_profile_id
+		JOIN entity_names sn ON sn.team_id = r.team_id AND sn.entity_id = r.subject_entity_id AND sn.name_kind = 'canonical'
+		LEFT JOIN entity_names obn ON obn.team_id = r.team_id AND obn.entity_id = r.object_entity_id AND obn.name_kind = 'canonical'
+		LEFT JOIN literal_values v ON v.team_id = r.team_id AND v.value_id = r.object_value_id
+		WHERE r.team_id = $1`, e.team)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// racedOnKey runs setup on a new env, then A's Remember of mine while who's Remember of theirs runs
+// inside A's verifier call, after A's read (its keys' live state included) and before its write;
+// locked makes A's client place under its locks only. It returns the env, A's placement and how many
+// Remembers fell back to the locks.
+func racedOnKey(t *testing.T, setup func(e *env), mine fact, who func(e *env) densemem.Principal, theirs fact,
+	locked bool) (e *env, pl *densemem.Placement, fellBack int) {
+	t.Helper()
+	logs := &lockedBuffer{}
+	ran := false
+	v := &hookVerifier{hook: func(ctx context.Context) {
+		if _, err := e.client.Remember(ctx, who(e), theirs.request("theirs")); err != nil {
+			t.Errorf("the concurrent writer: %v", err)
+		}
+		ran = true
+	}}
+	v.done.Store(true) // the setup's Remembers run no hook
+	e = newEnv(t, func(c *densemem.Config) {
+		c.Verifier = v
+		c.Logger = slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	})
+	setup(e)
+	if locked {
+		densemem.PlaceUnderLocksOnly(e.client)
+	}
+	before := logs.count(fallbackLog)
+	v.done.Store(false)
+	pl, err := e.client.Remember(e.ctx, e.A, mine.request("mine"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the concurrent writer did not run")
+	}
+	e.checkLedger()
+	return e, pl, logs.count(fallbackLog) - before
+}
+
+// TestConcurrentWriterFailsRememberKeysFence: a Remember about an existing entity plans from its
+// keys' live state read before its transaction and writes behind a fence of each key (decision 153).
+// When another writer changes what the plan read between the read and the write — a new statement
+// about the same object, a support of the caller's statement, a supersession, a held statement, a
+// case — the fence fails, nothing of the optimistic attempt remains, and the Remember is placed
+// under the locks, with exactly the placement and the relationships of the same race run with the
+// locked path alone.
+func TestConcurrentWriterFailsRememberKeysFence(t *testing.T) {
+	t.Parallel()
+	day := newTestClock().Now().AddDate(0, 0, -30)
+	a := func(e *env) densemem.Principal { return e.A }
+	b := func(e *env) densemem.Principal { return e.B }
+	for _, tc := range []struct {
+		name   string
+		setup  func(e *env)
+		mine   fact
+		who    func(e *env) densemem.Principal
+		theirs fact
+	}{
+		{"another owner's statement about the same object",
+			func(e *env) {
+				e.remember(e.A, worksOnFact("procyon", "atlas"))
+				e.remember(e.C, worksOnFact("sirius", "vega")) // vega exists: no name of A's is created
+			},
+			worksOnFact("procyon", "vega"), b, worksOnFact("procyon", "vega")},
+		{"a support of the caller's own statement",
+			func(e *env) { e.remember(e.A, worksOnFact("procyon", "atlas")) },
+			worksOnFact("procyon", "atlas"), a, worksOnFact("procyon", "atlas")},
+		{"a supersession of the version the caller supersedes",
+			func(e *env) { e.remember(e.A, deploy("staging", "main").since(day)) },
+			deploy("staging", "release").since(day.AddDate(0, 0, 2)), a, deploy("staging", "hotfix").since(day.AddDate(0, 0, 1))},
+		{"a held statement on the key",
+			func(e *env) { e.remember(e.A, deploy("production", "main")) },
+			deploy("production", "release").since(day), a, deploy("production", "hotfix")},
+		{"a case opened on the key",
+			func(e *env) { e.remember(e.A, deploy("production", "main")) },
+			deploy("production", "release"), b, deploy("production", "hotfix")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e, raced, fellBack := racedOnKey(t, tc.setup, tc.mine, tc.who, tc.theirs, false)
+			if fellBack != 1 {
+				t.Errorf("%d Remembers placed under the locks after a failed fence, want 1 (the raced one)", fellBack)
+			}
+			ref, locked, _ := racedOnKey(t, tc.setup, tc.mine, tc.who, tc.theirs, true)
+			if d := diff(shapeOf(locked, nil), shapeOf(raced, nil)); d != "" {
+				t.Errorf("placement (-locked path +optimistic then fallback):\n%s", d)
+			}
+			if d := diff(relationshipStates(ref), relationshipStates(e)); d != "" {
+				t.Errorf("relationships (-locked path +optimistic then fallback):\n%s", d)
+			}
+			if d := countsDiff(ref.counts(), e.counts()); d != "" {
+				t.Errorf("rows: locked path against optimistic then fallback: %s", d)
+			}
+		})
 	}
 }

@@ -25,10 +25,17 @@ type Client struct {
 	lastMS int64
 	seq    uint64
 
+	// seen are the entity names this Client saw held: Remember speculates on existing keys only
+	// when a subject may be one of them.
+	seen seenNames
+
 	// lockedOnly turns the optimistic placement off (tests only: export_test.go).
 	lockedOnly bool
 	// wholeKeys makes Remember read its keys' closed history too (tests only: export_test.go).
 	wholeKeys bool
+	// liveKeysWhole makes Remember read its keys' live relationships whole, never by object, under
+	// its locks (tests only: export_test.go).
+	liveKeysWhole bool
 	// reviewLockedOnly turns the nightly reviewer's fenced way off (tests only: export_test.go).
 	reviewLockedOnly bool
 	// nightlyHooks are the nightly reviewer's test seams (tests only: export_test.go).

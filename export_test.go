@@ -10,6 +10,11 @@ func PlaceUnderLocksOnly(c *Client) { c.lockedOnly = true }
 // history included, as before issue 21: the reference the live-only read is tested against.
 func PlaceReadingWholeKeys(c *Client) { c.wholeKeys = true }
 
+// PlaceReadingLiveKeysWhole makes c place every Remember under its locks reading its keys' live
+// relationships whole, never narrowed by object: the reference the narrowed reads (decisions 145 and
+// 155) are tested against.
+func PlaceReadingLiveKeysWhole(c *Client) { c.lockedOnly, c.liveKeysWhole = true, true }
+
 // ReviewUnderLocksOnly makes c's nightly reviewer review every case under its locks (KeysLock,
 // WriteSetApply), never planned from the batch's read: the reference the fenced way is tested
 // against.

@@ -41,10 +41,12 @@ func (c *Client) verify(ctx context.Context, claims []evidence.Claim) (map[strin
 
 // preparePlacement reads, in one round trip before any transaction, what a placement of in plans
 // from: the caller's principal and policy, the team's predicates, the candidates of its names, its
-// known entities (checked to be the team's) and a result stored under key.
-func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, in *placement.Intake) (store.RememberPrepared, error) {
+// known entities (checked to be the team's), a result stored under key and, when speculate is set,
+// the live state of the conflict keys the request can name.
+func (c *Client) preparePlacement(ctx context.Context, p Principal, key string, in *placement.Intake,
+	speculate *store.KeySpeculation) (store.RememberPrepared, error) {
 	prep, err := c.store.RememberPrepare(ctx, store.RememberPrepareParams{Team: p.TeamID, Profile: p.ProfileID,
-		IdempotencyKey: key, Names: in.Names, KnownEntities: in.Known, AdoptFragments: in.Adopt})
+		IdempotencyKey: key, Names: in.Names, KnownEntities: in.Known, AdoptFragments: in.Adopt, Speculate: speculate})
 	if err != nil {
 		return prep, err
 	}
@@ -96,27 +98,41 @@ func (c *Client) lockPlacement(ctx context.Context, tx store.Tx, p Principal, pa
 	// history (relationship.Decide, the cross-references and Settle look at live ones, a case at
 	// active ones), except a correction naming a closed relationship, read by ID. A Resolve's
 	// placement reads the whole key, as its decision checks do.
-	var named []relationship.ID
-	for _, r := range req.Proposal.Relationships {
-		if r.CorrectsRelationshipID != "" {
-			named = append(named, r.CorrectsRelationshipID)
-		}
-	}
+	named := correctedIDs(req)
 	// A key whose statements compare by object (cardinality many, events) is read, further, for the
-	// request's objects only — unless the request adopts, revises or answers a case, whose steps look
-	// at the key's other statements (an adoption's link, a retirement's recomputation, a case).
+	// request's objects only — unless the request adopts more than one fragment, revises or answers
+	// a case, whose steps look at the key's other statements (an adoption's link, a retirement's
+	// recomputation, a case). A call adopting one fragment leaves out its other adopters, and reads
+	// its keys whole after all when an adoption's first-choice target was not among what it read.
 	var byObject []store.KeyObject
-	if liveOnly && len(in.Adopt) == 0 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
+	if liveOnly && !c.liveKeysWhole && len(in.Adopt) <= 1 && len(in.Revisions()) == 0 && len(cases) == 0 && len(params.AlsoLock) == 0 {
 		byObject = pl.ByObject()
 	}
 	if len(keys) > 0 || len(cases) > 0 {
-		if kl, err = tx.KeysLock(ctx, store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases,
-			MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, Members: slices.ContainsFunc(keys, conflict.Key.Identity),
-			LiveOnly: liveOnly, Named: named, ByObject: byObject}); err != nil {
+		kp := store.KeysLockParams{Team: p.TeamID, Keys: keys, Cases: cases, MaxLocks: c.cfg.Limits.MaxAdvisoryLocks,
+			Members: slices.ContainsFunc(keys, conflict.Key.Identity), LiveOnly: liveOnly, Named: named, ByObject: byObject}
+		if kl, err = tx.KeysLock(ctx, kp); err != nil {
 			return nil, kl, nil, err
+		}
+		if len(byObject) > 0 && !pl.AdoptionTargetsRead(byObject, kl) {
+			kp.ByObject = nil
+			if kl, err = tx.KeysLock(ctx, kp); err != nil {
+				return nil, kl, nil, err
+			}
 		}
 	}
 	return pl, kl, nil, nil
+}
+
+// correctedIDs returns the relationships req's proposals correct by ID (corrects_relationship_id).
+func correctedIDs(req *RememberRequest) []relationship.ID {
+	var out []relationship.ID
+	for _, r := range req.Proposal.Relationships {
+		if r.CorrectsRelationshipID != "" {
+			out = append(out, r.CorrectsRelationshipID)
+		}
+	}
+	return out
 }
 
 // lockIntake takes the lock of p's idempotency key in tx and re-reads p's profile (FOR SHARE),

@@ -145,18 +145,7 @@ func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
 			if st, _, _, _ := e.relationshipState(old.RelationshipID); st != "superseded" || cur.Status != "active" {
 				t.Fatalf("set-up: old %s, current %s; want superseded and active", st, cur.Status)
 			}
-			// A client whose transactions give up on a row lock after 300 ms.
-			cfg := e.runtime.Config().Copy()
-			cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
-			pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer pool.Close()
-			client, err := densemem.New(postgres.New(pool, &postgres.Options{BindingKey: e.bindingKey}), &densemem.Config{Clock: e.clock.Now})
-			if err != nil {
-				t.Fatal(err)
-			}
+			client := e.lockTimeoutClient()
 			if whole {
 				densemem.PlaceReadingWholeKeys(client)
 			}
@@ -186,4 +175,22 @@ func TestRememberDoesNotLockClosedRelationships(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockTimeoutClient returns a client of e's team whose transactions give up on a row lock after
+// 300 ms; its pool closes when the test ends.
+func (e *env) lockTimeoutClient() *densemem.Client {
+	e.t.Helper()
+	cfg := e.runtime.Config().Copy()
+	cfg.ConnConfig.RuntimeParams["lock_timeout"] = "300ms"
+	pool, err := pgxpool.NewWithConfig(e.ctx, cfg)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.t.Cleanup(pool.Close)
+	client, err := densemem.New(postgres.New(pool, &postgres.Options{BindingKey: e.bindingKey}), &densemem.Config{Clock: e.clock.Now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return client
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/densemem/densemem/conflict"
 	"github.com/densemem/densemem/identity"
 	"github.com/densemem/densemem/internal/placement"
 	"github.com/densemem/densemem/internal/request"
@@ -37,10 +38,19 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 	in := placement.NewIntake(&req, p.ProfileID)
 
 	// 2-3. Authorise and check idempotency from one read.
-	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)
+	// The read speculates on the live state of the keys the request can name when a subject may
+	// exist: named by ID, or by a name this Client saw held (decision 156).
+	var speculate *store.KeySpeculation
+	if !c.lockedOnly && !c.wholeKeys {
+		if sp := in.Speculation(p.TeamID); sp != nil && c.seen.mayExist(p.TeamID, sp) {
+			speculate = sp
+		}
+	}
+	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in, speculate)
 	if err != nil {
 		return nil, err
 	}
+	c.seen.addEntities(p.TeamID, prep.Candidates)
 	if err := checkProfile(prep.Principal.Profile.Status, prep.Principal.Profile.Scopes, p, identity.ScopeWrite); err != nil {
 		return nil, err
 	}
@@ -63,10 +73,11 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 		return nil, err
 	}
 
-	// 7-9. Gate, plan and commit in one transaction. A request that touches no existing conflict
-	// key, case or source is planned from the read above and written in one round trip behind a
-	// fence that re-checks that read under the locks; otherwise, or when the fence fails, the plan is
-	// recomputed from what the transaction reads after its locks, so a retry starts from scratch.
+	// 7-9. Gate, plan and commit in one transaction. A request that answers no case and revises or
+	// adopts no source is planned from the read above (its keys' live state included) and written in
+	// one round trip behind a fence that re-checks that read under the locks; otherwise, or when the
+	// read did not cover its keys or the fence fails, the plan is recomputed from what the
+	// transaction reads after its locks, so a retry starts from scratch.
 	params := placement.Params{Team: p.TeamID, Profile: p.ProfileID, Request: &req, Intake: in, Now: c.now(),
 		Policy: prep.Principal.Policy, Predicates: prep.Predicates, Verdicts: verdicts, Verifier: c.cfg.Verifier.Name(),
 		Hash: hash, NewID: c.newID}
@@ -79,17 +90,22 @@ func (c *Client) Remember(ctx context.Context, p Principal, req RememberRequest)
 			return nil, err
 		}
 	}
+	if len(in.Names) > 0 {
+		c.seen.add(p.TeamID, in.Names...)
+	}
 	c.cfg.Logger.DebugContext(ctx, "densemem: remember", "team", p.TeamID, "profile", p.ProfileID,
 		"ingest_id", out.IngestID, "replayed", out.Replayed, "relationships", len(out.RelationshipOutcomes))
 	return out, nil
 }
 
 // placeOptimistic plans a placement from what preparePlacement read and writes it in one round trip
-// (Tx.WriteSetApplyFenced), when the request touches nothing the plan needs its locks to read: no
-// existing subject's conflict key, no case, no source revision or adoption. It returns nil without an
-// error when the request does not qualify, when the plan fails (the locked path decides, and reports,
-// from fresh state), and when the fence finds that the read changed (or a concurrent write kept
-// conflicting): the caller then places under the locks, so correctness never rests on this path.
+// (Tx.WriteSetApplyFenced), when the request needs nothing read under its locks that the prepared
+// read could not cover: no case, no source revision or adoption, no identity case (a mention stated
+// distinct from an entity); and its conflict keys, if any, are among those the prepared read
+// speculated on (decision 153). It returns nil without an error when the request does not qualify,
+// when the plan fails (the locked path decides, and reports, from fresh state), and when the fence
+// finds that the read changed (or a concurrent write kept conflicting): the caller then places under
+// the locks, so correctness never rests on this path.
 func (c *Client) placeOptimistic(ctx context.Context, p Principal, params placement.Params, prep store.RememberPrepared) (*Placement, error) {
 	in := params.Intake
 	if c.lockedOnly || len(in.Adopt) > 0 || len(in.Revisions()) > 0 || len(in.Responses()) > 0 || len(params.AlsoLock) > 0 {
@@ -99,16 +115,31 @@ func (c *Client) placeOptimistic(ctx context.Context, p Principal, params placem
 	pl := placement.New(params)
 	pl.Resolve(prep.Candidates, prep.Known)
 	pl.Adoptable(nil)
-	if _, err := pl.Revise(nil, c.cfg.Limits.MaxRevisionRelationships); err != nil || len(pl.Keys()) > 0 {
+	if _, err := pl.Revise(nil, c.cfg.Limits.MaxRevisionRelationships); err != nil {
 		return nil, nil
 	}
-	ws, out, err := pl.Plan(store.KeysLocked{})
+	var kl store.KeysLocked
+	var keysFence *store.KeysFence
+	if keys := pl.Keys(); len(keys) > 0 {
+		if c.wholeKeys || slices.ContainsFunc(keys, conflict.Key.Identity) {
+			return nil, nil
+		}
+		kp := store.KeysLockParams{Team: p.TeamID, Keys: keys, MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, LiveOnly: true,
+			Named: correctedIDs(params.Request), ByObject: pl.ByObject()}
+		var covered bool
+		if kl, covered = prep.Speculated.Narrow(kp, pl.Creates); !covered {
+			return nil, nil
+		}
+		f := store.NewKeysFence(kp, kl)
+		keysFence = &f
+	}
+	ws, out, err := pl.Plan(kl)
 	if err != nil {
 		return nil, nil
 	}
 	fence := store.WriteFence{Team: p.TeamID, Profile: p.ProfileID, IdempotencyKey: params.Request.IdempotencyKey,
 		NameLocks: in.Names, MaxLocks: c.cfg.Limits.MaxAdvisoryLocks, ProfileStatus: prep.Principal.Profile.Status,
-		ProfileScopes: prep.Principal.Profile.Scopes, Names: in.Names, Candidates: prep.Candidates}
+		ProfileScopes: prep.Principal.Profile.Scopes, Names: in.Names, Candidates: prep.Candidates, Keys: keysFence}
 	err = c.store.Tx(ctx, func(ctx context.Context, tx store.Tx) error {
 		return tx.WriteSetApplyFenced(ctx, fence, ws)
 	})

@@ -89,7 +89,7 @@ func (c *Client) placeDecision(ctx context.Context, p Principal, req ResolveRequ
 	normalizeTimes(&rr)
 	in := placement.NewIntake(&rr, p.ProfileID)
 	// 2. What the placement plans from, and the one verifier call, outside the transaction.
-	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in)
+	prep, err := c.preparePlacement(ctx, p, req.IdempotencyKey, in, nil)
 	if err != nil {
 		return nil, err
 	}

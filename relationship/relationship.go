@@ -36,6 +36,13 @@ func (s Status) Valid() bool {
 	return false
 }
 
+// Live reports whether s is a status of a relationship that can still change a decision or a case:
+// active, pending_evidence or needs_review. The others (superseded, retracted, rejected) are closed
+// for good.
+func (s Status) Live() bool {
+	return s == StatusActive || s == StatusPendingEvidence || s == StatusNeedsReview
+}
+
 // Statuses returns every status.
 func Statuses() []Status {
 	return []Status{StatusPendingEvidence, StatusActive, StatusNeedsReview, StatusSuperseded, StatusRetracted, StatusRejected}

@@ -195,7 +195,9 @@ type Tx interface {
 	// made before it (Remember's optimistic plan): in one round trip it starts the transaction, takes
 	// the locks IntakeLock takes for f, checks under them that what the plan read still holds (f's
 	// fence: the idempotency record absent, the profile as read, no name of f.Names held by an entity
-	// name the plan did not read), then writes ws as WriteSetApply does, COMMIT included. When the
+	// name the plan did not read), then, when f.Keys is set, takes the conflict-key locks and locks
+	// the rows KeysLock would lock and checks f.Keys under them, then writes ws as WriteSetApply
+	// does, COMMIT included. When the
 	// fence fails it returns ErrStaleVersion and nothing of the transaction remains: plan again under
 	// the locks (IntakeLock, KeysLock, WriteSetApply).
 	WriteSetApplyFenced(ctx context.Context, f WriteFence, ws WriteSet) error
@@ -344,6 +346,9 @@ type RememberPrepareParams struct {
 	KnownEntities  []identity.EntityID
 	// AdoptFragments are the fragments the request adopts (evidence[i].adopt_fragment_id).
 	AdoptFragments []evidence.FragmentID
+	// Speculate, when set, asks for the live state of every conflict key the request's statements
+	// can fall on (RememberPrepared.Speculated), read in the same round trip.
+	Speculate *KeySpeculation
 }
 
 // RememberPrepared is what RememberPrepare read.
@@ -357,6 +362,9 @@ type RememberPrepared struct {
 	// Adoptable are the fragments among AdoptFragments that the team holds and that may be adopted,
 	// with their content, in fragment ID order; a missing one is left out.
 	Adoptable []FragmentRow
+	// Speculated is what RememberPrepareParams.Speculate read, read without locks: a plan made from
+	// it is written behind a KeysFence.
+	Speculated KeysSpeculated
 }
 
 // IdempotencyRecord is a stored call result.
@@ -455,6 +463,10 @@ type WriteFence struct {
 	// names are append-only, so nothing else about them can change.
 	Names      []NameLookup
 	Candidates []identity.Entity
+	// Keys, when set, is the fence of the conflict keys the plan read (KeysSpeculated.Narrow): their
+	// locks are taken after the intake locks (past MaxLocks, the team's key lock), then the rows
+	// KeysLock with Keys.Params would lock, and the fence fails unless they are as read.
+	Keys *KeysFence
 }
 
 // IntakeLocked is what IntakeLock read after its locks.
@@ -508,6 +520,19 @@ type KeysLockParams struct {
 type KeyObject struct {
 	Key    conflict.Key
 	Object relationship.Object
+	// Adopters, when set, leaves out of the read the relationships about Object that other owners
+	// than Adopters.Caller and Adopters.Author state with Adopters.Polarity and that Adopters.Fragment
+	// supports: the other adopters of the fragment the caller adopts (decision 155).
+	Adopters *KeyAdopters
+}
+
+// KeyAdopters names the adopters a KeyObject's read leaves out: the caller adopts Fragment, whose
+// author is Author, in every statement it makes about the object, all of them with Polarity.
+type KeyAdopters struct {
+	Caller   identity.ProfileID
+	Fragment evidence.FragmentID
+	Author   identity.ProfileID
+	Polarity relationship.Polarity
 }
 
 // ReviewFence is what a case review planned from KeysRead relied on: the key's live relationships at
@@ -536,12 +561,7 @@ func NewReviewFence(k conflict.Key, id conflict.ID, kl KeysLocked) ReviewFence {
 	for _, r := range kl.Relationships {
 		f.Relationships, f.Versions = append(f.Relationships, r.ID), append(f.Versions, r.Version)
 	}
-	for _, s := range kl.Supports {
-		f.Supports++
-		if s.Retirement != "" {
-			f.Retired++
-		}
-	}
+	f.Supports, f.Retired = kl.supportCounts()
 	for _, c := range kl.Cases {
 		f.Cases, f.CaseVersions, f.ClaimTokens = append(f.Cases, c.ID), append(f.CaseVersions, c.Version), append(f.ClaimTokens, c.ClaimToken)
 	}

@@ -2,6 +2,7 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -260,4 +261,60 @@ func (in *Intake) claim(r memtype.ProposedRelationship) evidence.Claim {
 
 func mentionNames(m identity.Mention) []string {
 	return append([]string{m.Name}, m.Aliases...)
+}
+
+// Speculation returns what RememberPrepare may read, before identities and predicates are resolved,
+// of the conflict keys the request's statements can fall on (store.KeySpeculation): every statement
+// with its mentions' lookups, predicate phrase, scope and object. It returns nil when the request's
+// placement is never planned from such a read: it adopts, revises a source, answers a case, or states
+// a mention distinct from an entity (whose identity cases lie on other keys), or it has no statement.
+func (in *Intake) Speculation(team identity.TeamID) *store.KeySpeculation {
+	if len(in.Adopt) > 0 || len(in.revisions()) > 0 || len(in.Responses()) > 0 {
+		return nil
+	}
+	for _, m := range in.mentions {
+		if len(m.DistinctFrom) > 0 {
+			return nil
+		}
+	}
+	sp := &store.KeySpeculation{}
+	for _, r := range in.req.Proposal.Relationships {
+		if r.CorrectsRelationshipID != "" && !slices.Contains(sp.Named, r.CorrectsRelationshipID) {
+			sp.Named = append(sp.Named, r.CorrectsRelationshipID)
+		}
+		_, mod, scope := request.Normalize(r)
+		if mod != relationship.ModalityStatement {
+			continue
+		}
+		s := store.SpeculatedStatement{Subject: in.lookup(r.SubjectRef), Predicate: relationship.NormalizePhrase(r.Predicate), Scope: scope}
+		switch {
+		case r.ObjectValue != nil:
+			text, _ := request.CanonicalValue(*r.ObjectValue, math.MaxInt)
+			s.ObjectValue = valueID(team, r.ObjectValue.Type, text)
+		case r.ObjectRef != "":
+			s.Object = in.lookup(r.ObjectRef)
+		}
+		sp.Statements = append(sp.Statements, s)
+	}
+	if len(sp.Statements) == 0 {
+		return nil
+	}
+	return sp
+}
+
+// lookup is how mention ref's entity is found: its known entity, or its names and aliases.
+func (in *Intake) lookup(ref string) store.MentionLookup {
+	m := in.mentions[ref]
+	if m.KnownID != "" {
+		return store.MentionLookup{Known: m.KnownID}
+	}
+	var out store.MentionLookup
+	for _, name := range mentionNames(m) {
+		key := identity.NormalizeName(name)
+		n := store.NameLookup{Kind: m.Kind, Normalized: key, Skeleton: identity.Skeleton(key)}
+		if !slices.Contains(out.Names, n) {
+			out.Names = append(out.Names, n)
+		}
+	}
+	return out
 }

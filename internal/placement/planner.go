@@ -66,6 +66,8 @@ type Planner struct {
 
 	res        map[string]resolution
 	candidates []identity.Entity
+	// created are the entities this call creates.
+	created map[identity.EntityID]bool
 
 	ingestID string
 	// l writes the call's rows and holds every owner's relationships of each key the call touches,
@@ -88,10 +90,12 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 	pl.candidates = append(append([]identity.Entity{}, candidates...), known...)
 	pl.res = pl.in.resolve(candidates, known)
 	real := map[identity.EntityID]identity.EntityID{}
+	pl.created = map[identity.EntityID]bool{}
 	for _, ref := range pl.in.order {
 		r := pl.res[ref]
 		if r.Decision == identity.DecisionCreated {
 			real[r.entity.ID] = identity.EntityID(pl.newID("ent"))
+			pl.created[real[r.entity.ID]] = true
 		}
 	}
 	for ref, r := range pl.res {
@@ -101,6 +105,10 @@ func (pl *Planner) Resolve(candidates, known []identity.Entity) {
 		}
 	}
 }
+
+// Creates reports whether the call creates entity id (after Resolve): no relationship of the
+// team's can name it yet.
+func (pl *Planner) Creates(id identity.EntityID) bool { return pl.created[id] }
 
 // Adoptable takes in the fragments the request adopts as the transaction read them under its
 // locks (store.IntakeLocked.Adoptable): the stored metadata its support links copy.
@@ -144,9 +152,22 @@ func (pl *Planner) Keys() []conflict.Key {
 // a predicate that compares statements by object (relationship.Predicate.ComparesByObject), the
 // objects of those statements. Keys of a statement about an ambiguous or missing object, and the
 // keys of entities stated distinct, are read whole.
+//
+// When the call adopts one fragment of another author, an object every statement of the call about
+// which cites that fragment, all with one polarity, leaves out the other adopters of the fragment
+// (store.KeyAdopters, decision 155): a Remember confirms none of them (ledger.CrossReferences), and
+// none of them is an adoption's target while the author's own statement of the same object and
+// polarity is read (AdoptionTargetsRead).
 func (pl *Planner) ByObject() []store.KeyObject {
+	type objectKey struct {
+		k conflict.Key
+		o relationship.Object
+	}
 	objects := map[conflict.Key][]relationship.Object{}
 	wide := map[conflict.Key]bool{}
+	adopters := map[objectKey]*store.KeyAdopters{}
+	skip := map[objectKey]bool{}
+	fragment, author := pl.adoptedFragment()
 	var order []conflict.Key
 	for _, r := range pl.req.Proposal.Relationships {
 		k, ok := pl.key(r)
@@ -157,14 +178,7 @@ func (pl *Planner) ByObject() []store.KeyObject {
 			order = append(order, k)
 		}
 		pred, _ := relationship.MatchPredicate(r.Predicate, pl.Predicates)
-		var obj relationship.Object
-		switch {
-		case r.ObjectValue != nil:
-			text, _ := request.CanonicalValue(*r.ObjectValue, math.MaxInt)
-			obj.ValueID = valueID(pl.Team, r.ObjectValue.Type, text)
-		case r.ObjectRef != "":
-			obj.EntityID = pl.res[r.ObjectRef].EntityID
-		}
+		obj := pl.object(r)
 		if !pred.ComparesByObject() || obj == (relationship.Object{}) {
 			wide[k] = true
 			continue
@@ -175,6 +189,15 @@ func (pl *Planner) ByObject() []store.KeyObject {
 		for _, e := range pl.in.mentions[r.SubjectRef].DistinctFrom {
 			wide[conflict.Key{Team: pl.Team, Subject: e, PredicateKey: k.PredicateKey, Scope: k.Scope}] = true
 		}
+		ok2 := objectKey{k, obj}
+		pol, _, _ := request.Normalize(r)
+		switch a := adopters[ok2]; {
+		case fragment == "" || skip[ok2]:
+		case !pl.cites(r, fragment) || (a != nil && a.Polarity != pol):
+			skip[ok2], adopters[ok2] = true, nil
+		case a == nil:
+			adopters[ok2] = &store.KeyAdopters{Caller: pl.Profile, Fragment: fragment, Author: author, Polarity: pol}
+		}
 	}
 	var out []store.KeyObject
 	for _, k := range order {
@@ -182,10 +205,81 @@ func (pl *Planner) ByObject() []store.KeyObject {
 			continue
 		}
 		for _, o := range objects[k] {
-			out = append(out, store.KeyObject{Key: k, Object: o})
+			out = append(out, store.KeyObject{Key: k, Object: o, Adopters: adopters[objectKey{k, o}]})
 		}
 	}
 	return out
+}
+
+// AdoptionTargetsRead reports whether kl, read with ByObject's narrowing, holds every relationship
+// an adoption of the call may link to (ledger.Adopts): for each statement citing the fragment the
+// call adopts on a key read by object, the author's own live statement of its object and polarity
+// that the fragment supports — the first choice of ledger's adoptionTarget, so that neither the other
+// adopters ByObject leaves out nor the author's statements about other objects could be chosen.
+// When it reports false the caller reads the keys whole.
+func (pl *Planner) AdoptionTargetsRead(byObject []store.KeyObject, kl store.KeysLocked) bool {
+	fragment, author := pl.adoptedFragment()
+	if fragment == "" {
+		return len(pl.in.Adopt) == 0
+	}
+	narrowed := map[conflict.Key]bool{}
+	for _, o := range byObject {
+		narrowed[o.Key] = true
+	}
+	supported := map[relationship.ID]bool{}
+	for _, s := range kl.Supports {
+		if s.FragmentID == fragment && s.Author == author {
+			supported[s.RelationshipID] = true
+		}
+	}
+	for _, r := range pl.req.Proposal.Relationships {
+		k, ok := pl.key(r)
+		if !ok || !narrowed[k] || !pl.cites(r, fragment) {
+			continue
+		}
+		obj := pl.object(r)
+		pol, _, _ := request.Normalize(r)
+		if !slices.ContainsFunc(kl.Relationships, func(o relationship.Relationship) bool {
+			return o.Owner == author && o.Subject == k.Subject && o.PredicateKey == k.PredicateKey && o.Scope == k.Scope &&
+				o.Object == obj && o.Polarity == pol && o.Status.Live() && supported[o.ID]
+		}) {
+			return false
+		}
+	}
+	return true
+}
+
+// adoptedFragment returns the one fragment the call adopts and its author, when it adopts exactly
+// one, read under the locks (Adoptable), whose author is not the caller; else "".
+func (pl *Planner) adoptedFragment() (evidence.FragmentID, identity.ProfileID) {
+	if len(pl.in.Adopt) != 1 {
+		return "", ""
+	}
+	f, ok := pl.adoptable[pl.in.Adopt[0]]
+	if !ok || f.Author == pl.Profile {
+		return "", ""
+	}
+	return f.ID, f.Author
+}
+
+// cites reports whether statement r cites an evidence item adopting fragment.
+func (pl *Planner) cites(r memtype.ProposedRelationship, fragment evidence.FragmentID) bool {
+	return slices.ContainsFunc(r.Evidence, func(c memtype.Citation) bool {
+		return c.EvidenceIndex >= 0 && c.EvidenceIndex < len(pl.req.Evidence) && pl.req.Evidence[c.EvidenceIndex].AdoptFragmentID == fragment
+	})
+}
+
+// object returns statement r's object as the planner resolved it (zero when it has none).
+func (pl *Planner) object(r memtype.ProposedRelationship) relationship.Object {
+	var obj relationship.Object
+	switch {
+	case r.ObjectValue != nil:
+		text, _ := request.CanonicalValue(*r.ObjectValue, math.MaxInt)
+		obj.ValueID = valueID(pl.Team, r.ObjectValue.Type, text)
+	case r.ObjectRef != "":
+		obj.EntityID = pl.res[r.ObjectRef].EntityID
+	}
+	return obj
 }
 
 // distinctFrom returns the entities the caller's evidence shows entity id is not: the

@@ -177,7 +177,8 @@ func queueIdempotency(b *pgx.Batch, dst **store.IdempotencyRecord, team identity
 }
 
 // RememberPrepare reads, in one round trip, the principal and policy, the team's predicates, the
-// entities sharing a name with the proposal's mentions, the known entities and the idempotency record.
+// entities sharing a name with the proposal's mentions, the known entities, the idempotency record
+// and, when asked, the live state of the keys the request can name (queueSpeculation).
 func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPrepareParams) (store.RememberPrepared, error) {
 	var out store.RememberPrepared
 	b := &pgx.Batch{}
@@ -197,6 +198,9 @@ func (s *Store) RememberPrepare(ctx context.Context, p store.RememberPreparePara
 	queueEntityReads(b, &out.Candidates, &out.Known, p.Team, p.Names, p.KnownEntities)
 	queueIdempotency(b, &out.Idempotency, p.Team, p.Profile, p.IdempotencyKey)
 	queueAdoptable(b, &out.Adoptable, p.Team, p.AdoptFragments, true)
+	if p.Speculate != nil && len(p.Speculate.Statements) > 0 {
+		queueSpeculation(b, &out.Speculated, p.Team, p.Speculate)
+	}
 	if err := s.send(ctx, p.Team, b, false); err != nil {
 		return store.RememberPrepared{}, err
 	}

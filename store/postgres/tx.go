@@ -170,14 +170,6 @@ WHERE ` + keyFilter + `
 ORDER BY r.relationship_id
 FOR UPDATE OF r`
 
-// keyLiveRelationshipsSQL is keyRelationshipsSQL for the live relationships only (KeysLockParams.
-// LiveOnly), along the partial index.
-const keyLiveRelationshipsSQL = `-- name: KeyLiveRelationshipsLock
-SELECT ` + lockedRelationships + `
-WHERE ` + keyFilter + liveFilter + `
-ORDER BY r.relationship_id
-FOR UPDATE OF r`
-
 // keyNamedClosedSQL reads the closed relationships among $5 that lie on the keys (KeysLockParams.
 // Named), by primary key, unlocked: a closed relationship never changes.
 const keyNamedClosedSQL = `-- name: KeyNamedClosedRelationships
@@ -190,39 +182,69 @@ ORDER BY r.relationship_id`
 // ByObject) takes: every live relationship of the keys read whole ($2, $3, $4: subject, predicate,
 // scope); of the narrowed keys ($5, $6, $7), the live ones about a listed object (entities: $8, $9,
 // $10, $11 as subject, predicate, scope, entity; values: $12 … $15 likewise), the held ones and the
-// live ones about a held one's object, and the live ones among $16 (named by ID). Each branch probes
+// live ones about a held one's object, and the live ones among $16 (named by ID); the adopters an
+// object names are left out ($17–$20 for the entities, $21–$24 for the values: fragment, caller,
+// author and polarity, notAdopter). Each branch probes
 // relationships_conflict_key_live_object (migration 24) by key, status and object — the statuses
 // joined as rows, so that the status column is an equality of the probe under any generic plan, and
 // listed, so that the partial index applies — and
 // a key's relationships about other objects are never read; the rows are then reached by primary
 // key (decision 123).
 const byObjectIDs = `ARRAY(
-    SELECT w.relationship_id FROM {schema}.relationships w
-    WHERE w.team_id = $1 AND w.subject_entity_id = ANY($2::text[]) AND w.predicate_key = ANY($3::text[]) AND w.scope = ANY($4::text[])
-      AND (w.subject_entity_id, w.predicate_key, w.scope) IN (SELECT * FROM unnest($2::text[], $3::text[], $4::text[]))
-      AND w.status IN ('active', 'pending_evidence', 'needs_review')
+    SELECT w.relationship_id FROM unnest($2::text[], $3::text[], $4::text[]) AS k(subject, predicate, scope)
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (SELECT w.relationship_id FROM {schema}.relationships w
+        WHERE w.team_id = $1 AND w.subject_entity_id = k.subject AND w.predicate_key = k.predicate AND w.scope = k.scope
+          AND w.status = st.status AND w.status IN ('active', 'pending_evidence', 'needs_review') OFFSET 0) w
   UNION
-    SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[]) AS k(subject, predicate, scope, entity)
+    SELECT o.relationship_id FROM unnest($8::text[], $9::text[], $10::text[], $11::text[], $17::text[], $18::text[], $19::text[],
+        $20::text[]) AS k(subject, predicate, scope, entity, fragment, caller, author, polarity)
     CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
     JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
      AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id = k.entity
+    WHERE ` + notAdopter + `
   UNION
-    SELECT o.relationship_id FROM unnest($12::text[], $13::text[], $14::text[], $15::text[]) AS k(subject, predicate, scope, value)
+    SELECT o.relationship_id FROM unnest($12::text[], $13::text[], $14::text[], $15::text[], $21::text[], $22::text[], $23::text[],
+        $24::text[]) AS k(subject, predicate, scope, value, fragment, caller, author, polarity)
     CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
     JOIN {schema}.relationships o ON o.team_id = $1 AND o.subject_entity_id = k.subject AND o.predicate_key = k.predicate
      AND o.scope = k.scope AND o.status = st.status AND o.status IN ('active', 'pending_evidence', 'needs_review') AND o.object_entity_id IS NULL AND o.object_value_id = k.value
+    WHERE ` + notAdopter + `
   UNION
     SELECT t.relationship_id FROM unnest($5::text[], $6::text[], $7::text[]) AS k(subject, predicate, scope)
-    JOIN {schema}.relationships h ON h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate
-     AND h.scope = k.scope AND h.status = 'needs_review'
-    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
-    JOIN {schema}.relationships t ON t.team_id = $1 AND t.subject_entity_id = h.subject_entity_id
-     AND t.predicate_key = h.predicate_key AND t.scope = h.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
-     AND t.object_entity_id IS NOT DISTINCT FROM h.object_entity_id AND t.object_value_id IS NOT DISTINCT FROM h.object_value_id
+    CROSS JOIN LATERAL (` + heldObjects + `) t
   UNION
     SELECT n.relationship_id FROM {schema}.relationships n
     WHERE n.team_id = $1 AND n.relationship_id = ANY($16::text[]) AND n.status IN ('active', 'pending_evidence', 'needs_review')
       AND (n.subject_entity_id, n.predicate_key, n.scope) IN (SELECT * FROM unnest($5::text[], $6::text[], $7::text[])))`
+
+// heldObjects lists the live relationships of key k (subject, predicate, scope) about the object of
+// one of its held (needs_review) relationships: the held ones probed along
+// relationships_conflict_key_live_object by status, then, per held one, its object's live
+// relationships by status and object — an entity's or a value's, each an equality of the index —
+// so a key's relationships about other objects are never scanned.
+const heldObjects = `SELECT t.relationship_id
+    FROM (SELECT h.object_entity_id, h.object_value_id FROM {schema}.relationships h
+          WHERE h.team_id = $1 AND h.subject_entity_id = k.subject AND h.predicate_key = k.predicate AND h.scope = k.scope
+            AND h.status = 'needs_review' AND h.status IN ('active', 'pending_evidence', 'needs_review') OFFSET 0) h
+    CROSS JOIN unnest('{active,pending_evidence,needs_review}'::text[]) AS st(status)
+    CROSS JOIN LATERAL (
+        SELECT t.relationship_id FROM {schema}.relationships t
+        WHERE h.object_entity_id IS NOT NULL AND t.team_id = $1 AND t.subject_entity_id = k.subject AND t.predicate_key = k.predicate
+          AND t.scope = k.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
+          AND t.object_entity_id = h.object_entity_id
+      UNION ALL
+        SELECT t.relationship_id FROM {schema}.relationships t
+        WHERE h.object_entity_id IS NULL AND t.team_id = $1 AND t.subject_entity_id = k.subject AND t.predicate_key = k.predicate
+          AND t.scope = k.scope AND t.status = st.status AND t.status IN ('active', 'pending_evidence', 'needs_review')
+          AND t.object_entity_id IS NULL AND t.object_value_id = h.object_value_id) t`
+
+// notAdopter keeps a relationship o about an object k of byObjectIDs unless k names adopters to
+// leave out (KeyObject.Adopters: k.fragment not empty) and o is one of them: another owner's than the
+// caller's and the fragment author's, of the polarity named, supported by the fragment.
+const notAdopter = `(k.fragment = '' OR o.owner_profile_id IN (k.caller, k.author) OR o.polarity <> k.polarity
+       OR NOT EXISTS (SELECT 1 FROM {schema}.support_links s
+                      WHERE s.team_id = $1 AND s.relationship_id = o.relationship_id AND s.fragment_id = k.fragment))`
 
 // keyObjectRelationshipsSQL and keyObjectSupportsSQL are KeysLock's reads narrowed by object.
 const keyObjectRelationshipsSQL = `-- name: KeyObjectRelationshipsLock
@@ -374,21 +396,18 @@ func queueKeyReads(b *pgx.Batch, p store.KeysLockParams, out *store.KeysLocked, 
 	k := newKeyArrays(p)
 	out.ObjectNames = map[relationship.ID]string{}
 	relsSQL, supsSQL, casesSQL := keyRelationshipsSQL, keySupportsSQL, keyCasesSQL
+	relsArgs := []any{p.Team, k.subjects, k.preds, k.scopes}
 	switch {
 	case p.LiveOnly && lock:
-		relsSQL, supsSQL = keyLiveRelationshipsSQL, keyLiveSupportsSQL
+		// Through byObjectIDs, with or without ByObject (then every key is read whole): its probes
+		// are bound by status to relationships_conflict_key_live_object under any generic plan.
+		relsSQL, supsSQL, relsArgs = keyObjectRelationshipsSQL, keyObjectSupportsSQL, byObjectArgs(p)
 	case p.LiveOnly:
 		relsSQL, supsSQL, casesSQL = keyLiveRelationshipsReadSQL, keyLiveSupportsSQL, keyCasesReadSQL
 	case !lock:
 		relsSQL, casesSQL = keyRelationshipsReadSQL, keyCasesReadSQL
 	}
-	relsArgs := []any{p.Team, k.subjects, k.preds, k.scopes}
 	supsArgs := relsArgs
-	if p.LiveOnly && lock && len(p.ByObject) > 0 {
-		relsSQL, supsSQL = keyObjectRelationshipsSQL, keyObjectSupportsSQL
-		relsArgs = byObjectArgs(p)
-		supsArgs = relsArgs
-	}
 	b.Queue(relsSQL, relsArgs...).Query(func(rows pgx.Rows) error {
 		return readKeyRelationships(rows, out)
 	})
@@ -478,8 +497,31 @@ func byObjectArgs(p store.KeysLockParams) []any {
 	for i, id := range p.Named {
 		named[i] = string(id)
 	}
+	var ea, va adopterArrays
+	for _, o := range p.ByObject {
+		if o.Object.EntityID != "" {
+			ea.add(o.Adopters)
+		} else {
+			va.add(o.Adopters)
+		}
+	}
 	return []any{p.Team, w.subjects, w.preds, w.scopes, n.subjects, n.preds, n.scopes, e.subjects, e.preds, e.scopes, entityIDs,
-		v.subjects, v.preds, v.scopes, valueIDs, named}
+		v.subjects, v.preds, v.scopes, valueIDs, named, ea.fragments, ea.callers, ea.authors, ea.polarities,
+		va.fragments, va.callers, va.authors, va.polarities}
+}
+
+// adopterArrays are byObjectIDs' arrays of the adopters each object leaves out ("" for none).
+type adopterArrays struct {
+	fragments, callers, authors, polarities []string
+}
+
+func (a *adopterArrays) add(ad *store.KeyAdopters) {
+	var x store.KeyAdopters
+	if ad != nil {
+		x = *ad
+	}
+	a.fragments, a.callers = append(a.fragments, string(x.Fragment)), append(a.callers, string(x.Caller))
+	a.authors, a.polarities = append(a.authors, string(x.Author)), append(a.polarities, string(x.Polarity))
 }
 
 // keyArrays are KeysLock's keys as parallel arrays of subject, predicate and scope (keyFilter's $2,
@@ -765,6 +807,9 @@ func (t *tx) WriteSetApplyFenced(ctx context.Context, f store.WriteFence, ws sto
 		}
 	}
 	b.Queue(fenceSQL, f.Team, f.Profile, f.IdempotencyKey, string(f.ProfileStatus), scopes, kinds, skeletons, ids, names)
+	if f.Keys != nil {
+		queueKeysFence(b, f.Keys)
+	}
 	return t.applyOn(ctx, b, &ws)
 }
 

@@ -138,6 +138,7 @@ func Run(t *testing.T, h Harness) {
 		{"IdentityCases", identityContracts},
 		{"Live", liveContracts},
 		{"ReviewFence", reviewFenceContracts},
+		{"KeySpeculation", speculationContracts},
 		{"Identity", reassignContracts},
 		{"Retirements", retirementContracts},
 		{"RecallPrincipal", recallPrincipalContracts},
