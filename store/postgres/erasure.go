@@ -67,12 +67,12 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 	}
 	var out []store.FragmentTombstone
 	b.Queue(evidenceEraseSQL, p.Team, p.ErasureID, p.Actor.Kind, p.Actor.Profile, p.Reason, p.Key, p.RequestHash,
-		fragmentStrings(p.Fragments), p.Now).QueryRow(func(row pgx.Row) (err error) {
+		idStrings(p.Fragments), p.Now).QueryRow(func(row pgx.Row) (err error) {
 		out, err = scanErasedTombstones(row)
 		return err
 	})
 	keys := map[relationship.ID]conflict.Key{}
-	b.Queue(erasedKeysSQL, p.Team, fragmentStrings(p.Fragments), p.MaxRelationships+1).Query(func(rows pgx.Rows) error {
+	b.Queue(erasedKeysSQL, p.Team, idStrings(p.Fragments), p.MaxRelationships+1).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id relationship.ID
 			k := conflict.Key{Team: p.Team}
@@ -84,7 +84,7 @@ func (t *tx) EvidenceErase(ctx context.Context, p store.EvidenceEraseParams) ([]
 		return rows.Err()
 	})
 	retired := map[evidence.FragmentID]bool{}
-	b.Queue(retiredFragmentsSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) error {
+	b.Queue(retiredFragmentsSQL, p.Team, idStrings(p.Fragments)).Query(func(rows pgx.Rows) error {
 		ids, err := pgx.CollectRows(rows, pgx.RowTo[evidence.FragmentID])
 		for _, id := range ids {
 			retired[id] = true
@@ -124,7 +124,7 @@ func (s *Store) ErasureGet(ctx context.Context, p store.ErasureGetParams) (store
 	} else {
 		b.Queue(erasureByProfileKeySQL, p.Team, p.Actor.Profile, p.Key).QueryRow(readErasure)
 	}
-	b.Queue(fragmentTombstonesSQL, p.Team, fragmentStrings(p.Fragments)).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(fragmentTombstonesSQL, p.Team, idStrings(p.Fragments)).Query(func(rows pgx.Rows) (err error) {
 		out.Tombstones, err = collectTombstones(rows)
 		return err
 	})
@@ -174,12 +174,4 @@ func scanErasedTombstones(row pgx.Row) ([]store.FragmentTombstone, error) {
 		}
 	}
 	return out, nil
-}
-
-func fragmentStrings(ids []evidence.FragmentID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = string(id)
-	}
-	return out
 }

@@ -473,3 +473,12 @@ func sentinelOf(pgErr *pgconn.PgError) error {
 	}
 	return store.ErrInternal
 }
+
+// idStrings returns a list of IDs (any string type) as the strings PostgreSQL's text[] takes.
+func idStrings[T ~string](in []T) []string {
+	out := make([]string, len(in))
+	for i, id := range in {
+		out[i] = string(id)
+	}
+	return out
+}

@@ -68,11 +68,7 @@ func queueAdoptable(b *pgx.Batch, dst *[]store.FragmentRow, team identity.TeamID
 	if len(ids) == 0 {
 		return
 	}
-	args := make([]string, len(ids))
-	for i, id := range ids {
-		args[i] = string(id)
-	}
-	b.Queue(adoptableFragmentsSQL, team, args, content).Query(func(rows pgx.Rows) (err error) {
+	b.Queue(adoptableFragmentsSQL, team, idStrings(ids), content).Query(func(rows pgx.Rows) (err error) {
 		*dst, err = pgx.CollectRows(rows, func(row pgx.CollectableRow) (store.FragmentRow, error) {
 			f := store.FragmentRow{Team: team}
 			var st, auth string
@@ -117,15 +113,7 @@ func optionalEntityStrings(ids []identity.EntityID) []string {
 	if len(ids) == 0 {
 		return nil
 	}
-	return entityStrings(ids)
-}
-
-func entityStrings(ids []identity.EntityID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = string(id)
-	}
-	return out
+	return idStrings(ids)
 }
 
 // queueEntityReads queues the entity reads of a call: by name and by ID, each only when asked for.
@@ -135,7 +123,7 @@ func queueEntityReads(b *pgx.Batch, byName, byID *[]identity.Entity, team identi
 		queueEntities(b, byName, entitiesByNameSQL, team, kinds, skeletons)
 	}
 	if len(ids) > 0 {
-		queueEntities(b, byID, entitiesByIDSQL, team, entityStrings(ids))
+		queueEntities(b, byID, entitiesByIDSQL, team, idStrings(ids))
 	}
 }
 

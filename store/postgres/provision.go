@@ -39,15 +39,7 @@ func (s *Store) TeamCreate(ctx context.Context, p store.TeamCreateParams) error 
 
 func policyArgs(p store.Policy) []any {
 	return []any{p.Team, int64(p.ReviewTTL / time.Second), p.AutoWriteThreshold,
-		profileStrings(p.AuthoritativeProfiles), p.TimeZone, p.CreatedBy, p.CreatedAt}
-}
-
-func profileStrings(ids []identity.ProfileID) []string {
-	out := make([]string, len(ids))
-	for i, id := range ids {
-		out[i] = string(id)
-	}
-	return out
+		idStrings(p.AuthoritativeProfiles), p.TimeZone, p.CreatedBy, p.CreatedAt}
 }
 
 // profileInsertSQL inserts by VALUES; a missing team is the foreign key's violation. (An INSERT …

@@ -172,7 +172,7 @@ func (s *Store) recallSearch(ctx context.Context, p store.RecallSearchParams, wi
 	loaded *store.Principal) (store.RecallSearch, [2]bool, error) {
 	var out store.RecallSearch
 	var cut [2]bool
-	expand := entityStrings(p.ExpandFrom)
+	expand := idStrings(p.ExpandFrom)
 	names := p.Names
 	if names == nil {
 		names = []string{}

@@ -79,18 +79,9 @@ func (t *tx) ReviewApplyFencedBatch(ctx context.Context, fences []store.ReviewFe
 	queueKeyLocks(b, fences[0].Team, keys, 0)
 	var ws store.WriteSet
 	for i, f := range fences {
-		b.Queue(reviewFenceSQL, f.Team, string(f.Key.Subject), f.Key.PredicateKey, f.Key.Scope, ids(f.Relationships), f.Versions,
-			f.Supports, f.Retired, ids(f.Cases), f.CaseVersions, f.ClaimTokens, string(f.Case))
+		b.Queue(reviewFenceSQL, f.Team, string(f.Key.Subject), f.Key.PredicateKey, f.Key.Scope, idStrings(f.Relationships), f.Versions,
+			f.Supports, f.Retired, idStrings(f.Cases), f.CaseVersions, f.ClaimTokens, string(f.Case))
 		ws.Append(sets[i])
 	}
 	return t.applyOn(ctx, b, &ws)
-}
-
-// ids returns a list of IDs as the strings PostgreSQL's text[] takes.
-func ids[T ~string](in []T) []string {
-	out := make([]string, len(in))
-	for i, id := range in {
-		out[i] = string(id)
-	}
-	return out
 }

@@ -901,7 +901,7 @@ func (w writeBatch) queueEvidence(ws *store.WriteSet) {
 	}
 	for _, r := range ws.Resolutions {
 		b.Queue(resolutionInsertSQL, r.Team, r.ID, r.ObservationID, r.MentionRef, r.MentionName, r.EntityKind,
-			r.EntityID, r.Decision, entityStrings(r.Candidates), r.Profile, r.IngestID, r.CreatedAt, contextJSON(r.Context),
+			r.EntityID, r.Decision, idStrings(r.Candidates), r.Profile, r.IngestID, r.CreatedAt, contextJSON(r.Context),
 			optionalEntityStrings(r.DistinctFrom))
 	}
 }
