@@ -3,9 +3,14 @@ package densemem_test
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/densemem/densemem"
 	"github.com/densemem/densemem/internal/testsupport/testdb"
@@ -110,5 +115,122 @@ func BenchmarkBindingCost(b *testing.B) {
 		b.ReportMetric(u, "ms-unbound-"+call)
 		b.ReportMetric(bd, "ms-bound-"+call)
 		b.ReportMetric(bd/u, "ratio-"+call)
+	}
+}
+
+// backendCPU returns the CPU time, in milliseconds, the server's backends connected to e's database
+// have used (utime and stime of /proc/<pid>/stat; Linux, the server on this machine). Backends that
+// exit before the second reading are lost, so it is read around work on pools that stay open.
+func backendCPU(tb testing.TB, e *env) float64 {
+	tb.Helper()
+	rows, err := e.pool.Query(e.ctx, "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var ticks float64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue // not on this machine, or gone
+		}
+		s := string(b)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+		u, _ := strconv.ParseFloat(f[11], 64)
+		st, _ := strconv.ParseFloat(f[12], 64)
+		ticks += u + st
+	}
+	return ticks * 1000 / 100 // USER_HZ is 100 on Linux
+}
+
+// BenchmarkBindingCheckCPU: the server's CPU per Remember and per Recall under each form of the
+// team policy, interleaved op by op on databases seeded alike (decision 242): "none" (migration 24,
+// no boundary), "setting" (the whole boundary, but the policies trust densemem.team: what the rest
+// of the boundary costs), "definer" (a SECURITY DEFINER function that checks nothing: the floor of
+// any check a policy calls), "verified" (migration 29's densemem_verified_team, the head) and
+// "view" (migration 25's bound_team view, the check before migration 29). Metrics: CPU µs per call
+// and each form's ratio to "none". Needs the server on this machine (/proc).
+func BenchmarkBindingCheckCPU(b *testing.B) {
+	policy := func(expr string) func(*env) {
+		return func(e *env) {
+			if _, err := e.pool.Exec(e.ctx, `CREATE FUNCTION densemem.bench_definer() RETURNS text LANGUAGE plpgsql STABLE
+				SECURITY DEFINER AS $f$ BEGIN RETURN pg_catalog.current_setting('densemem.team', true); END $f$;
+				GRANT EXECUTE ON FUNCTION densemem.bench_definer() TO `+migrations.DefaultRuntimeRole+", "+migrations.DefaultReviewerRole); err != nil {
+				b.Fatal(err)
+			}
+			if expr == "" {
+				return
+			}
+			if _, err := e.pool.Exec(e.ctx, fmt.Sprintf(`DO $$ DECLARE r record; BEGIN
+				FOR r IN SELECT c.relname FROM pg_policy p JOIN pg_class c ON c.oid = p.polrelid WHERE p.polname = 'team_isolation' LOOP
+					EXECUTE format('ALTER POLICY team_isolation ON densemem.%%I USING (%[1]s) WITH CHECK (%[1]s)', r.relname);
+				END LOOP; END $$`, expr)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	forms := []struct {
+		name  string
+		setup func(*env)
+	}{
+		{"none", nil},
+		{"setting", policy("team_id = current_setting(''densemem.team'', true)")},
+		{"definer", policy("team_id = (SELECT densemem.bench_definer())")},
+		{"verified", policy("")},
+		{"view", policy("team_id = (SELECT b.team_id FROM densemem.bound_team b)")},
+	}
+	envs := make([]*env, len(forms))
+	const seeded = 200
+	for i, f := range forms {
+		if f.setup == nil {
+			envs[i] = newUnboundEnv(b)
+		} else {
+			envs[i] = newEnv(b)
+			f.setup(envs[i])
+		}
+		e := envs[i]
+		for j := range seeded {
+			e.rememberFresh(e.A, -1-j)
+		}
+		if _, err := e.pool.Exec(e.ctx, "ANALYZE"); err != nil {
+			b.Fatal(err)
+		}
+		for j := range 20 {
+			e.recall(e.B, fmt.Sprintf("env-%d deploy", -1-j), nil, nil)
+		}
+	}
+	n := b.N
+	b.ResetTimer()
+	for _, call := range []string{"remember", "recall"} {
+		cpu := make([]float64, len(forms))
+		for i, e := range envs {
+			cpu[i] = -backendCPU(b, e)
+		}
+		for j := range n {
+			for k := range envs {
+				i := k
+				if j%2 == 1 {
+					i = len(envs) - 1 - k
+				}
+				e := envs[i]
+				if call == "remember" {
+					e.rememberFresh(e.A, j)
+				} else if r := e.recall(e.B, fmt.Sprintf("env-%d deploy", -1-j%seeded), nil, nil); len(r.Results) == 0 {
+					b.Fatalf("%s recall %d: no results", forms[i].name, j)
+				}
+			}
+		}
+		for i, e := range envs {
+			cpu[i] += backendCPU(b, e)
+		}
+		for i, f := range forms {
+			b.ReportMetric(cpu[i]/float64(n)*1000, "cpu-us-"+call+"-"+f.name)
+			if i > 0 {
+				b.ReportMetric(cpu[i]/cpu[0], "ratio-"+call+"-"+f.name)
+			}
+		}
 	}
 }

@@ -365,6 +365,19 @@ func TestDatabaseBoundary_ForgedTeam(t *testing.T) {
 						`SELECT CASE WHEN (SELECT count(*) FROM densemem.relationships WHERE status = 'superseded') = 0 THEN 1/0 END`}},
 			)
 		}
+		// Migration 29 verifies the binding once per transaction and remembers the team and actor it
+		// verified: a switch of either after a verified read is verified again, and refused.
+		primed := "SELECT count(*) FROM densemem.relationships"
+		attacks = append(attacks,
+			attack{name: "bound " + role + " switches to the other team after a verified read", role: role, mode: bound, read: true,
+				steps: []string{primed, "SELECT set_config('densemem.team', {other}, true)", "SELECT count(*) FROM densemem.relationships"}},
+			attack{name: "bound " + role + " switches actor after a verified read", role: role, mode: bound,
+				steps: []string{primed, "SELECT set_config('densemem.actor', 'profile:' || {B}, true)",
+					"UPDATE densemem.relationships SET status = 'retracted', version = version + 1 WHERE relationship_id = {relB}"}},
+			attack{name: "bound " + role + " switches team in a savepoint after a verified read", role: role, mode: bound, read: true,
+				steps: []string{"SAVEPOINT s", primed, "ROLLBACK TO SAVEPOINT s", "SELECT set_config('densemem.team', {other}, true)",
+					"SELECT count(*) FROM densemem.fragment_contents"}},
+		)
 		attacks = append(attacks, attack{name: "leaked " + role + " reads its own team", role: role, mode: leaked, read: true,
 			steps: []string{"SELECT count(*) FROM densemem.relationships"}})
 		attacks = append(attacks, attack{name: "no team " + role + " reads", role: role, mode: none, read: true,
@@ -642,5 +655,107 @@ func TestDatabaseBoundary_KeyRotation(t *testing.T) {
 	}
 	if _, err := migrations.BindingKey(b.ctx, b.runtime, nil); err == nil {
 		t.Error("the runtime role read the binding key")
+	}
+}
+
+// TestDatabaseBoundary_VerifiedOnce: what migration 29 remembers of a verified binding. Within the
+// transaction a verified team reads without the binding checked again (the check is cached: with
+// the binding setting cleared after a verified read, reads go on; cleared before, nothing is read);
+// the next transaction of the session verifies anew; the seed the remembered setting is named by
+// cannot be read or set by the runtime or reviewer role, and no setting of the session lists it.
+func TestDatabaseBoundary_VerifiedOnce(t *testing.T) {
+	t.Parallel()
+	b := newBoundary(t)
+	for _, role := range []string{"runtime", "reviewer"} {
+		t.Run(role, func(t *testing.T) {
+			c, err := b.pools()[role].Acquire(b.ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			conn := c.Hijack()
+			defer conn.Close(context.Background())
+			actor := store.ProfileActor(identity.ProfileID(b.ids["A"]))
+			if role == "reviewer" {
+				actor = store.ReviewerActor
+			}
+			begin := func() {
+				t.Helper()
+				if _, err := conn.Exec(b.ctx, "BEGIN"); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.actor', $2, true), "+
+					"set_config('densemem.binding', $3, true)", b.ids["team"], actor,
+					postgres.SessionBinding(b.key, densemem.TeamID(b.ids["team"]), actor, conn.PgConn().PID())); err != nil {
+					t.Fatal(err)
+				}
+			}
+			count := func() (int64, error) {
+				var n int64
+				err := conn.QueryRow(b.ctx, "SELECT count(*) FROM densemem.relationships").Scan(&n)
+				return n, err
+			}
+			clearBinding := func() {
+				if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.binding', '', true)"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			rollback := func() { _, _ = conn.Exec(b.ctx, "ROLLBACK") }
+
+			begin()
+			if n, err := count(); err != nil || n == 0 {
+				t.Fatalf("a bound read: %d, %v", n, err)
+			}
+			clearBinding()
+			if n, err := count(); err != nil || n == 0 {
+				t.Errorf("a read after the verified one, the binding cleared: %d, %v; want the team remembered", n, err)
+			}
+			var listed int64
+			if err := conn.QueryRow(b.ctx, "SELECT count(*) FROM pg_settings WHERE name LIKE 'densemem.%'").Scan(&listed); err != nil || listed != 0 {
+				t.Errorf("settings listed: %d, %v; want none", listed, err)
+			}
+			rows, err := conn.Query(b.ctx, "SHOW ALL")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for rows.Next() {
+				if v := rows.RawValues(); len(v) > 0 && strings.HasPrefix(string(v[0]), "densemem.") {
+					t.Errorf("SHOW ALL lists %s", v[0])
+				}
+			}
+			rows.Close()
+			if _, err := conn.Exec(b.ctx, "COMMIT"); err != nil {
+				t.Fatal(err)
+			}
+
+			// The next transaction of the session: nothing remembered.
+			if _, err := conn.Exec(b.ctx, "BEGIN"); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := conn.Exec(b.ctx, "SELECT set_config('densemem.team', $1, true), set_config('densemem.actor', $2, true)",
+				b.ids["team"], actor); err != nil {
+				t.Fatal(err)
+			}
+			if n, err := count(); pgCode(err) != "42501" {
+				t.Errorf("the next transaction with no binding: %d, %v; want 42501", n, err)
+			}
+			rollback()
+
+			// Cleared before any read: nothing to remember, refused.
+			begin()
+			clearBinding()
+			if n, err := count(); pgCode(err) != "42501" {
+				t.Errorf("binding cleared before a read: %d, %v; want 42501", n, err)
+			}
+			rollback()
+
+			for _, q := range []string{"SELECT last_value FROM densemem.binding_seed",
+				"SELECT pg_sequence_last_value('densemem.binding_seed')",
+				"SELECT setval('densemem.binding_seed', 7)", "SELECT nextval('densemem.binding_seed')",
+				"ALTER SEQUENCE densemem.binding_seed RESTART WITH 7"} {
+				if _, err := conn.Exec(b.ctx, q); pgCode(err) != "42501" {
+					t.Errorf("%s: %v; want 42501", q, err)
+				}
+			}
+		})
 	}
 }

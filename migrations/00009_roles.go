@@ -347,12 +347,17 @@ func (m *rolesRun) grantTable(table, runtimePrivs, reviewerPrivs string) error {
 	}
 	// Row-level security: the transaction's team only, for everyone but the owner; once migration 25
 	// made the bound team (densemem_bound_team), the bound team only.
+	// Once migration 29 made densemem_verified_team, the team it verified once per transaction.
 	team := "current_setting('densemem.team', true)"
-	var bound bool
-	if err := m.tx.QueryRowContext(m.ctx, "SELECT to_regprocedure('densemem_bound_team()') IS NOT NULL").Scan(&bound); err != nil {
+	var bound, verified bool
+	if err := m.tx.QueryRowContext(m.ctx, `SELECT to_regprocedure('densemem_bound_team()') IS NOT NULL,
+		to_regprocedure('densemem_verified_team()') IS NOT NULL`).Scan(&bound, &verified); err != nil {
 		return err
 	}
-	if bound {
+	switch {
+	case verified:
+		team = "(SELECT " + m.schema + ".densemem_verified_team())"
+	case bound:
 		team = "(SELECT " + m.schema + ".densemem_bound_team())"
 	}
 	for _, q := range []string{

@@ -328,6 +328,10 @@ func RotateBindingKey(ctx context.Context, pool *pgxpool.Pool, opts *Options, ke
 	if err != nil {
 		return nil, fmt.Errorf("densemem migrations: rotate the binding key (as the owner role or a superuser): %w", err)
 	}
+	// The seed of migration 29 is a secret as the keys are: a rotation draws it anew too.
+	if err := reseedBinding(ctx, pgxExecer{tx}, ident(schema)); err != nil {
+		return nil, fmt.Errorf("densemem migrations: rotate the binding seed: %w", err)
+	}
 	return key, tx.Commit(ctx)
 }
 

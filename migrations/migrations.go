@@ -47,7 +47,8 @@ func goMigrations(r Roles) []*goose.Migration {
 	return []*goose.Migration{nameKeys, rolesMigration(r), decisionsMigration(r), identityDecisionsMigration(r),
 		dropSearchRefreshMigration(r), fragmentRetirementsMigration(r), privacyErasureMigration(r), boundedRecallMigration(r),
 		reviewerReviewItemsMigration(r), recallPostingsMigration(r), databaseBoundaryMigration(r),
-		databaseJudgementsMigration(r), transactionSettingsMigration(r), nightlyLedgerMigration(r)}
+		databaseJudgementsMigration(r), transactionSettingsMigration(r), nightlyLedgerMigration(r),
+		verifiedTeamMigration(r)}
 }
 
 // DefaultSchema is the schema that holds every object unless Options.Schema names another.

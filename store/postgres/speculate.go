@@ -99,10 +99,14 @@ SELECT NULL, NULL, NULL, NULL, NULL, NULL,
        set_config('densemem.speculated_relationships', ARRAY(SELECT relationship_id FROM ids)::text, true) ||
        set_config('densemem.speculated_cases', ARRAY(SELECT conflict_id FROM live_cases)::text, true)`
 
-// speculatedIDs and speculatedCaseIDs are the IDs speculatedKeysSQL recorded.
+// speculatedIDs and speculatedCaseIDs are the IDs speculatedKeysSQL recorded, each read by an
+// InitPlan: a setting read in the expression itself is evaluated by the planner to estimate the
+// selectivity of = ANY, and on a Citus cluster the coordinator plans the statement, where the
+// worker's setting does not exist ("unrecognized configuration parameter"); the planner does not
+// run subqueries, and the statement reads the setting on the worker that set it.
 const (
-	speculatedIDs     = `current_setting('densemem.speculated_relationships')::text[]`
-	speculatedCaseIDs = `current_setting('densemem.speculated_cases')::text[]`
+	speculatedIDs     = `(SELECT current_setting('densemem.speculated_relationships'))::text[]`
+	speculatedCaseIDs = `(SELECT current_setting('densemem.speculated_cases'))::text[]`
 )
 
 const speculatedRelationshipsSQL = `-- name: SpeculatedRelationships
