@@ -347,16 +347,16 @@ func (m *rolesRun) grantTable(table, runtimePrivs, reviewerPrivs string) error {
 	}
 	// Row-level security: the transaction's team only, for everyone but the owner; once migration 25
 	// made the bound team (densemem_bound_team), the bound team only.
-	// Once migration 29 made densemem_verified_team, the team it verified once per transaction.
+	// Once migration 29 made the view verified_team, the team verified once per transaction.
 	team := "current_setting('densemem.team', true)"
 	var bound, verified bool
 	if err := m.tx.QueryRowContext(m.ctx, `SELECT to_regprocedure('densemem_bound_team()') IS NOT NULL,
-		to_regprocedure('densemem_verified_team()') IS NOT NULL`).Scan(&bound, &verified); err != nil {
+		to_regclass('verified_team') IS NOT NULL`).Scan(&bound, &verified); err != nil {
 		return err
 	}
 	switch {
 	case verified:
-		team = "(SELECT " + m.schema + ".densemem_verified_team())"
+		team = "(SELECT v.team_id FROM " + m.schema + ".verified_team v)"
 	case bound:
 		team = "(SELECT " + m.schema + ".densemem_bound_team())"
 	}
