@@ -630,9 +630,20 @@ func TestDatabaseBoundary_KeyRotation(t *testing.T) {
 		return err
 	}
 	old := b.key
+	seed := func() int64 {
+		var s int64
+		if err := b.pool.QueryRow(b.ctx, "SELECT last_value FROM densemem.binding_seed").Scan(&s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	oldSeed := seed()
 	fresh, err := migrations.RotateBindingKey(b.ctx, b.pool, nil, nil)
 	if err != nil || len(fresh) != 32 || string(fresh) == string(old) {
 		t.Fatalf("rotate: %x, %v", fresh, err)
+	}
+	if s := seed(); s == oldSeed || s <= 0 {
+		t.Errorf("the binding seed after a rotation: %d (before %d); want a new positive one", s, oldSeed)
 	}
 	if err := recall(old); err != nil {
 		t.Errorf("the previous key after a rotation: %v", err)
