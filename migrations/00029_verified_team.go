@@ -99,8 +99,8 @@ func (m *rolesRun) verifiedTeamDown() error {
 }
 
 // reseedBinding draws the binding seed of migration 29 anew (a random positive 63-bit number) in
-// schema (a quoted identifier), when the schema has one: the setting a transaction's verified team is recorded in changes its name,
-// and a transaction that verified before verifies once more.
+// schema (a quoted identifier), when the schema has one: the setting a transaction's verified team
+// is recorded in changes its name, and a transaction that verified before verifies once more.
 func reseedBinding(ctx context.Context, tx execer, schema string) error {
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
